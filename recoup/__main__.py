@@ -1,0 +1,5 @@
+import sys
+
+from recoup.cli import main
+
+sys.exit(main())

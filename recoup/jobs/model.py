@@ -1,0 +1,202 @@
+"""The job and run model: frozen, keyword-only records that refuse naive datetimes.
+
+A job is one unit of work that must happen at `run_at` and take effect once: an HTTP request
+or a registered Python handler. Each execution of it is a run (an attempt), logged.
+
+States and their transitions (CHECK constraints in every backend hold the invariants):
+
+    scheduled ──claim──▶ running ──2xx / ok──────────▶ succeeded
+        ▲                   │  ──retryable error──▶ scheduled (run_at = now + backoff)
+        │                   │  ──final error / attempts spent──▶ failed
+        └──lease expired────┘  (rescue; a run with outcome "lost" is logged)
+    scheduled | running ──cancel──▶ cancelled
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any, Literal
+
+from recoup.errors import InvalidInput
+from recoup.timekeeping.instants import require_aware
+
+DEFAULT_TENANT = "default"
+RESPONSE_EXCERPT_LIMIT = 2048  # characters of a target's response kept in the run log
+ERROR_LIMIT = 2048  # characters of an error message kept in the run log
+
+
+class JobState(StrEnum):
+    SCHEDULED = "scheduled"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def is_live(self) -> bool:
+        return self in (JobState.SCHEDULED, JobState.RUNNING)
+
+    @property
+    def is_final(self) -> bool:
+        return not self.is_live
+
+
+class RunOutcome(StrEnum):
+    SUCCEEDED = "succeeded"  # the target accepted it
+    RETRY = "retry"  # a retryable failure; another attempt is scheduled
+    FAILED = "failed"  # a final failure (non-retryable, or attempts spent)
+    LOST = "lost"  # the worker's lease expired mid-attempt (crash); the job was rescued
+    CANCELLED = "cancelled"  # the job was cancelled while this attempt ran
+
+
+def new_id() -> str:
+    """A UUIDv7-style id: time-ordered (index locality, readable order) and unique."""
+    ms = time.time_ns() // 1_000_000
+    rand = int.from_bytes(os.urandom(10), "big")
+    value = (ms & ((1 << 48) - 1)) << 80 | (0x7 << 76) | (rand & ((1 << 76) - 1))
+    value = (value & ~(0xC << 60)) | (0x8 << 60)  # RFC 9562 variant bits
+    return str(uuid.UUID(int=value))
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetryPolicy:
+    """How a job's target is retried: exponential backoff with full jitter, capped.
+
+    `max_attempts` counts every attempt, the first included (1 = never retry).
+    """
+
+    max_attempts: int = 5
+    min_backoff: timedelta = timedelta(seconds=1)
+    max_backoff: timedelta = timedelta(hours=1)
+    jitter: bool = True
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_attempts <= 100:
+            raise InvalidInput("retry.max_attempts", self.max_attempts, "expected 1–100")
+        if self.min_backoff < timedelta(0):
+            raise InvalidInput(
+                "retry.min_backoff_seconds", self.min_backoff.total_seconds(), "expected ≥ 0"
+            )
+        if self.max_backoff < self.min_backoff:
+            raise InvalidInput(
+                "retry.max_backoff_seconds",
+                self.max_backoff.total_seconds(),
+                "expected ≥ min_backoff_seconds",
+            )
+
+
+@dataclass(frozen=True, kw_only=True)
+class HttpTarget:
+    url: str
+    method: str = "POST"
+    headers: dict[str, str] = field(default_factory=dict)
+    body: Any = None  # JSON value, or a str sent as is
+    kind: Literal["http"] = "http"
+
+
+@dataclass(frozen=True, kw_only=True)
+class PythonTarget:
+    """A handler registered by name in the worker's process (embedded use)."""
+
+    handler: str
+    kind: Literal["python"] = "python"
+
+
+Target = HttpTarget | PythonTarget
+
+
+@dataclass(frozen=True, kw_only=True)
+class NewJob:
+    """What a caller asks for; the store assigns state, attempts and timestamps."""
+
+    run_at: datetime
+    target: Target
+    tenant: str = DEFAULT_TENANT
+    name: str | None = None
+    payload: Any = None
+    idempotency_key: str | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    timeout: timedelta = timedelta(seconds=30)
+    keep_for: timedelta | None = timedelta(days=7)  # after completion; None keeps forever
+    schedule_id: str | None = None
+    id: str = field(default_factory=new_id)
+
+    def __post_init__(self) -> None:
+        require_aware("run_at", self.run_at)
+        if self.timeout <= timedelta(0) or self.timeout > timedelta(hours=1):
+            raise InvalidInput("timeout_seconds", self.timeout.total_seconds(), "expected 0–3600")
+        if self.name is not None and not 1 <= len(self.name) <= 200:
+            raise InvalidInput("name", self.name, "expected 1–200 characters")
+        if self.keep_for is not None and self.keep_for < timedelta(0):
+            raise InvalidInput("keep_for", self.keep_for, "expected ≥ 0")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Job:
+    id: str
+    tenant: str
+    name: str | None
+    run_at: datetime
+    target: Target
+    payload: Any
+    idempotency_key: str | None
+    retry: RetryPolicy
+    timeout: timedelta
+    keep_for: timedelta | None
+    schedule_id: str | None
+    state: JobState
+    attempts: int  # attempts started so far
+    lease_expires_at: datetime | None
+    leased_by: str | None
+    last_error: str | None
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None
+
+    def __post_init__(self) -> None:
+        for name in ("run_at", "created_at", "updated_at"):
+            require_aware(name, getattr(self, name))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Run:
+    """One attempt of a job, as the run log keeps it."""
+
+    job_id: str
+    tenant: str
+    attempt: int
+    started_at: datetime
+    finished_at: datetime
+    outcome: RunOutcome
+    status_code: int | None = None
+    duration_ms: float = 0.0
+    response_excerpt: str | None = None
+    error: str | None = None
+    worker_id: str | None = None
+
+    def __post_init__(self) -> None:
+        require_aware("started_at", self.started_at)
+        require_aware("finished_at", self.finished_at)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Completion:
+    """A worker's report of one attempt. Applied by compare-and-set: it only takes effect if
+    the job is still `running`, leased by `worker_id`, at attempt `run.attempt`."""
+
+    run: Run
+    worker_id: str
+    retry_at: datetime | None = None  # set when run.outcome is RETRY
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tenant:
+    id: str
+    name: str
+    signing_secret: str  # whsec_…, signs outbound requests (Standard Webhooks)
+    created_at: datetime

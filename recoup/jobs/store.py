@@ -1,0 +1,119 @@
+"""The job store protocol: named operations, one params object or plain arguments each, `now`
+passed in. Implemented by `recoup.storage.sqlite` and `recoup.storage.postgres`; one behaviour
+suite (`tests/jobs/test_store_contract.py`) runs unchanged against both."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from recoup.jobs.model import Completion, Job, JobState, NewJob, Run, Tenant
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClaimParams:
+    worker_id: str
+    now: datetime
+    horizon: timedelta  # claim jobs due up to now + horizon (fired from memory at run_at)
+    lease: timedelta  # lease runs from max(now, run_at)
+    limit: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobFilter:
+    tenant: str
+    state: JobState | None = None
+    name_prefix: str | None = None
+    schedule_id: str | None = None
+    limit: int = 50
+    cursor: str | None = None  # opaque; from the previous page
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobPage:
+    jobs: list[Job]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class PruneResult:
+    jobs: int
+    runs: int
+
+
+class JobStore(Protocol):
+    """Durable jobs and their run log. Every transition is a compare-and-set: an operation
+    that finds the job in another state than it expects changes nothing and says so."""
+
+    def migrate(self) -> int:
+        """Apply pending migrations; return the schema version now in force."""
+        ...
+
+    def close(self) -> None: ...
+
+    # Tenants (the worker needs each tenant's signing secret)
+    def ensure_tenant(self, tenant: Tenant) -> Tenant: ...
+    def get_tenant(self, tenant_id: str) -> Tenant | None: ...
+
+    # Writing jobs
+    def insert(self, job: NewJob, *, now: datetime) -> Job:
+        """Insert one job. A live job of the tenant with the same name → `Conflict`. A job of
+        the tenant with the same idempotency key → that job, unchanged."""
+        ...
+
+    def insert_many(self, jobs: Sequence[NewJob], *, now: datetime) -> int:
+        """Bulk insert; rows that clash on a live name or an idempotency key are skipped.
+        Returns how many were inserted."""
+        ...
+
+    # The worker's side
+    def claim_due(self, params: ClaimParams) -> list[Job]: ...
+    def complete_many(self, completions: Sequence[Completion], *, now: datetime) -> list[str]:
+        """Apply each completion by compare-and-set and log its run; return the ids applied."""
+        ...
+
+    def heartbeat(
+        self, worker_id: str, job_ids: Sequence[str], *, lease_until: datetime
+    ) -> list[str]:
+        """Extend the leases still held by `worker_id`; return the ids still held."""
+        ...
+
+    def release(self, worker_id: str, job_ids: Sequence[str], *, now: datetime) -> int:
+        """Give back claimed jobs that never started (graceful shutdown): scheduled again,
+        attempt count restored."""
+        ...
+
+    def rescue_expired(self, *, now: datetime, limit: int = 1000) -> list[str]:
+        """Running jobs whose lease expired: log a `lost` run; schedule again now, or fail
+        when attempts are spent."""
+        ...
+
+    def next_due_at(self) -> datetime | None:
+        """The earliest run_at of a scheduled job (the worker sleeps until then)."""
+        ...
+
+    # Cancelling
+    def cancel(self, tenant: str, job_id: str, *, now: datetime) -> Job | None:
+        """Cancel a live job (idempotent: a final job is returned unchanged); None if absent."""
+        ...
+
+    def cancel_by_name(self, tenant: str, name: str, *, now: datetime) -> int: ...
+    def cancel_by_prefix(self, tenant: str, prefix: str, *, now: datetime) -> int: ...
+
+    # Reading
+    def get(self, tenant: str, job_id: str) -> Job | None: ...
+    def get_by_name(self, tenant: str, name: str) -> Job | None:
+        """The live job with that name, else the most recent one."""
+        ...
+
+    def list_jobs(self, query: JobFilter) -> JobPage: ...
+    def runs(self, tenant: str, job_id: str) -> list[Run]: ...
+    def count_by_state(self, tenant: str | None = None) -> dict[JobState, int]: ...
+
+    # Retention
+    def prune(self, *, now: datetime, keep_runs_for: timedelta, limit: int = 10_000) -> PruneResult:
+        """Delete final jobs past their `keep_for`, and runs older than `keep_runs_for`
+        (a job deleted at once keeps its run log for that period)."""
+        ...

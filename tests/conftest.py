@@ -1,0 +1,37 @@
+"""Shared fixtures: the PostgreSQL URL (skip where unreachable, fail under CI=true)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
+
+settings.register_profile(
+    "ci", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile("dev", max_examples=50, deadline=None)
+settings.load_profile("ci" if os.environ.get("CI") == "true" else "dev")
+
+
+def _postgres_url() -> str:
+    return os.environ.get("RECOUP_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL)
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> str:
+    """The test PostgreSQL's URL; skips (or fails under CI=true) when it is unreachable."""
+    url = _postgres_url()
+    try:
+        import psycopg
+
+        with psycopg.connect(url, connect_timeout=3) as conn:
+            conn.execute("SELECT 1")
+    except Exception as exc:
+        reason = f"PostgreSQL at {url} is unreachable: {exc}".splitlines()[0]
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return url
