@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from recoup.jobs.model import Completion, Job, JobState, NewJob, Run, Tenant
+from recoup.jobs.schedule_model import NewSchedule, Schedule
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,4 +117,47 @@ class JobStore(Protocol):
     def prune(self, *, now: datetime, keep_runs_for: timedelta, limit: int = 10_000) -> PruneResult:
         """Delete final jobs past their `keep_for`, and runs older than `keep_runs_for`
         (a job deleted at once keeps its run log for that period)."""
+        ...
+
+
+class ScheduleStore(Protocol):
+    """Recurring schedules. Materialising an occurrence and advancing the schedule happen in
+    one transaction, by compare-and-set on `next_fire_at`, so two schedulers never create the
+    same occurrence twice (and the unique (schedule_id, run_at) of jobs is the backstop)."""
+
+    def insert_schedule(
+        self, schedule: NewSchedule, *, next_fire_at: datetime | None, now: datetime
+    ) -> Schedule:
+        """A schedule of the tenant with the same name (not deleted) → `Conflict`."""
+        ...
+
+    def get_schedule(self, tenant: str, schedule_id: str) -> Schedule | None: ...
+    def list_schedules(self, tenant: str) -> list[Schedule]: ...
+    def set_schedule_paused(
+        self,
+        tenant: str,
+        schedule_id: str,
+        *,
+        paused: bool,
+        now: datetime,
+        next_fire_at: datetime | None = None,  # on resume: the next occurrence after now
+    ) -> Schedule | None: ...
+    def delete_schedule(self, tenant: str, schedule_id: str, *, now: datetime) -> bool:
+        """Delete the schedule and cancel its live jobs; False if absent."""
+        ...
+    def due_schedules(self, *, now: datetime, horizon: timedelta, limit: int) -> list[Schedule]:
+        """Active schedules whose next_fire_at ≤ now + horizon."""
+        ...
+    def advance_schedule(
+        self,
+        schedule_id: str,
+        *,
+        expected_next: datetime,
+        new_next: datetime | None,
+        jobs: Sequence[NewJob],
+        now: datetime,
+    ) -> bool:
+        """If next_fire_at still equals `expected_next`: insert `jobs` (skipping any whose
+        (schedule_id, run_at) exists) and set next_fire_at = `new_next`. False if another
+        scheduler advanced it first."""
         ...
