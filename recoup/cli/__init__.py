@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import sys
 
-import click
 import typer
+
+# Typer ≥ 0.26 vendors click and raises its own copies of click's exceptions, which
+# `click.UsageError` does not catch; this is where they live.
+from typer._click import exceptions as cli_errors
 
 from recoup.cli._app import EXIT_USAGE, app
 from recoup.errors import InvalidInput, RecoupError
 
 # Command modules: importing one registers its commands.
 # (one import line per command module, e.g. `from recoup.cli import renewals as _renewals`)
+from recoup.cli import renewals as _renewals  # noqa: F401  # isort: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,22 +23,25 @@ def main(argv: list[str] | None = None) -> int:
     command = typer.main.get_command(app)
     try:
         result = command.main(args=argv, prog_name="recoup", standalone_mode=False)
-    except click.exceptions.NoArgsIsHelpError as exc:
-        click.echo(exc.ctx.get_help() if exc.ctx else "", err=True)
+    except cli_errors.NoArgsIsHelpError as exc:
+        # Typer's rich formatter prints the help while building this error and leaves its
+        # message empty; the plain formatter returns it as the message instead.
+        if exc.format_message().strip():
+            typer.echo(exc.format_message(), err=True)
         return EXIT_USAGE
-    except click.UsageError as exc:
-        click.echo(f"error: {exc.format_message()}", err=True)
+    except cli_errors.UsageError as exc:
+        typer.echo(f"error: {exc.format_message()}", err=True)
         return EXIT_USAGE
     except InvalidInput as exc:
-        click.echo(f"error: {exc}", err=True)
+        typer.echo(f"error: {exc}", err=True)
         return EXIT_USAGE
     except RecoupError as exc:
-        click.echo(f"error: {exc}", err=True)
+        typer.echo(f"error: {exc}", err=True)
         return 1
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         return exc.exit_code
-    except click.Abort:
-        click.echo("aborted", err=True)
+    except typer.Abort:
+        typer.echo("aborted", err=True)
         return 130
     return result if isinstance(result, int) else 0
 

@@ -19,6 +19,13 @@ app = typer.Typer(
 EXIT_USAGE = 2  # bad input: one line on stderr, nothing written
 
 
+@app.callback()
+def _root() -> None:
+    """Recoup: durable jobs and failed-payment retries that take effect once."""
+    # A callback keeps `recoup` a group of named sub-commands even while only one is
+    # registered; without it Typer runs a lone command under the bare program name.
+
+
 def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     """Print one line to stderr and exit; never a traceback."""
     typer.echo(f"error: {message}", err=True)

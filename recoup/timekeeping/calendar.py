@@ -37,6 +37,12 @@ def _country_holidays(country: str, subdivision: str | None) -> holidays_lib.Hol
     try:
         return holidays_lib.country_holidays(country, subdiv=subdivision)
     except NotImplementedError:
+        # The package raises the same error for an unknown country and for an unknown
+        # subdivision of a known one; tell the caller which field is wrong.
+        if country in holidays_lib.list_supported_countries():
+            raise InvalidInput(
+                "subdivision", subdivision, f"expected a subdivision code of {country}"
+            ) from None
         raise InvalidInput(
             "country", country, "expected an ISO 3166-1 alpha-2 code the holidays package knows"
         ) from None
@@ -117,4 +123,4 @@ class BusinessCalendar:
             for year in range(start.year, end.year + 1):
                 table.get(date(year, 1, 1))  # populates the year
             found |= {d for d in table if start <= d <= end}
-        return sorted(found)
+        return sorted(d for d in found if d.weekday() not in self.weekend)

@@ -14,7 +14,8 @@ import functools
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from recoup.errors import UnknownTimeZone
+from recoup.errors import InvalidInput, UnknownTimeZone
+from recoup.timekeeping.instants import require_aware
 
 
 @functools.lru_cache(maxsize=1024)
@@ -36,13 +37,15 @@ def resolve_local(local: datetime, tz: ZoneInfo | str) -> datetime:
     """The UTC instant of the naive wall time `local` in zone `tz` (gap: forward; fold:
     earlier)."""
     if local.tzinfo is not None:
-        raise ValueError("resolve_local takes a naive wall-clock time")
+        raise InvalidInput("local", local.isoformat(), "expected a naive wall-clock time")
     tzinfo = zone(tz) if isinstance(tz, str) else tz
     return local.replace(tzinfo=tzinfo, fold=0).astimezone(UTC)
 
 
 def to_local(instant: datetime, tz: ZoneInfo | str) -> datetime:
-    """The aware local reading of `instant` in `tz`."""
+    """The aware local reading of the aware `instant` in `tz`."""
+    # A naive instant would be read in the machine's zone by `astimezone`: refuse it.
+    require_aware("instant", instant)
     tzinfo = zone(tz) if isinstance(tz, str) else tz
     return instant.astimezone(tzinfo)
 

@@ -1,0 +1,250 @@
+"""Anchored recurrence: the n-th renewal of a billing anchor, computed from the anchor and n.
+
+An `Anchor` is what a subscription stores: a naive local date-time (occurrence n = 0), an IANA
+zone, a step (`every` day/week/month/year times `interval`) and an end-of-month rule. The
+n-th occurrence is always derived from the anchor and n, never from occurrence n − 1, so a
+31st anchor clamped to February 28 returns to March 31 (no ratchet).
+
+End-of-month rules (they matter only for month and year steps):
+
+- `clamp` (default, as card billing does): a day the month lacks becomes its last day
+  (Jan 31 → Feb 28/29 → Mar 31 → Apr 30; Feb 29 yearly → Feb 28 in common years).
+- `roll-forward`: a day the month lacks becomes the 1st of the next month (Jan 31 → Mar 1 →
+  Mar 31; Feb 29 yearly → Mar 1 in common years). RFC 7529 `SKIP=FORWARD`.
+- `last-day`: the anchor means "the last day of every month"; the anchor's own day of month is
+  disregarded, so every occurrence (n = 0 included) falls on the last day of its month.
+
+Local wall times become instants through `zones.resolve_local` (DESIGN.md's rule: a time in a
+spring-forward gap moves forward by the gap; a time in a fall-back fold is the earlier instant).
+"""
+
+from __future__ import annotations
+
+import calendar
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from typing import Final, Protocol
+
+from recoup.errors import InvalidInput
+from recoup.timekeeping.instants import require_aware
+from recoup.timekeeping.zones import resolve_local, to_local, zone
+
+EVERY: Final = ("day", "week", "month", "year")
+END_OF_MONTH_RULES: Final = ("clamp", "roll-forward", "last-day")
+DEFAULT_END_OF_MONTH: Final = "clamp"
+
+_DAYS_PER_STEP: Final = {"day": 1, "week": 7}
+_MONTHS_PER_STEP: Final = {"month": 1, "year": 12}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Anchor:
+    """A stored recurrence rule; occurrence n = 0 is `local` itself (or, under `last-day`,
+    the last day of `local`'s month at the same time of day).
+
+    Validation raises `InvalidInput` naming the field: `local` (must be naive), `timezone`
+    (an IANA name), `every`, `interval` (an int ≥ 1), `end_of_month`.
+    """
+
+    local: datetime
+    timezone: str
+    every: str = "month"
+    interval: int = 1
+    end_of_month: str = DEFAULT_END_OF_MONTH
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.local, datetime) or self.local.tzinfo is not None:
+            shown = self.local.isoformat() if isinstance(self.local, datetime) else self.local
+            raise InvalidInput(
+                "local", shown, "expected a naive local date-time such as 2026-01-31T09:00"
+            )
+        zone(self.timezone, field="timezone")
+        if self.every not in EVERY:
+            raise InvalidInput("every", self.every, f"expected one of {', '.join(EVERY)}")
+        if isinstance(self.interval, bool) or not isinstance(self.interval, int):
+            raise InvalidInput("interval", self.interval, "expected an integer ≥ 1")
+        if self.interval < 1:
+            raise InvalidInput("interval", self.interval, "expected an integer ≥ 1")
+        if self.end_of_month not in END_OF_MONTH_RULES:
+            allowed = f"expected one of {', '.join(END_OF_MONTH_RULES)}"
+            raise InvalidInput("end_of_month", self.end_of_month, allowed)
+
+
+class AnchorFields(Protocol):
+    """Anything that carries an anchor's fields, such as `recoup.jobs.schedule_model.AnchorRule`
+    (declared structurally so this pure layer imports nothing above it)."""
+
+    @property
+    def local(self) -> datetime: ...
+    @property
+    def timezone(self) -> str: ...
+    @property
+    def every(self) -> str: ...
+    @property
+    def interval(self) -> int: ...
+    @property
+    def end_of_month(self) -> str: ...
+
+
+def anchor_from(rule: AnchorFields) -> Anchor:
+    """A validated `Anchor` from any record with the same fields (e.g. a stored `AnchorRule`)."""
+    return Anchor(
+        local=rule.local,
+        timezone=rule.timezone,
+        every=rule.every,
+        interval=rule.interval,
+        end_of_month=rule.end_of_month,
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Occurrence:
+    """Occurrence `n` of an anchor: `at` is the UTC instant, `local` its aware reading in the
+    anchor's zone, and `nominal` the naive wall time the rule asked for (it differs from
+    `local`'s wall time only when that time fell in a DST gap)."""
+
+    n: int
+    at: datetime
+    local: datetime
+    nominal: datetime
+
+
+def days_in_month(year: int, month: int) -> int:
+    return calendar.monthrange(year, month)[1]
+
+
+def month_day(year: int, month: int, day: int, end_of_month: str) -> date:
+    """The date that day-of-month `day` (1–31) means in `year`-`month` under `end_of_month`.
+
+    This is the single place the end-of-month rules live; anchor recovery uses it too.
+    """
+    last = days_in_month(year, month)
+    if end_of_month == "last-day":
+        return date(year, month, last)
+    if day <= last:
+        return date(year, month, day)
+    if end_of_month == "roll-forward":
+        return date(year, month, last) + timedelta(days=1)
+    return date(year, month, last)  # clamp
+
+
+def add_months(year: int, month: int, months: int) -> tuple[int, int]:
+    """(`year`, `month`) moved by `months` (any sign)."""
+    index = year * 12 + (month - 1) + months
+    return index // 12, index % 12 + 1
+
+
+def nominal_local(anchor: Anchor, n: int) -> datetime:
+    """The naive wall time occurrence `n` asks for, before any DST gap is resolved.
+
+    Computed from the anchor and `n` alone (never from occurrence n − 1).
+    """
+    _check_n(n)
+    start = anchor.local
+    if anchor.every in _DAYS_PER_STEP:
+        return start + timedelta(days=_DAYS_PER_STEP[anchor.every] * anchor.interval * n)
+    months = _MONTHS_PER_STEP[anchor.every] * anchor.interval * n
+    year, month = add_months(start.year, start.month, months)
+    day = month_day(year, month, start.day, anchor.end_of_month)
+    return datetime.combine(day, start.time())
+
+
+def occurrence(anchor: Anchor, n: int) -> datetime:
+    """The UTC instant of occurrence `n` ≥ 0 (n = 0 is the anchor itself)."""
+    return resolve_local(nominal_local(anchor, n), zone(anchor.timezone))
+
+
+def occurrence_at(anchor: Anchor, n: int) -> Occurrence:
+    """Occurrence `n` with its UTC instant, local reading and nominal wall time."""
+    nominal = nominal_local(anchor, n)
+    tz = zone(anchor.timezone)
+    at = resolve_local(nominal, tz)
+    return Occurrence(n=n, at=at, local=to_local(at, tz), nominal=nominal)
+
+
+def iter_occurrences(anchor: Anchor, start: int = 0) -> Iterator[Occurrence]:
+    """Occurrences `start`, `start` + 1, … without end (each computed from the anchor)."""
+    _check_n(start)
+    n = start
+    while True:
+        yield occurrence_at(anchor, n)
+        n += 1
+
+
+def first_after(anchor: Anchor, instant: datetime) -> Occurrence:
+    """The first occurrence strictly after `instant` (an aware datetime).
+
+    Estimates n arithmetically from the calendar distance between the anchor and `instant`,
+    then corrects by a step or two, so the cost does not grow with that distance.
+    """
+    return _first(anchor, require_aware("instant", instant).astimezone(UTC), strict=True)
+
+
+def first_at_or_after(anchor: Anchor, instant: datetime) -> Occurrence:
+    """The first occurrence at or after `instant` (an aware datetime)."""
+    return _first(anchor, require_aware("instant", instant).astimezone(UTC), strict=False)
+
+
+def occurrences_between(anchor: Anchor, start: datetime, end: datetime) -> list[Occurrence]:
+    """The occurrences at or after `start` and strictly before `end` (half-open, like
+    `range`), in order. Both bounds are aware datetimes."""
+    end_utc = require_aware("end", end).astimezone(UTC)
+    found: list[Occurrence] = []
+    first = first_at_or_after(anchor, start)
+    for current in iter_occurrences(anchor, first.n):
+        if current.at >= end_utc:
+            break
+        found.append(current)
+    return found
+
+
+def _first(anchor: Anchor, instant: datetime, *, strict: bool) -> Occurrence:
+    def before_target(at: datetime) -> bool:
+        return at <= instant if strict else at < instant
+
+    n = max(0, _estimate_n(anchor, instant) - 1)
+    # Step back while the estimate overshot (a clamp or a gap can move an occurrence by days
+    # or hours relative to the plain calendar step); then forward to the first one past it.
+    while n > 0 and not before_target(occurrence(anchor, n)):
+        n -= 1
+    while before_target(occurrence(anchor, n)):
+        n += 1
+    return occurrence_at(anchor, n)
+
+
+def _estimate_n(anchor: Anchor, instant: datetime) -> int:
+    """A lower-ish estimate of the last n whose occurrence is not after `instant`."""
+    local = instant.astimezone(zone(anchor.timezone)).replace(tzinfo=None)
+    start = anchor.local
+    if anchor.every in _DAYS_PER_STEP:
+        days = (local.date() - start.date()).days
+        return max(0, days // (_DAYS_PER_STEP[anchor.every] * anchor.interval))
+    months = (local.year - start.year) * 12 + (local.month - start.month)
+    return max(0, months // (_MONTHS_PER_STEP[anchor.every] * anchor.interval))
+
+
+def _check_n(n: int) -> None:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise InvalidInput("n", n, "expected an occurrence number ≥ 0 (0 is the anchor)")
+
+
+__all__ = [
+    "DEFAULT_END_OF_MONTH",
+    "END_OF_MONTH_RULES",
+    "EVERY",
+    "Anchor",
+    "AnchorFields",
+    "Occurrence",
+    "add_months",
+    "anchor_from",
+    "days_in_month",
+    "first_after",
+    "first_at_or_after",
+    "iter_occurrences",
+    "month_day",
+    "nominal_local",
+    "occurrence",
+    "occurrence_at",
+    "occurrences_between",
+]
