@@ -15,6 +15,8 @@ from recoup.errors import InvalidInput, RecoupError
 
 # Command modules: importing one registers its commands.
 # (one import line per command module, e.g. `from recoup.cli import renewals as _renewals`)
+from recoup.cli import plan as _plan  # noqa: F401  # isort: skip
+from recoup.cli import replay as _replay  # noqa: F401  # isort: skip
 from recoup.cli import renewals as _renewals  # noqa: F401  # isort: skip
 
 

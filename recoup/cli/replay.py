@@ -1,0 +1,158 @@
+"""`recoup replay FAILURES.csv`: the dry run. Plans every failure, schedules nothing."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from recoup.analytics.replay import read_failures, replay_failures, summarize, write_planned
+from recoup.cli._app import app, print_json
+from recoup.cli.plan import load_policy
+from recoup.dunning.policy import DEFAULT_PRESET, PRESETS
+from recoup.errors import InvalidInput
+
+COMPARE_CHOICES = ("nightly",)
+
+
+class _Progress:
+    """Phases and a row count on a rich progress bar (stderr), or nothing off a terminal."""
+
+    def __init__(self, bar: Any | None) -> None:
+        self._bar = bar
+        self._task = bar.add_task("reading", total=None) if bar is not None else None
+
+    def phase(self, name: str) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, description=name)
+
+    def rows(self, done: int, total: int) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, completed=done, total=total)
+
+
+@contextmanager
+def _progress(enabled: bool) -> Iterator[_Progress]:
+    if not enabled:
+        yield _Progress(None)
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    columns = ("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn())
+    with Progress(*columns, TimeElapsedColumn(), transient=True) as bar:
+        yield _Progress(bar)
+
+
+def _plot(summary: dict[str, Any], path: str) -> None:
+    """Hour histograms of the plan (and of the nightly batch when compared) as a PNG."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")  # files only: never open a window
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise InvalidInput(
+            "--plot", path, "needs matplotlib (pip install 'recoup[plot]')"
+        ) from None
+    hours = list(range(24))
+    series = [("planned", summary)]
+    if "nightly" in summary:
+        series.append(("nightly 00:00 UTC", summary["nightly"]))
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4), sharey=True)
+    width = 0.8 / len(series)
+    for i, (label, figures) in enumerate(series):
+        offset = [h + (i - (len(series) - 1) / 2) * width for h in hours]
+        axes[0].bar(offset, figures["by_utc_hour"], width=width, label=label)
+        axes[1].bar(offset, figures["by_local_hour"], width=width, label=label)
+    axes[0].set_title("attempts by UTC hour")
+    axes[1].set_title("attempts by customer-local hour")
+    for ax in axes:
+        ax.set_xticks(hours[::2])
+        ax.set_xlabel("hour")
+        ax.legend()
+    axes[0].set_ylabel("attempts")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _print_summary(summary: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    console.print(
+        f"invoices {summary['invoices']}: retry {summary['retry']}, "
+        f"no retry {summary['no_retry']}, await customer {summary['await_customer']}; "
+        f"attempts {summary['attempts']}, busiest minute {summary['peak_per_minute']}"
+    )
+    table = Table("hour", "UTC", "local")
+    nightly = summary.get("nightly")
+    if nightly:
+        table.add_column("nightly UTC")
+        table.add_column("nightly local")
+    for h in range(24):
+        cells = [f"{h:02d}", str(summary["by_utc_hour"][h]), str(summary["by_local_hour"][h])]
+        if nightly:
+            cells += [str(nightly["by_utc_hour"][h]), str(nightly["by_local_hour"][h])]
+        table.add_row(*cells)
+    console.print(table)
+    if nightly:
+        console.print(f"nightly batch busiest minute: {nightly['peak_per_minute']}")
+
+
+@app.command("replay")
+def replay_command(
+    failures: Annotated[
+        Path, typer.Argument(metavar="FAILURES.csv", help="CSV: invoice_id, failed_at, timezone, …")
+    ],
+    policy: Annotated[
+        str, typer.Option("--policy", help=f"{' | '.join(PRESETS)} | PATH to a policy TOML.")
+    ] = DEFAULT_PRESET,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write every planned attempt to this CSV.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    compare: Annotated[
+        str | None, typer.Option("--compare", help="Add a baseline: nightly (00:00 UTC batch).")
+    ] = None,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Draw the hour histograms to this PNG.")
+    ] = None,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Fail on the first bad row instead of skipping it.")
+    ] = False,
+) -> None:
+    """Dry-run a file of failures through a retry policy; writes nothing to any job store."""
+    if compare is not None and compare not in COMPARE_CHOICES:
+        raise InvalidInput("--compare", compare, f"expected one of {list(COMPARE_CHOICES)}")
+    chosen = load_policy(policy)
+    try:
+        text = failures.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInput(
+            "FAILURES.csv", str(failures), f"expected a readable UTF-8 file ({exc})"
+        ) from None
+    with _progress(sys.stderr.isatty()) as progress:
+        rows, bad = read_failures(text, strict=strict)
+        for row in bad:
+            typer.echo(f"skipped {failures.name} {row.message}", err=True)
+        progress.phase("planning")
+        result = replay_failures(rows, chosen, on_progress=progress.rows)
+        progress.phase("summarising")
+        summary = summarize(result, compare_nightly=compare == "nightly")
+    summary["bad_rows"] = len(bad)
+    summary["policy"] = chosen.name
+    if out is not None:
+        with out.open("w", encoding="utf-8", newline="") as handle:
+            write_planned(result, handle)
+    if plot is not None:
+        _plot(summary, str(plot))
+    if as_json:
+        print_json(summary)
+    else:
+        _print_summary(summary)

@@ -1,0 +1,437 @@
+"""Retry policies: TOML → a validated, frozen `RetryPolicy`; the shipped presets.
+
+A policy file (see `recoup/dunning/data/policies/*.toml` for complete examples):
+
+    name = "business-days"
+    final_action = "pause_access"   # pause_access | cancel | mark_uncollectible | leave_past_due
+    gaps = [{ business_days = 1 }, { business_days = 3 }, { days = 7 }]
+
+    [window]                        # the local landing window
+    start = "10:00"
+    jitter_minutes = 90             # 0–719; start + jitter stays on the same local date
+
+    [calendar]
+    weekend = ["sat", "sun"]        # used when the country has no weekend of its own
+    weekend_from_country = true     # e.g. Friday–Saturday for IL
+    default_country = "US"          # holidays when the customer has no country (optional)
+
+    [limits]
+    min_gap_hours = 0               # least time between a failure and the retry after it
+    max_duration_days = 21          # no attempt later than this after the first failure
+    stop_before_renewal = true      # no attempt at or after the next renewal, when known
+
+    [networks]
+    visa_max_reattempts_30d = 15
+    mastercard_max_per_merchant_amount_30d = 35
+    mastercard_max_per_card_per_day = 10
+
+    [[blackouts]]                   # a gateway's maintenance: no attempt inside [start, end)
+    gateway = "stripe"
+    start = 2026-07-01T02:00:00Z
+    end = 2026-07-01T04:00:00Z
+
+Every key is checked; an error is a `ConfigError` whose field is the dotted path
+(`gaps[2].business_days`, `window.start`). Parsing is pure: callers read files themselves.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import hashlib
+import json
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, time
+from importlib import resources
+from typing import Any
+
+from recoup.errors import ConfigError, InvalidInput
+from recoup.timekeeping.calendar import SAT_SUN, WEEKDAY_NAMES, parse_weekend
+from recoup.timekeeping.instants import parse_instant
+
+PRESETS = ("business-days", "calendar")
+DEFAULT_PRESET = "business-days"
+
+_MAX_GAP = 60  # days (calendar or business) in one step
+_MAX_GAPS = 30  # attempts in one policy
+_MAX_JITTER = 719  # minutes: the window must end less than 12 h after it starts (planner rule)
+_SECONDS_PER_DAY = 86_400
+
+
+class GapUnit(enum.Enum):
+    DAYS = "days"
+    BUSINESS_DAYS = "business_days"
+
+
+class FinalAction(enum.Enum):
+    """What happens to the subscription after the last planned attempt fails."""
+
+    PAUSE_ACCESS = "pause_access"
+    CANCEL = "cancel"
+    MARK_UNCOLLECTIBLE = "mark_uncollectible"
+    LEAVE_PAST_DUE = "leave_past_due"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Gap:
+    """The distance from the failure that precedes an attempt to the attempt's local date."""
+
+    count: int
+    unit: GapUnit
+
+
+@dataclass(frozen=True, kw_only=True)
+class Blackout:
+    """A gateway's maintenance window: no attempt on `gateway` in [start, end) (UTC)."""
+
+    gateway: str
+    start: datetime
+    end: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class NetworkLimits:
+    """Card-network reattempt limits, per card across invoices.
+
+    Visa: at most `visa_max_reattempts_30d` reattempts per card in any 30 days for decline
+    categories 2–4 (15 is what most processors still enforce; Visa raised it to 20 in May 2025).
+    Mastercard: at most 35 attempts per card, merchant and amount in 30 days, 10 per card in any
+    24 hours.
+    """
+
+    visa_max_reattempts_30d: int = 15
+    mastercard_max_per_merchant_amount_30d: int = 35
+    mastercard_max_per_card_per_day: int = 10
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetryPolicy:
+    """A validated retry policy (see the module docstring for the file format)."""
+
+    name: str
+    gaps: tuple[Gap, ...]
+    window_start: time = time(10, 0)
+    jitter_minutes: int = 90
+    weekend: frozenset[int] = SAT_SUN
+    weekend_from_country: bool = True
+    default_country: str | None = None
+    min_gap_hours: float = 0.0
+    max_duration_days: int = 21
+    stop_before_renewal: bool = True
+    networks: NetworkLimits = field(default_factory=NetworkLimits)
+    blackouts: tuple[Blackout, ...] = ()
+    final_action: FinalAction = FinalAction.PAUSE_ACCESS
+    description: str = ""
+
+    @property
+    def window_start_seconds(self) -> int:
+        """Seconds after local midnight at which the landing window opens."""
+        return self.window_start.hour * 3600 + self.window_start.minute * 60
+
+    @property
+    def jitter_span_seconds(self) -> int:
+        """Jitter is a whole number of seconds in [0, span]."""
+        return self.jitter_minutes * 60
+
+    @property
+    def min_gap_seconds(self) -> int:
+        return round(self.min_gap_hours * 3600)
+
+    @property
+    def max_duration_seconds(self) -> int:
+        return self.max_duration_days * _SECONDS_PER_DAY
+
+    @functools.cached_property
+    def fingerprint(self) -> bytes:
+        """16 bytes naming the policy's timing (gaps, window start, jitter span): its part of
+        the jitter hash. Names, limits, blackouts and the final action are left out on purpose,
+        so a renamed copy of a preset plans the same instants, and adding a blackout does not
+        move every other invoice's minute."""
+        timing = {
+            "gaps": [[g.count, g.unit.value] for g in self.gaps],
+            "window_start": self.window_start.strftime("%H:%M"),
+            "jitter_minutes": self.jitter_minutes,
+        }
+        text = json.dumps(timing, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).digest()[:16]
+
+    def blackouts_for(self, gateway: str | None) -> tuple[Blackout, ...]:
+        if not gateway:
+            return ()
+        return tuple(b for b in self.blackouts if b.gateway == gateway)
+
+
+# ---- validation -------------------------------------------------------------------------------
+
+
+def _table(data: dict[str, Any], key: str, allowed: frozenset[str]) -> dict[str, Any]:
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise ConfigError(key, value, "expected a table")
+    _no_extra(value, allowed, prefix=f"{key}.")
+    return value
+
+
+def _no_extra(value: dict[str, Any], allowed: frozenset[str], *, prefix: str = "") -> None:
+    for key in value:
+        if key not in allowed:
+            raise ConfigError(f"{prefix}{key}", value[key], f"expected one of {sorted(allowed)}")
+
+
+def _int(path: str, value: Any, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(path, value, f"expected an integer from {low} to {high}")
+    return value
+
+
+def _number(path: str, value: Any, low: float, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        raise ConfigError(path, value, f"expected a number from {low} to {high}")
+    return float(value)
+
+
+def _bool(path: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(path, value, "expected true or false")
+    return value
+
+
+def _text(path: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(path, value, "expected a non-empty string")
+    return value.strip()
+
+
+def _gaps(value: Any) -> tuple[Gap, ...]:
+    if not isinstance(value, list) or not value:
+        raise ConfigError(
+            "gaps", value, "expected a non-empty array such as [{ business_days = 1 }]"
+        )
+    if len(value) > _MAX_GAPS:
+        raise ConfigError("gaps", f"{len(value)} gaps", f"expected at most {_MAX_GAPS}")
+    gaps: list[Gap] = []
+    units = {u.value: u for u in GapUnit}
+    for i, raw in enumerate(value):
+        path = f"gaps[{i}]"
+        if not isinstance(raw, dict) or len(raw) != 1:
+            raise ConfigError(
+                path, raw, "expected exactly one of { days = N } or { business_days = N }"
+            )
+        ((key, count),) = raw.items()
+        if key not in units:
+            raise ConfigError(f"{path}.{key}", count, "expected the key days or business_days")
+        gaps.append(Gap(count=_int(f"{path}.{key}", count, 1, _MAX_GAP), unit=units[key]))
+    return tuple(gaps)
+
+
+def _window_start(value: Any) -> time:
+    try:
+        if not isinstance(value, str) or len(value) != 5 or value[2] != ":":
+            raise ValueError
+        parsed = time(int(value[:2]), int(value[3:]))
+    except ValueError:
+        raise ConfigError(
+            "window.start", value, 'expected a local time HH:MM, e.g. "10:00"'
+        ) from None
+    return parsed
+
+
+def _instant(path: str, value: Any) -> datetime:
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise ConfigError(path, value.isoformat(), "expected an instant with an offset")
+        return value.astimezone(UTC)
+    if isinstance(value, str):
+        try:
+            return parse_instant(path, value)
+        except InvalidInput as exc:
+            raise ConfigError(path, value, exc.allowed) from None
+    raise ConfigError(path, value, "expected an instant such as 2026-07-01T02:00:00Z")
+
+
+def _blackouts(value: Any) -> tuple[Blackout, ...]:
+    if not isinstance(value, list):
+        raise ConfigError("blackouts", value, "expected an array of tables ([[blackouts]])")
+    found: list[Blackout] = []
+    for i, raw in enumerate(value):
+        path = f"blackouts[{i}]"
+        if not isinstance(raw, dict):
+            raise ConfigError(path, raw, "expected a table with gateway, start and end")
+        _no_extra(raw, frozenset({"gateway", "start", "end"}), prefix=f"{path}.")
+        for key in ("gateway", "start", "end"):
+            if key not in raw:
+                raise ConfigError(f"{path}.{key}", None, "is required")
+        start = _instant(f"{path}.start", raw["start"])
+        end = _instant(f"{path}.end", raw["end"])
+        if end <= start:
+            raise ConfigError(f"{path}.end", raw["end"], "expected an instant after start")
+        found.append(
+            Blackout(gateway=_text(f"{path}.gateway", raw["gateway"]), start=start, end=end)
+        )
+    return tuple(found)
+
+
+def _country(path: str, value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or len(value) != 2 or not value.isalpha():
+        raise ConfigError(path, value, 'expected an ISO 3166-1 alpha-2 country code such as "US"')
+    from recoup.timekeeping.calendar import BusinessCalendar
+
+    try:
+        BusinessCalendar(country=value.upper())
+    except InvalidInput:
+        raise ConfigError(path, value, "expected a country the holidays package knows") from None
+    return value.upper()
+
+
+_TOP = frozenset(
+    {
+        "name",
+        "description",
+        "final_action",
+        "gaps",
+        "window",
+        "calendar",
+        "limits",
+        "networks",
+        "blackouts",
+    }
+)
+
+
+def policy_from_dict(data: dict[str, Any], *, name: str) -> RetryPolicy:
+    """Validate already-parsed TOML data; `name` is used when the data has none."""
+    _no_extra(data, _TOP)
+    window = _table(data, "window", frozenset({"start", "jitter_minutes"}))
+    calendar = _table(
+        data, "calendar", frozenset({"weekend", "weekend_from_country", "default_country"})
+    )
+    limits = _table(
+        data, "limits", frozenset({"min_gap_hours", "max_duration_days", "stop_before_renewal"})
+    )
+    networks = _table(
+        data,
+        "networks",
+        frozenset(
+            {
+                "visa_max_reattempts_30d",
+                "mastercard_max_per_merchant_amount_30d",
+                "mastercard_max_per_card_per_day",
+            }
+        ),
+    )
+    if "gaps" not in data:
+        raise ConfigError("gaps", None, "is required, e.g. gaps = [{ business_days = 1 }]")
+    window_start = _window_start(window.get("start", "10:00"))
+    jitter = _int("window.jitter_minutes", window.get("jitter_minutes", 90), 0, _MAX_JITTER)
+    if window_start.hour * 60 + window_start.minute + jitter >= 24 * 60:
+        raise ConfigError(
+            "window.jitter_minutes", jitter, "expected the window to end before local midnight"
+        )
+    weekend_names = calendar.get("weekend", [WEEKDAY_NAMES[d] for d in sorted(SAT_SUN)])
+    if not isinstance(weekend_names, list):
+        raise ConfigError("calendar.weekend", weekend_names, "expected an array of weekday names")
+    try:
+        weekend = parse_weekend("calendar.weekend", weekend_names)
+    except InvalidInput as exc:
+        raise ConfigError(exc.field, exc.value, exc.allowed) from None
+    try:
+        final_action = FinalAction(data.get("final_action", "pause_access"))
+    except ValueError:
+        raise ConfigError(
+            "final_action",
+            data.get("final_action"),
+            f"expected one of {[a.value for a in FinalAction]}",
+        ) from None
+    defaults = NetworkLimits()
+    return RetryPolicy(
+        name=_text("name", data.get("name", name)),
+        description=str(data.get("description", "")),
+        gaps=_gaps(data["gaps"]),
+        window_start=window_start,
+        jitter_minutes=jitter,
+        weekend=weekend,
+        weekend_from_country=_bool(
+            "calendar.weekend_from_country", calendar.get("weekend_from_country", True)
+        ),
+        default_country=_country("calendar.default_country", calendar.get("default_country")),
+        min_gap_hours=_number("limits.min_gap_hours", limits.get("min_gap_hours", 0), 0, 24 * 60),
+        max_duration_days=_int(
+            "limits.max_duration_days", limits.get("max_duration_days", 21), 1, 366
+        ),
+        stop_before_renewal=_bool(
+            "limits.stop_before_renewal", limits.get("stop_before_renewal", True)
+        ),
+        networks=NetworkLimits(
+            visa_max_reattempts_30d=_int(
+                "networks.visa_max_reattempts_30d",
+                networks.get("visa_max_reattempts_30d", defaults.visa_max_reattempts_30d),
+                0,
+                1000,
+            ),
+            mastercard_max_per_merchant_amount_30d=_int(
+                "networks.mastercard_max_per_merchant_amount_30d",
+                networks.get(
+                    "mastercard_max_per_merchant_amount_30d",
+                    defaults.mastercard_max_per_merchant_amount_30d,
+                ),
+                0,
+                1000,
+            ),
+            mastercard_max_per_card_per_day=_int(
+                "networks.mastercard_max_per_card_per_day",
+                networks.get(
+                    "mastercard_max_per_card_per_day", defaults.mastercard_max_per_card_per_day
+                ),
+                0,
+                1000,
+            ),
+        ),
+        blackouts=_blackouts(data.get("blackouts", [])),
+        final_action=final_action,
+    )
+
+
+def parse_policy(text: str, *, name: str = "custom") -> RetryPolicy:
+    """Parse and validate a policy from TOML text; `ConfigError` names the field at fault."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError("policy", str(exc), "expected valid TOML") from None
+    return policy_from_dict(data, name=name)
+
+
+@functools.cache
+def preset(name: str) -> RetryPolicy:
+    """A shipped preset: `business-days` (the default) or `calendar`."""
+    if name not in PRESETS:
+        raise InvalidInput("policy", name, f"expected one of {list(PRESETS)} or a TOML file")
+    text = resources.files("recoup.dunning").joinpath(f"data/policies/{name}.toml")
+    return parse_policy(text.read_text("utf-8"), name=name)
+
+
+def resolve_policy(source: str, read_text: Callable[[str], str]) -> RetryPolicy:
+    """A preset by name, else the TOML file `source` read with the caller's `read_text` (the
+    caller owns the I/O)."""
+    if source in PRESETS:
+        return preset(source)
+    return parse_policy(read_text(source), name=source)
+
+
+__all__ = [
+    "DEFAULT_PRESET",
+    "PRESETS",
+    "Blackout",
+    "FinalAction",
+    "Gap",
+    "GapUnit",
+    "NetworkLimits",
+    "RetryPolicy",
+    "parse_policy",
+    "policy_from_dict",
+    "preset",
+    "resolve_policy",
+]
