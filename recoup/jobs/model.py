@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import time
-import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -55,12 +54,20 @@ class RunOutcome(StrEnum):
 
 
 def new_id() -> str:
-    """A UUIDv7-style id: time-ordered (index locality, readable order) and unique."""
+    """A UUIDv7 (RFC 9562) in canonical text: time-ordered, for index locality and a readable
+    order, and unguessable. Formatted by hand because `uuid.UUID` costs more than the insert
+    of the job it names."""
     ms = time.time_ns() // 1_000_000
     rand = int.from_bytes(os.urandom(10), "big")
-    value = (ms & ((1 << 48) - 1)) << 80 | (0x7 << 76) | (rand & ((1 << 76) - 1))
-    value = (value & ~(0xC << 60)) | (0x8 << 60)  # RFC 9562 variant bits
-    return str(uuid.UUID(int=value))
+    value = (
+        (ms & 0xFFFF_FFFF_FFFF) << 80
+        | 0x7 << 76  # version 7
+        | (rand >> 68) << 64  # 12 random bits (rand_a)
+        | 0x2 << 62  # the RFC 9562 variant
+        | rand & 0x3FFF_FFFF_FFFF_FFFF  # 62 random bits (rand_b)
+    )
+    h = f"{value:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,6 +95,9 @@ class RetryPolicy:
                 self.max_backoff.total_seconds(),
                 "expected ≥ min_backoff_seconds",
             )
+
+
+DEFAULT_RETRY = RetryPolicy()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -120,7 +130,7 @@ class NewJob:
     name: str | None = None
     payload: Any = None
     idempotency_key: str | None = None
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    retry: RetryPolicy = DEFAULT_RETRY
     timeout: timedelta = timedelta(seconds=30)
     keep_for: timedelta | None = timedelta(days=7)  # after completion; None keeps forever
     schedule_id: str | None = None

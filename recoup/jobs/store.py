@@ -72,7 +72,12 @@ class JobStore(Protocol):
     # The worker's side
     def claim_due(self, params: ClaimParams) -> list[Job]: ...
     def complete_many(self, completions: Sequence[Completion], *, now: datetime) -> list[str]:
-        """Apply each completion by compare-and-set and log its run; return the ids applied."""
+        """Apply each completion by compare-and-set and log its run; return the ids applied.
+
+        RETRY moves the job back to scheduled at `retry_at` (now if None), or to failed when its
+        attempts are spent (the run is then logged as FAILED). A completion for a job cancelled
+        during that attempt changes nothing but logs the run as CANCELLED; any other refused
+        completion (stale lease, other worker, other attempt) changes and logs nothing."""
         ...
 
     def heartbeat(
@@ -95,13 +100,23 @@ class JobStore(Protocol):
         """The earliest run_at of a scheduled job (the worker sleeps until then)."""
         ...
 
+    def wait_for_notify(self, timeout: float) -> bool:
+        """Block up to `timeout` seconds (real time); True as soon as jobs were inserted (or
+        released, or rescued) by anyone, False on timeout. The worker sleeps here until its next
+        known due time. PostgreSQL: LISTEN on a dedicated connection; SQLite: at once for this
+        process, within a short poll for other processes."""
+        ...
+
     # Cancelling
     def cancel(self, tenant: str, job_id: str, *, now: datetime) -> Job | None:
         """Cancel a live job (idempotent: a final job is returned unchanged); None if absent."""
         ...
 
     def cancel_by_name(self, tenant: str, name: str, *, now: datetime) -> int: ...
-    def cancel_by_prefix(self, tenant: str, prefix: str, *, now: datetime) -> int: ...
+    def cancel_by_prefix(self, tenant: str, prefix: str, *, now: datetime) -> int:
+        """Cancel the live jobs whose name starts with `prefix` (taken literally; an empty
+        prefix → `InvalidInput`); return how many."""
+        ...
 
     # Reading
     def get(self, tenant: str, job_id: str) -> Job | None: ...
@@ -116,7 +131,9 @@ class JobStore(Protocol):
     # Retention
     def prune(self, *, now: datetime, keep_runs_for: timedelta, limit: int = 10_000) -> PruneResult:
         """Delete final jobs past their `keep_for`, and runs older than `keep_runs_for`
-        (a job deleted at once keeps its run log for that period)."""
+        (a job deleted at once keeps its run log for that period). At most `limit` jobs and
+        `limit` runs per call, each batch in its own short transaction: call again while a
+        count equals `limit`."""
         ...
 
 
@@ -131,7 +148,10 @@ class ScheduleStore(Protocol):
         """A schedule of the tenant with the same name (not deleted) → `Conflict`."""
         ...
 
-    def get_schedule(self, tenant: str, schedule_id: str) -> Schedule | None: ...
+    def get_schedule(self, tenant: str, schedule_id: str) -> Schedule | None:
+        """Deleted schedules too (`deleted=True`): their jobs still name them."""
+        ...
+
     def list_schedules(self, tenant: str) -> list[Schedule]: ...
     def set_schedule_paused(
         self,
@@ -145,9 +165,11 @@ class ScheduleStore(Protocol):
     def delete_schedule(self, tenant: str, schedule_id: str, *, now: datetime) -> bool:
         """Delete the schedule and cancel its live jobs; False if absent."""
         ...
+
     def due_schedules(self, *, now: datetime, horizon: timedelta, limit: int) -> list[Schedule]:
         """Active schedules whose next_fire_at ≤ now + horizon."""
         ...
+
     def advance_schedule(
         self,
         schedule_id: str,
@@ -159,5 +181,6 @@ class ScheduleStore(Protocol):
     ) -> bool:
         """If next_fire_at still equals `expected_next`: insert `jobs` (skipping any whose
         (schedule_id, run_at) exists) and set next_fire_at = `new_next`. False if another
-        scheduler advanced it first."""
+        scheduler advanced it first, or the schedule was paused or deleted meanwhile. Every job's
+        `schedule_id` must be `schedule_id` (else `InvalidInput`)."""
         ...

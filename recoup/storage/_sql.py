@@ -1,0 +1,69 @@
+"""SQL kept in `.sql` files: named query blocks and numbered migrations, per backend.
+
+A query file holds blocks introduced by a line `-- name --` (procrastinate's style); the block
+runs until the next such line. `{job_columns}` and `{j_job_columns}` expand to the job columns
+in the order `recoup.storage._rows.JOB_COLUMNS` decodes (the second prefixed with `j.`), so every
+query that returns jobs returns them in one shape.
+
+Migrations are files named `NNNN_description.sql` in a backend's `migrations` package; every
+numbered file present is applied, in order, and its number recorded in `schema_version`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from importlib import resources
+
+from recoup.storage._rows import JOB_COLUMNS, SCHEDULE_COLUMNS
+
+_BLOCK = re.compile(r"^-- ([a-z_][a-z0-9_]*) --[ \t]*$", re.MULTILINE)
+_MIGRATION = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+
+_EXPANSIONS = {
+    "{job_columns}": ", ".join(JOB_COLUMNS),
+    "{j_job_columns}": ", ".join(f"j.{c}" for c in JOB_COLUMNS),
+    "{schedule_columns}": ", ".join(SCHEDULE_COLUMNS),
+}
+
+
+def parse_queries(text: str) -> dict[str, str]:
+    """Split a query file into its named blocks, with the column lists expanded."""
+    parts = _BLOCK.split(text)
+    queries: dict[str, str] = {}
+    # parts = [preamble, name1, body1, name2, body2, ...]
+    for name, body in zip(parts[1::2], parts[2::2], strict=True):
+        if name in queries:
+            raise ValueError(f"query {name!r} is defined twice")
+        for placeholder, columns in _EXPANSIONS.items():
+            body = body.replace(placeholder, columns)
+        queries[name] = body.strip()
+    return queries
+
+
+def load_queries(package: str, filename: str = "queries.sql") -> dict[str, str]:
+    return parse_queries(resources.files(package).joinpath(filename).read_text("utf-8"))
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+def load_migrations(package: str) -> list[Migration]:
+    """Every `NNNN_*.sql` file of the package, in version order (a duplicate number is an
+    error: two engineers picked the same one)."""
+    found: dict[int, Migration] = {}
+    for entry in resources.files(package).iterdir():
+        match = _MIGRATION.match(entry.name)
+        if not match:
+            continue
+        version = int(match.group(1))
+        if version in found:
+            raise ValueError(
+                f"migrations {found[version].name} and {entry.name} share the number {version}"
+            )
+        found[version] = Migration(version, entry.name, entry.read_text("utf-8"))
+    return [found[v] for v in sorted(found)]

@@ -1,0 +1,395 @@
+-- Named queries of the PostgreSQL backend (loaded by recoup.storage._sql.load_queries).
+-- Every connection runs with search_path = the store's schema and TimeZone = UTC.
+
+-- create_schema_version --
+CREATE TABLE IF NOT EXISTS schema_version (
+    version integer PRIMARY KEY,
+    name text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)
+
+-- schema_version --
+SELECT coalesce(max(version), 0) FROM schema_version
+
+-- has_schema_version --
+SELECT count(*) FROM pg_tables WHERE schemaname = %(schema)s AND tablename = 'schema_version'
+
+-- record_migration --
+INSERT INTO schema_version (version, name) VALUES (%(version)s, %(name)s)
+
+-- ensure_tenant --
+-- Followed by get_tenant in its own statement: a statement that waited here for a concurrent
+-- insert of the same id could not see that row in its own snapshot.
+INSERT INTO tenants (id, name, signing_secret, created_at)
+VALUES (%(id)s, %(name)s, %(signing_secret)s, %(created_at)s)
+ON CONFLICT (id) DO NOTHING
+
+-- get_tenant --
+SELECT id, name, signing_secret, created_at FROM tenants WHERE id = %(id)s
+
+-- insert_job --
+INSERT INTO jobs (id, tenant, name, run_at, target, payload, idempotency_key, max_attempts,
+                  min_backoff_s, max_backoff_s, jitter, timeout_s, keep_for_s, schedule_id,
+                  created_at, updated_at)
+VALUES (%s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+ON CONFLICT DO NOTHING
+RETURNING {job_columns}
+
+-- insert_jobs_unnest --
+INSERT INTO jobs (id, tenant, name, run_at, target, payload, idempotency_key, max_attempts,
+                  min_backoff_s, max_backoff_s, jitter, timeout_s, keep_for_s, schedule_id,
+                  created_at, updated_at)
+SELECT id, tenant, name, run_at, target::jsonb, payload::jsonb, idempotency_key, max_attempts,
+       min_backoff_s, max_backoff_s, jitter, timeout_s, keep_for_s, schedule_id,
+       %(now)s, %(now)s
+FROM unnest(%(id)s::text[], %(tenant)s::text[], %(name)s::text[], %(run_at)s::timestamptz[],
+            %(target)s::text[], %(payload)s::text[], %(idempotency_key)s::text[],
+            %(max_attempts)s::int[], %(min_backoff_s)s::float8[], %(max_backoff_s)s::float8[],
+            %(jitter)s::bool[], %(timeout_s)s::float8[], %(keep_for_s)s::float8[],
+            %(schedule_id)s::text[])
+    AS u(id, tenant, name, run_at, target, payload, idempotency_key, max_attempts,
+         min_backoff_s, max_backoff_s, jitter, timeout_s, keep_for_s, schedule_id)
+ON CONFLICT DO NOTHING
+
+-- copy_jobs --
+COPY jobs (id, tenant, name, run_at, target, payload, idempotency_key, max_attempts,
+           min_backoff_s, max_backoff_s, jitter, timeout_s, keep_for_s, schedule_id,
+           created_at, updated_at)
+FROM STDIN (FORMAT BINARY)
+
+-- create_stage --
+-- When a batch clashes, it is COPied into this per-session table and moved with ON CONFLICT
+-- DO NOTHING (COPY itself cannot skip rows).
+CREATE TEMP TABLE IF NOT EXISTS recoup_jobs_stage (
+    id text,
+    tenant text,
+    name text,
+    run_at timestamptz,
+    target jsonb,
+    payload jsonb,
+    idempotency_key text,
+    max_attempts integer,
+    min_backoff_s double precision,
+    max_backoff_s double precision,
+    jitter boolean,
+    timeout_s double precision,
+    keep_for_s double precision,
+    schedule_id text,
+    created_at timestamptz,
+    updated_at timestamptz
+)
+
+-- copy_stage --
+COPY recoup_jobs_stage (id, tenant, name, run_at, target, payload, idempotency_key,
+                        max_attempts, min_backoff_s, max_backoff_s, jitter, timeout_s,
+                        keep_for_s, schedule_id, created_at, updated_at)
+FROM STDIN (FORMAT BINARY)
+
+-- insert_from_stage --
+INSERT INTO jobs (id, tenant, name, run_at, target, payload, idempotency_key, max_attempts,
+                  min_backoff_s, max_backoff_s, jitter, timeout_s, keep_for_s, schedule_id,
+                  created_at, updated_at)
+SELECT id, tenant, name, run_at, target, payload, idempotency_key, max_attempts,
+       min_backoff_s, max_backoff_s, jitter, timeout_s, keep_for_s, schedule_id,
+       created_at, updated_at
+FROM recoup_jobs_stage
+ON CONFLICT DO NOTHING
+
+-- empty_stage --
+TRUNCATE recoup_jobs_stage
+
+-- get_job_by_idempotency_key --
+SELECT {job_columns} FROM jobs WHERE tenant = %(tenant)s AND idempotency_key = %(key)s
+
+-- get_job --
+SELECT {job_columns} FROM jobs WHERE tenant = %(tenant)s AND id = %(id)s
+
+-- get_job_any_tenant --
+SELECT tenant FROM jobs WHERE id = %(id)s
+
+-- get_live_job_by_name --
+SELECT {job_columns} FROM jobs
+WHERE tenant = %(tenant)s AND name = %(name)s AND state IN ('scheduled', 'running')
+
+-- get_latest_job_by_name --
+SELECT {job_columns} FROM jobs
+WHERE tenant = %(tenant)s AND name = %(name)s
+ORDER BY created_at DESC, id DESC
+LIMIT 1
+
+-- claim_due --
+-- The materialized CTE locks a batch of due rows, skipping rows other claimers hold; it walks
+-- the partial index jobs_due, so its cost does not grow with far-future or finished jobs.
+WITH due AS MATERIALIZED (
+    SELECT id FROM jobs
+    WHERE state = 'scheduled' AND run_at <= %(until)s
+    ORDER BY run_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE jobs j
+SET state = 'running',
+    attempts = j.attempts + 1,
+    leased_by = %(worker_id)s,
+    attempt_started_at = greatest(%(now)s, j.run_at),
+    lease_expires_at = greatest(%(now)s, j.run_at) + %(lease)s,
+    updated_at = %(now)s
+-- = ANY(ARRAY(…)) makes the planner look each id up in the primary key; a join with the CTE
+-- may hash the whole table instead, a cost that grows with it.
+WHERE j.id = ANY(ARRAY(SELECT id FROM due))
+RETURNING {j_job_columns}
+
+-- queue_plans --
+-- Queue statements touch a batch of rows found through one index (due jobs in run_at order,
+-- ids in the primary key). Right after a bulk insert or a drain, before autovacuum has
+-- analysed the table, the planner's estimates are far off and it may read every due job into a
+-- bitmap and sort it, or hash every running job, per batch: a cost that grows with the table.
+-- These settings, local to the transaction, leave it the plans whose cost follows the batch.
+SELECT set_config('enable_bitmapscan', 'off', true),
+       set_config('enable_sort', 'off', true),
+       set_config('enable_hashjoin', 'off', true),
+       set_config('enable_mergejoin', 'off', true)
+
+-- complete_many --
+-- One statement for a whole batch: each row applies by compare-and-set (still running, same
+-- worker, same attempt); the run log gets the applied ones, plus attempts whose job was
+-- cancelled while they ran (logged as cancelled, the job left alone).
+WITH c AS MATERIALIZED (
+    SELECT * FROM unnest(
+        %(id)s::text[], %(tenant)s::text[], %(attempt)s::int[], %(worker)s::text[],
+        %(outcome)s::text[], %(retry)s::bool[], %(final_state)s::text[],
+        %(retry_at)s::timestamptz[], %(error)s::text[], %(started_at)s::timestamptz[],
+        %(finished_at)s::timestamptz[], %(status_code)s::int[], %(duration_ms)s::float8[],
+        %(excerpt)s::text[], %(run_worker)s::text[]
+    ) AS c(id, tenant, attempt, worker, outcome, retry, final_state, retry_at, error,
+           started_at, finished_at, status_code, duration_ms, excerpt, run_worker)
+),
+applied AS (
+    UPDATE jobs j
+    SET state = CASE
+            WHEN c.retry AND j.attempts < j.max_attempts THEN 'scheduled'
+            ELSE c.final_state
+        END,
+        run_at = CASE WHEN c.retry AND j.attempts < j.max_attempts THEN c.retry_at
+                      ELSE j.run_at END,
+        lease_expires_at = NULL,
+        leased_by = CASE WHEN c.final_state = 'cancelled' THEN j.leased_by END,
+        attempt_started_at = NULL,
+        last_error = coalesce(c.error, j.last_error),
+        updated_at = %(now)s,
+        finished_at = CASE WHEN c.retry AND j.attempts < j.max_attempts THEN NULL
+                           ELSE %(now)s END,
+        expires_at = CASE WHEN c.retry AND j.attempts < j.max_attempts THEN NULL
+                          ELSE %(now)s + j.keep_for_s * interval '1 second' END
+    FROM c
+    WHERE j.id = c.id
+      AND j.state = 'running' AND j.leased_by = c.worker AND j.attempts = c.attempt
+    RETURNING c.id, c.tenant, c.attempt, c.started_at, c.finished_at,
+              CASE WHEN c.retry AND j.state = 'failed' THEN 'failed'
+                   ELSE c.outcome END AS outcome,
+              c.status_code, c.duration_ms, c.excerpt, c.error, c.run_worker
+),
+-- The snapshot of this statement predates the UPDATE above, so a job it applied to still
+-- reads as running here; only the refused ones are looked up.
+cancelled_meanwhile AS (
+    SELECT c.id, c.tenant, c.attempt, c.started_at, c.finished_at, 'cancelled' AS outcome,
+           c.status_code, c.duration_ms, c.excerpt, c.error, c.run_worker
+    FROM c JOIN jobs j ON j.id = c.id
+    WHERE c.id NOT IN (SELECT id FROM applied)
+      AND j.state = 'cancelled' AND j.leased_by = c.worker AND j.attempts = c.attempt
+),
+logged AS (
+    INSERT INTO runs (job_id, tenant, attempt, started_at, finished_at, outcome, status_code,
+                      duration_ms, response_excerpt, error, worker_id)
+    SELECT * FROM applied
+    UNION ALL
+    SELECT * FROM cancelled_meanwhile
+    ON CONFLICT DO NOTHING
+)
+SELECT id FROM applied
+
+-- heartbeat --
+UPDATE jobs
+SET lease_expires_at = %(lease_until)s
+WHERE id = ANY(%(ids)s::text[]) AND state = 'running' AND leased_by = %(worker_id)s
+RETURNING id
+
+-- release --
+UPDATE jobs
+SET state = 'scheduled',
+    attempts = attempts - 1,
+    lease_expires_at = NULL,
+    leased_by = NULL,
+    attempt_started_at = NULL,
+    updated_at = %(now)s
+WHERE id = ANY(%(ids)s::text[]) AND state = 'running' AND leased_by = %(worker_id)s
+
+-- rescue_expired --
+WITH expired AS MATERIALIZED (
+    SELECT id, tenant, attempts, coalesce(attempt_started_at, updated_at) AS started_at,
+           leased_by,
+           'lease expired: worker ' || leased_by || ' stopped heartbeating' AS error
+    FROM jobs
+    WHERE state = 'running' AND lease_expires_at < %(now)s
+    ORDER BY lease_expires_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+),
+rescued AS (
+    UPDATE jobs j
+    SET state = CASE WHEN j.attempts < j.max_attempts THEN 'scheduled' ELSE 'failed' END,
+        run_at = CASE WHEN j.attempts < j.max_attempts THEN %(now)s ELSE j.run_at END,
+        lease_expires_at = NULL,
+        leased_by = NULL,
+        attempt_started_at = NULL,
+        last_error = e.error,
+        updated_at = %(now)s,
+        finished_at = CASE WHEN j.attempts < j.max_attempts THEN NULL ELSE %(now)s END,
+        expires_at = CASE WHEN j.attempts < j.max_attempts THEN NULL
+                          ELSE %(now)s + j.keep_for_s * interval '1 second' END
+    FROM expired e
+    WHERE j.id = e.id
+    RETURNING j.id
+),
+logged AS (
+    INSERT INTO runs (job_id, tenant, attempt, started_at, finished_at, outcome, status_code,
+                      duration_ms, response_excerpt, error, worker_id)
+    SELECT id, tenant, attempts, least(started_at, %(now)s), %(now)s, 'lost', NULL,
+           greatest(0, extract(epoch FROM %(now)s - started_at) * 1000), NULL, error, leased_by
+    FROM expired
+    ON CONFLICT DO NOTHING
+)
+SELECT id FROM rescued
+
+-- notify --
+SELECT pg_notify(%(channel)s, '')
+
+-- next_due_at --
+SELECT min(run_at) FROM jobs WHERE state = 'scheduled'
+
+-- cancel_job --
+WITH cancelled AS (
+    UPDATE jobs
+    SET state = 'cancelled',
+        lease_expires_at = NULL,
+        updated_at = %(now)s,
+        finished_at = %(now)s,
+        expires_at = %(now)s + keep_for_s * interval '1 second'
+    WHERE tenant = %(tenant)s AND id = %(id)s AND state IN ('scheduled', 'running')
+    RETURNING {job_columns}
+)
+SELECT * FROM cancelled
+UNION ALL
+SELECT {job_columns} FROM jobs
+WHERE tenant = %(tenant)s AND id = %(id)s AND NOT EXISTS (SELECT 1 FROM cancelled)
+
+-- cancel_by_name --
+UPDATE jobs
+SET state = 'cancelled',
+    lease_expires_at = NULL,
+    updated_at = %(now)s,
+    finished_at = %(now)s,
+    expires_at = %(now)s + keep_for_s * interval '1 second'
+WHERE tenant = %(tenant)s AND name = %(name)s AND state IN ('scheduled', 'running')
+
+-- cancel_by_prefix --
+-- A byte-wise range (the column's "C" collation) walks the live-name index; U+10FFFF is the
+-- greatest code point, so every name that starts with the prefix sorts before prefix || it.
+UPDATE jobs
+SET state = 'cancelled',
+    lease_expires_at = NULL,
+    updated_at = %(now)s,
+    finished_at = %(now)s,
+    expires_at = %(now)s + keep_for_s * interval '1 second'
+WHERE tenant = %(tenant)s
+  AND name >= %(prefix)s AND name < %(prefix)s || chr(1114111)
+  AND state IN ('scheduled', 'running')
+
+-- cancel_schedule_jobs --
+UPDATE jobs
+SET state = 'cancelled',
+    lease_expires_at = NULL,
+    updated_at = %(now)s,
+    finished_at = %(now)s,
+    expires_at = %(now)s + keep_for_s * interval '1 second'
+WHERE schedule_id = %(schedule_id)s AND state IN ('scheduled', 'running')
+
+-- list_jobs --
+-- Newest first; the cursor is the (created_at, id) of the last row of the previous page.
+SELECT {job_columns} FROM jobs
+WHERE tenant = %(tenant)s
+  AND (%(state)s::text IS NULL OR state = %(state)s::text)
+  AND (%(prefix)s::text IS NULL
+       OR (name >= %(prefix)s::text AND name < %(prefix)s::text || chr(1114111)))
+  AND (%(schedule_id)s::text IS NULL OR schedule_id = %(schedule_id)s::text)
+  AND (%(cursor_created)s::timestamptz IS NULL
+       OR (created_at, id) < (%(cursor_created)s::timestamptz, %(cursor_id)s::text))
+ORDER BY created_at DESC, id DESC
+LIMIT %(limit)s
+
+-- runs --
+SELECT job_id, tenant, attempt, started_at, finished_at, outcome, status_code, duration_ms,
+       response_excerpt, error, worker_id
+FROM runs
+WHERE tenant = %(tenant)s AND job_id = %(job_id)s
+ORDER BY attempt
+
+-- count_by_state --
+SELECT state, count(*) FROM jobs GROUP BY state
+
+-- count_by_state_of_tenant --
+SELECT state, count(*) FROM jobs WHERE tenant = %(tenant)s GROUP BY state
+
+-- prune_jobs --
+DELETE FROM jobs
+WHERE id = ANY(ARRAY(SELECT id FROM jobs WHERE expires_at <= %(now)s
+                     ORDER BY expires_at LIMIT %(limit)s FOR UPDATE SKIP LOCKED))
+
+-- prune_runs --
+-- By physical row id (a TID scan): no join with the whole log.
+DELETE FROM runs
+WHERE ctid = ANY(ARRAY(SELECT ctid FROM runs WHERE finished_at < %(before)s
+                       ORDER BY finished_at LIMIT %(limit)s FOR UPDATE SKIP LOCKED))
+
+-- insert_schedule --
+INSERT INTO schedules (id, tenant, name, rule, target, payload, max_attempts, min_backoff_s,
+                       max_backoff_s, jitter, timeout_s, missed, paused, next_fire_at,
+                       created_at, updated_at)
+VALUES (%(id)s, %(tenant)s, %(name)s, %(rule)s::jsonb, %(target)s::jsonb, %(payload)s::jsonb,
+        %(max_attempts)s, %(min_backoff_s)s, %(max_backoff_s)s, %(jitter)s, %(timeout_s)s,
+        %(missed)s, false, %(next_fire_at)s, %(now)s, %(now)s)
+ON CONFLICT DO NOTHING
+RETURNING {schedule_columns}
+
+-- get_schedule --
+SELECT {schedule_columns} FROM schedules WHERE tenant = %(tenant)s AND id = %(id)s
+
+-- list_schedules --
+SELECT {schedule_columns} FROM schedules
+WHERE tenant = %(tenant)s AND deleted_at IS NULL
+ORDER BY name
+
+-- set_schedule_paused --
+UPDATE schedules
+SET paused = %(paused)s,
+    next_fire_at = CASE WHEN NOT %(paused)s AND %(next_fire_at)s::timestamptz IS NOT NULL
+                        THEN %(next_fire_at)s::timestamptz ELSE next_fire_at END,
+    updated_at = %(now)s
+WHERE tenant = %(tenant)s AND id = %(id)s AND deleted_at IS NULL
+RETURNING {schedule_columns}
+
+-- delete_schedule --
+UPDATE schedules
+SET deleted_at = %(now)s, updated_at = %(now)s
+WHERE tenant = %(tenant)s AND id = %(id)s AND deleted_at IS NULL
+
+-- due_schedules --
+SELECT {schedule_columns} FROM schedules
+WHERE NOT paused AND deleted_at IS NULL AND next_fire_at <= %(until)s
+ORDER BY next_fire_at
+LIMIT %(limit)s
+
+-- advance_schedule --
+UPDATE schedules
+SET next_fire_at = %(new_next)s, updated_at = %(now)s
+WHERE id = %(id)s AND next_fire_at = %(expected_next)s AND NOT paused AND deleted_at IS NULL

@@ -1,0 +1,649 @@
+"""The PostgreSQL backend: production, many API servers and workers on many hosts.
+
+- psycopg 3 with a `psycopg_pool.ConnectionPool`; every connection runs with `search_path` set
+  to the store's schema (default "recoup", created if missing) and `TimeZone` UTC, so the SQL in
+  `queries.sql` and the migrations never name a schema.
+- Claims lock a batch with `FOR UPDATE SKIP LOCKED` over the partial index of due jobs;
+  completions (with their run-log rows), heartbeats and rescues are one statement per batch.
+  Queue statements pin index-driven plans for their transaction (`queue_plans` in
+  queries.sql), so their cost follows the batch, not the table, even on stale statistics.
+- Bulk inserts COPY (binary) straight into jobs; a batch that clashes (live name, idempotency
+  key, occurrence, id) is COPied again into a per-session staging table and moved with `INSERT
+  … SELECT … ON CONFLICT DO NOTHING`. Batches under `COPY_THRESHOLD` rows are one `unnest`
+  INSERT.
+- Batch statements (claims, completions, heartbeats, rescues, listings, pruning) run with
+  `prepare=False`: psycopg would otherwise switch them to a prepared generic plan after five
+  runs, which cannot see the array sizes or which optional filters are NULL, and may scan a
+  whole index where the planned-each-time version looks ids up in the primary key.
+- An AFTER INSERT statement trigger sends one `pg_notify('<schema>_jobs', earliest run_at)` per
+  inserting statement; `wait_for_notify` LISTENs on a dedicated connection.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from recoup.errors import Conflict, InvalidInput, StorageError
+from recoup.jobs.model import (
+    ERROR_LIMIT,
+    RESPONSE_EXCERPT_LIMIT,
+    Completion,
+    Job,
+    JobState,
+    NewJob,
+    Run,
+    Tenant,
+)
+from recoup.jobs.schedule_model import NewSchedule, Schedule
+from recoup.jobs.store import ClaimParams, JobFilter, JobPage, PruneResult
+from recoup.storage import _rows
+from recoup.storage._rows import FINAL_STATE_OF, aware_utc
+from recoup.storage._sql import Migration, load_migrations, load_queries
+
+Q = load_queries("recoup.storage.postgres")
+
+DEFAULT_SCHEMA = "recoup"
+POOL_TIMEOUT = 30.0  # seconds to wait for a free pooled connection
+CONNECT_TIMEOUT = 10  # seconds to establish one connection
+LISTEN_SLICE = 0.25  # seconds: how long `close` may wait for a waiting `wait_for_notify`
+COPY_THRESHOLD = 16  # rows from which insert_many uses COPY (measured: COPY wins from ~20)
+_SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+# Taken while migrating, so that stores starting at once apply each migration once.
+_MIGRATION_LOCK_KEY = 0x7265636F7570  # "recoup"
+
+# Binary COPY types in INSERT_COLUMNS order; the JSON columns arrive already in jsonb's wire
+# format, so they go through as bytes.
+_COPY_TYPES = [
+    "text",  # id
+    "text",  # tenant
+    "text",  # name
+    "timestamptz",  # run_at
+    "bytea",  # target (jsonb wire format)
+    "bytea",  # payload (jsonb wire format)
+    "text",  # idempotency_key
+    "int4",  # max_attempts
+    "float8",  # min_backoff_s
+    "float8",  # max_backoff_s
+    "bool",  # jitter
+    "float8",  # timeout_s
+    "float8",  # keep_for_s
+    "text",  # schedule_id
+    "timestamptz",  # created_at
+    "timestamptz",  # updated_at
+]
+
+
+class PostgresStore:
+    """JobStore and ScheduleStore on PostgreSQL, every table in `schema`."""
+
+    backend = "postgresql"
+    migrations_package = "recoup.storage.postgres.migrations"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        schema: str = DEFAULT_SCHEMA,
+        migrate: bool = True,
+        min_size: int = 1,
+        max_size: int = 10,
+    ) -> None:
+        if not _SCHEMA_NAME.match(schema):
+            raise InvalidInput("schema", schema, "expected a lower-case SQL identifier")
+        self.url = url
+        self.schema = schema
+        self.channel = f"{schema}_jobs"
+        self._listener: psycopg.Connection[Any] | None = None
+        self._listener_lock = threading.Lock()
+        self._closing = False
+        self._pool = ConnectionPool(
+            url,
+            min_size=min_size,
+            max_size=max_size,
+            timeout=POOL_TIMEOUT,
+            kwargs=self._connect_kwargs(),
+            open=False,
+            name=f"recoup-{schema}",
+        )
+        try:
+            self._pool.open(wait=True, timeout=POOL_TIMEOUT)
+        except PoolTimeout as exc:
+            self._pool.close()
+            raise StorageError(f"cannot connect to PostgreSQL: {exc}") from exc
+        if migrate:
+            try:
+                self.migrate()
+            except BaseException:
+                self.close()
+                raise
+
+    def _connect_kwargs(self) -> dict[str, Any]:
+        return {
+            "options": f"-c search_path={self.schema} -c TimeZone=UTC",
+            "connect_timeout": CONNECT_TIMEOUT,
+        }
+
+    @contextmanager
+    def _conn(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection in a transaction, committed on success."""
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except PoolTimeout as exc:
+            raise StorageError(f"no PostgreSQL connection available: {exc}") from exc
+        except psycopg.Error as exc:
+            raise StorageError(f"PostgreSQL: {exc}") from exc
+
+    def close(self) -> None:
+        self._closing = True
+        with self._listener_lock:
+            if self._listener is not None:
+                self._listener.close()
+                self._listener = None
+        self._pool.close()
+
+    # Migrations
+
+    def migrate(self) -> int:
+        with self._conn() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK_KEY,))
+            conn.execute(
+                sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema))
+            )
+            conn.execute(Q["create_schema_version"])
+        for migration in load_migrations(self.migrations_package):
+            self._apply(migration)
+        return self.schema_version()
+
+    def schema_version(self) -> int:
+        """The version in force; 0 for a schema never migrated."""
+        with self._conn() as conn:
+            exists = conn.execute(Q["has_schema_version"], {"schema": self.schema}).fetchone()
+            if exists is None or not exists[0]:
+                return 0
+            row = conn.execute(Q["schema_version"]).fetchone()
+        assert row is not None
+        return int(row[0])
+
+    def _apply(self, migration: Migration) -> None:
+        with self._conn() as conn:
+            # The lock serialises migrators (per database); the version is re-read under it.
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK_KEY,))
+            row = conn.execute(Q["schema_version"]).fetchone()
+            assert row is not None
+            if row[0] >= migration.version:
+                return
+            conn.execute(migration.sql)
+            conn.execute(
+                Q["record_migration"], {"version": migration.version, "name": migration.name}
+            )
+
+    # Tenants
+
+    def ensure_tenant(self, tenant: Tenant) -> Tenant:
+        with self._conn() as conn:
+            conn.execute(
+                Q["ensure_tenant"],
+                {
+                    "id": tenant.id,
+                    "name": tenant.name,
+                    "signing_secret": tenant.signing_secret,
+                    "created_at": tenant.created_at,
+                },
+            )
+            row = conn.execute(Q["get_tenant"], {"id": tenant.id}).fetchone()
+        assert row is not None
+        return _rows.tenant_from_row(row, aware_utc)
+
+    def get_tenant(self, tenant_id: str) -> Tenant | None:
+        with self._conn() as conn:
+            row = conn.execute(Q["get_tenant"], {"id": tenant_id}).fetchone()
+        return None if row is None else _rows.tenant_from_row(row, aware_utc)
+
+    # Writing jobs
+
+    def insert(self, job: NewJob, *, now: datetime) -> Job:
+        values = _rows.JobEncoder(_utc).row(job, now)
+        with self._conn() as conn:
+            row = conn.execute(Q["insert_job"], values).fetchone()
+            if row is not None:
+                return _rows.job_from_row(row, aware_utc)
+            if job.idempotency_key is not None:
+                found = conn.execute(
+                    Q["get_job_by_idempotency_key"],
+                    {"tenant": job.tenant, "key": job.idempotency_key},
+                ).fetchone()
+                if found is not None:
+                    return _rows.job_from_row(found, aware_utc)
+            raise self._conflict(conn, job)
+
+    @staticmethod
+    def _conflict(conn: psycopg.Connection[Any], job: NewJob) -> Conflict:
+        if job.name is not None:
+            live = conn.execute(
+                Q["get_live_job_by_name"], {"tenant": job.tenant, "name": job.name}
+            ).fetchone()
+            if live is not None:
+                return Conflict(f"a live job of tenant {job.tenant!r} is named {job.name!r}")
+        if conn.execute(Q["get_job_any_tenant"], {"id": job.id}).fetchone() is not None:
+            return Conflict(f"a job with id {job.id!r} exists")
+        return Conflict(f"schedule {job.schedule_id!r} already has a job at {job.run_at}")
+
+    def insert_many(self, jobs: Sequence[NewJob], *, now: datetime) -> int:
+        if not jobs:
+            return 0
+        with self._conn() as conn:
+            return self._insert_rows(conn, jobs, now)
+
+    def _insert_rows(
+        self, conn: psycopg.Connection[Any], jobs: Sequence[NewJob], now: datetime
+    ) -> int:
+        if len(jobs) < COPY_THRESHOLD:
+            # One statement with arrays: cheaper than COPY's extra round trips for few rows.
+            encoder = _rows.JobEncoder(_utc)
+            columns = zip(*(encoder.row(job, now) for job in jobs), strict=True)
+            params: dict[str, Any] = {
+                name: list(values)
+                for name, values in zip(_rows.INSERT_COLUMNS, columns, strict=True)
+                if name not in ("created_at", "updated_at")
+            }
+            params["now"] = now
+            return conn.execute(Q["insert_jobs_unnest"], params, prepare=False).rowcount
+        # Fast path: COPY straight into jobs, which fails as a whole on the first clash (a
+        # live name, a used idempotency key or occurrence, an id); then the slower path skips
+        # the clashing rows. Resubmitted batches are the exception, so this usually wins.
+        # Rows are encoded as they stream, so a million jobs never sit in memory twice.
+        try:
+            with conn.transaction():
+                self._copy(conn, Q["copy_jobs"], jobs, now)
+                return len(jobs)
+        except psycopg.errors.UniqueViolation:
+            pass
+        conn.execute(Q["create_stage"])
+        self._copy(conn, Q["copy_stage"], jobs, now)
+        inserted = conn.execute(Q["insert_from_stage"]).rowcount
+        conn.execute(Q["empty_stage"])
+        return inserted
+
+    @staticmethod
+    def _copy(
+        conn: psycopg.Connection[Any], statement: str, jobs: Sequence[NewJob], now: datetime
+    ) -> None:
+        row = _rows.JobEncoder(_utc, jsonb_binary=True).row
+        with conn.cursor().copy(statement) as copy:
+            copy.set_types(_COPY_TYPES)
+            write_row = copy.write_row
+            for job in jobs:
+                write_row(row(job, now))
+
+    # The worker's side
+
+    def claim_due(self, params: ClaimParams) -> list[Job]:
+        if params.limit <= 0:
+            return []
+        with self._conn() as conn:
+            conn.execute(Q["queue_plans"])
+            rows = conn.execute(
+                Q["claim_due"],
+                {
+                    "worker_id": params.worker_id,
+                    "now": params.now,
+                    "until": params.now + params.horizon,
+                    "lease": params.lease,
+                    "limit": params.limit,
+                },
+                prepare=False,
+            ).fetchall()
+        jobs = [_rows.job_from_row(row, aware_utc) for row in rows]
+        jobs.sort(key=lambda job: (job.run_at, job.id))
+        return jobs
+
+    def complete_many(self, completions: Sequence[Completion], *, now: datetime) -> list[str]:
+        if not completions:
+            return []
+        columns: dict[str, list[Any]] = {
+            name: []
+            for name in (
+                "id",
+                "tenant",
+                "attempt",
+                "worker",
+                "outcome",
+                "retry",
+                "final_state",
+                "retry_at",
+                "error",
+                "started_at",
+                "finished_at",
+                "status_code",
+                "duration_ms",
+                "excerpt",
+                "run_worker",
+            )
+        }
+        for completion in completions:
+            run = completion.run
+            columns["id"].append(run.job_id)
+            columns["tenant"].append(run.tenant)
+            columns["attempt"].append(run.attempt)
+            columns["worker"].append(completion.worker_id)
+            columns["outcome"].append(run.outcome.value)
+            columns["retry"].append(_rows.outcome_is_retry(run.outcome))
+            columns["final_state"].append(FINAL_STATE_OF[run.outcome].value)
+            columns["retry_at"].append(completion.retry_at or now)
+            columns["error"].append(_clip(run.error, ERROR_LIMIT))
+            columns["started_at"].append(run.started_at)
+            columns["finished_at"].append(run.finished_at)
+            columns["status_code"].append(run.status_code)
+            columns["duration_ms"].append(max(0.0, run.duration_ms))
+            columns["excerpt"].append(_clip(run.response_excerpt, RESPONSE_EXCERPT_LIMIT))
+            columns["run_worker"].append(run.worker_id)
+        with self._conn() as conn:
+            conn.execute(Q["queue_plans"])
+            rows = conn.execute(
+                Q["complete_many"], {**columns, "now": now}, prepare=False
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    def heartbeat(
+        self, worker_id: str, job_ids: Sequence[str], *, lease_until: datetime
+    ) -> list[str]:
+        if not job_ids:
+            return []
+        with self._conn() as conn:
+            conn.execute(Q["queue_plans"])
+            rows = conn.execute(
+                Q["heartbeat"],
+                {"ids": list(job_ids), "worker_id": worker_id, "lease_until": lease_until},
+                prepare=False,
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    def release(self, worker_id: str, job_ids: Sequence[str], *, now: datetime) -> int:
+        if not job_ids:
+            return 0
+        with self._conn() as conn:
+            conn.execute(Q["queue_plans"])
+            released = conn.execute(
+                Q["release"],
+                {"ids": list(job_ids), "worker_id": worker_id, "now": now},
+                prepare=False,
+            ).rowcount
+            if released:
+                conn.execute(Q["notify"], {"channel": self.channel})
+        return released
+
+    def rescue_expired(self, *, now: datetime, limit: int = 1000) -> list[str]:
+        with self._conn() as conn:
+            conn.execute(Q["queue_plans"])
+            rows = conn.execute(
+                Q["rescue_expired"], {"now": now, "limit": limit}, prepare=False
+            ).fetchall()
+            if rows:
+                conn.execute(Q["notify"], {"channel": self.channel})
+        return [row[0] for row in rows]
+
+    def next_due_at(self) -> datetime | None:
+        with self._conn() as conn:
+            row = conn.execute(Q["next_due_at"]).fetchone()
+        return None if row is None or row[0] is None else aware_utc(row[0])
+
+    def wait_for_notify(self, timeout: float) -> bool:
+        """LISTEN on a dedicated connection (opened at the first call, kept until `close`).
+        Notifications that arrive between two calls are kept by the connection, so none is
+        lost; one thread waits at a time. Waits in slices so that `close` ends a wait within
+        `LISTEN_SLICE`."""
+        deadline = time.monotonic() + max(0.0, timeout)
+        with self._listener_lock:
+            try:
+                if self._closing:
+                    return False
+                if self._listener is None or self._listener.closed:
+                    listener = psycopg.connect(self.url, autocommit=True, **self._connect_kwargs())
+                    listener.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+                    self._listener = listener
+                while True:
+                    remaining = deadline - time.monotonic()
+                    wait = max(0.0, min(remaining, LISTEN_SLICE))
+                    for _ in self._listener.notifies(timeout=wait, stop_after=1):
+                        return True
+                    if remaining <= LISTEN_SLICE or self._closing:
+                        return False
+            except psycopg.Error as exc:
+                if self._listener is not None:
+                    self._listener.close()
+                    self._listener = None
+                raise StorageError(f"PostgreSQL LISTEN: {exc}") from exc
+
+    # Cancelling
+
+    def cancel(self, tenant: str, job_id: str, *, now: datetime) -> Job | None:
+        with self._conn() as conn:
+            row = conn.execute(
+                Q["cancel_job"], {"tenant": tenant, "id": job_id, "now": now}
+            ).fetchone()
+        return None if row is None else _rows.job_from_row(row, aware_utc)
+
+    def cancel_by_name(self, tenant: str, name: str, *, now: datetime) -> int:
+        with self._conn() as conn:
+            return conn.execute(
+                Q["cancel_by_name"], {"tenant": tenant, "name": name, "now": now}
+            ).rowcount
+
+    def cancel_by_prefix(self, tenant: str, prefix: str, *, now: datetime) -> int:
+        if not prefix:
+            raise InvalidInput("prefix", prefix, "expected a non-empty name prefix")
+        with self._conn() as conn:
+            return conn.execute(
+                Q["cancel_by_prefix"], {"tenant": tenant, "prefix": prefix, "now": now}
+            ).rowcount
+
+    # Reading
+
+    def get(self, tenant: str, job_id: str) -> Job | None:
+        with self._conn() as conn:
+            row = conn.execute(Q["get_job"], {"tenant": tenant, "id": job_id}).fetchone()
+        return None if row is None else _rows.job_from_row(row, aware_utc)
+
+    def get_by_name(self, tenant: str, name: str) -> Job | None:
+        params = {"tenant": tenant, "name": name}
+        with self._conn() as conn:
+            row = conn.execute(Q["get_live_job_by_name"], params).fetchone()
+            if row is None:
+                row = conn.execute(Q["get_latest_job_by_name"], params).fetchone()
+        return None if row is None else _rows.job_from_row(row, aware_utc)
+
+    def list_jobs(self, query: JobFilter) -> JobPage:
+        if not 1 <= query.limit <= 1000:
+            raise InvalidInput("limit", query.limit, "expected 1–1000")
+        cursor_created: datetime | None = None
+        cursor_id: str | None = None
+        if query.cursor is not None:
+            cursor_created, cursor_id = _rows.decode_cursor(query.cursor)
+        with self._conn() as conn:
+            rows = conn.execute(
+                Q["list_jobs"],
+                {
+                    "tenant": query.tenant,
+                    "state": None if query.state is None else query.state.value,
+                    "prefix": query.name_prefix,
+                    "schedule_id": query.schedule_id,
+                    "cursor_created": cursor_created,
+                    "cursor_id": cursor_id,
+                    "limit": query.limit + 1,  # one more says whether a next page exists
+                },
+                prepare=False,
+            ).fetchall()
+        jobs = [_rows.job_from_row(row, aware_utc) for row in rows[: query.limit]]
+        next_cursor = None
+        if len(rows) > query.limit:
+            last = jobs[-1]
+            next_cursor = _rows.encode_cursor(last.created_at, last.id)
+        return JobPage(jobs=jobs, next_cursor=next_cursor)
+
+    def runs(self, tenant: str, job_id: str) -> list[Run]:
+        with self._conn() as conn:
+            rows = conn.execute(Q["runs"], {"tenant": tenant, "job_id": job_id}).fetchall()
+        return [_rows.run_from_row(row, aware_utc) for row in rows]
+
+    def count_by_state(self, tenant: str | None = None) -> dict[JobState, int]:
+        with self._conn() as conn:
+            if tenant is None:
+                rows = conn.execute(Q["count_by_state"]).fetchall()
+            else:
+                rows = conn.execute(Q["count_by_state_of_tenant"], {"tenant": tenant}).fetchall()
+        counts = dict.fromkeys(JobState, 0)
+        for state, count in rows:
+            counts[JobState(state)] = count
+        return counts
+
+    # Retention
+
+    def prune(self, *, now: datetime, keep_runs_for: timedelta, limit: int = 10_000) -> PruneResult:
+        """Deletes at most `limit` jobs and `limit` runs, each batch its own short transaction;
+        call again while a count equals `limit`."""
+        with self._conn() as conn:
+            conn.execute(Q["queue_plans"])
+            jobs = conn.execute(
+                Q["prune_jobs"], {"now": now, "limit": limit}, prepare=False
+            ).rowcount
+        with self._conn() as conn:
+            conn.execute(Q["queue_plans"])
+            runs = conn.execute(
+                Q["prune_runs"], {"before": now - keep_runs_for, "limit": limit}, prepare=False
+            ).rowcount
+        return PruneResult(jobs=jobs, runs=runs)
+
+    # Schedules
+
+    def insert_schedule(
+        self, schedule: NewSchedule, *, next_fire_at: datetime | None, now: datetime
+    ) -> Schedule:
+        max_attempts, min_s, max_s, jitter = _rows.retry_values(schedule.retry)
+        with self._conn() as conn:
+            row = conn.execute(
+                Q["insert_schedule"],
+                {
+                    "id": schedule.id,
+                    "tenant": schedule.tenant,
+                    "name": schedule.name,
+                    "rule": _rows.dumps(_rows.rule_to_dict(schedule.rule)),
+                    "target": _rows.dumps(_rows.target_to_dict(schedule.target)),
+                    "payload": _rows.payload_json(schedule.payload),
+                    "max_attempts": max_attempts,
+                    "min_backoff_s": min_s,
+                    "max_backoff_s": max_s,
+                    "jitter": jitter,
+                    "timeout_s": schedule.timeout.total_seconds(),
+                    "missed": schedule.missed.value,
+                    "next_fire_at": next_fire_at,
+                    "now": now,
+                },
+            ).fetchone()
+        if row is None:
+            raise Conflict(
+                f"tenant {schedule.tenant!r} already has a schedule named {schedule.name!r}"
+                f" (or the id {schedule.id!r} is taken)"
+            )
+        return _rows.schedule_from_row(row, aware_utc)
+
+    def get_schedule(self, tenant: str, schedule_id: str) -> Schedule | None:
+        """Deleted schedules are returned too, with `deleted=True` (their jobs still name them)."""
+        with self._conn() as conn:
+            row = conn.execute(Q["get_schedule"], {"tenant": tenant, "id": schedule_id}).fetchone()
+        return None if row is None else _rows.schedule_from_row(row, aware_utc)
+
+    def list_schedules(self, tenant: str) -> list[Schedule]:
+        with self._conn() as conn:
+            rows = conn.execute(Q["list_schedules"], {"tenant": tenant}).fetchall()
+        return [_rows.schedule_from_row(row, aware_utc) for row in rows]
+
+    def set_schedule_paused(
+        self,
+        tenant: str,
+        schedule_id: str,
+        *,
+        paused: bool,
+        now: datetime,
+        next_fire_at: datetime | None = None,
+    ) -> Schedule | None:
+        with self._conn() as conn:
+            row = conn.execute(
+                Q["set_schedule_paused"],
+                {
+                    "tenant": tenant,
+                    "id": schedule_id,
+                    "paused": paused,
+                    "next_fire_at": next_fire_at,
+                    "now": now,
+                },
+            ).fetchone()
+        return None if row is None else _rows.schedule_from_row(row, aware_utc)
+
+    def delete_schedule(self, tenant: str, schedule_id: str, *, now: datetime) -> bool:
+        with self._conn() as conn:
+            deleted = conn.execute(
+                Q["delete_schedule"], {"tenant": tenant, "id": schedule_id, "now": now}
+            ).rowcount
+            if deleted:
+                conn.execute(Q["cancel_schedule_jobs"], {"schedule_id": schedule_id, "now": now})
+        return bool(deleted)
+
+    def due_schedules(self, *, now: datetime, horizon: timedelta, limit: int) -> list[Schedule]:
+        with self._conn() as conn:
+            rows = conn.execute(
+                Q["due_schedules"], {"until": now + horizon, "limit": limit}
+            ).fetchall()
+        return [_rows.schedule_from_row(row, aware_utc) for row in rows]
+
+    def advance_schedule(
+        self,
+        schedule_id: str,
+        *,
+        expected_next: datetime,
+        new_next: datetime | None,
+        jobs: Sequence[NewJob],
+        now: datetime,
+    ) -> bool:
+        for job in jobs:
+            if job.schedule_id != schedule_id:
+                raise InvalidInput(
+                    "jobs.schedule_id",
+                    job.schedule_id,
+                    f"expected the schedule's id {schedule_id!r}",
+                )
+        with self._conn() as conn:
+            # The UPDATE locks the schedule's row: a second scheduler waits here, then finds
+            # next_fire_at moved and changes nothing.
+            advanced = conn.execute(
+                Q["advance_schedule"],
+                {
+                    "id": schedule_id,
+                    "expected_next": expected_next,
+                    "new_next": new_next,
+                    "now": now,
+                },
+            ).rowcount
+            if not advanced:
+                return False
+            if jobs:
+                self._insert_rows(conn, jobs, now)
+        return True
+
+
+def _utc(value: datetime) -> datetime:
+    return value if value.tzinfo is UTC else value.astimezone(UTC)
+
+
+def _clip(text: str | None, limit: int) -> str | None:
+    return None if text is None else text[:limit]

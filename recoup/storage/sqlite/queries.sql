@@ -1,0 +1,273 @@
+-- Named queries of the SQLite backend (loaded by recoup.storage._sql.load_queries).
+-- Instants are integer microseconds since the epoch (UTC); :now is one too.
+
+-- create_schema_version --
+CREATE TABLE IF NOT EXISTS schema_version (
+    version INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    applied_at INTEGER NOT NULL
+) STRICT
+
+-- schema_version --
+SELECT coalesce(max(version), 0) FROM schema_version
+
+-- has_schema_version --
+SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'
+
+-- record_migration --
+INSERT INTO schema_version (version, name, applied_at) VALUES (:version, :name, :now)
+
+-- ensure_tenant --
+INSERT INTO tenants (id, name, signing_secret, created_at)
+VALUES (:id, :name, :signing_secret, :created_at)
+ON CONFLICT (id) DO NOTHING
+
+-- get_tenant --
+SELECT id, name, signing_secret, created_at FROM tenants WHERE id = :id
+
+-- insert_job --
+INSERT INTO jobs (id, tenant, name, run_at, target, payload, idempotency_key, max_attempts,
+                  min_backoff_s, max_backoff_s, jitter, timeout_s, keep_for_s, schedule_id,
+                  created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT DO NOTHING
+RETURNING {job_columns}
+
+-- insert_job_quietly --
+INSERT INTO jobs (id, tenant, name, run_at, target, payload, idempotency_key, max_attempts,
+                  min_backoff_s, max_backoff_s, jitter, timeout_s, keep_for_s, schedule_id,
+                  created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT DO NOTHING
+
+-- get_job_by_idempotency_key --
+SELECT {job_columns} FROM jobs WHERE tenant = :tenant AND idempotency_key = :key
+
+-- get_job --
+SELECT {job_columns} FROM jobs WHERE tenant = :tenant AND id = :id
+
+-- get_job_any_tenant --
+SELECT tenant FROM jobs WHERE id = :id
+
+-- get_live_job_by_name --
+SELECT {job_columns} FROM jobs
+WHERE tenant = :tenant AND name = :name AND state IN ('scheduled', 'running')
+
+-- get_latest_job_by_name --
+SELECT {job_columns} FROM jobs
+WHERE tenant = :tenant AND name = :name
+ORDER BY created_at DESC, id DESC
+LIMIT 1
+
+-- claim_due --
+UPDATE jobs
+SET state = 'running',
+    attempts = attempts + 1,
+    leased_by = :worker_id,
+    attempt_started_at = max(:now, run_at),
+    lease_expires_at = max(:now, run_at) + :lease,
+    updated_at = :now
+WHERE id IN (
+    SELECT id FROM jobs
+    WHERE state = 'scheduled' AND run_at <= :until
+    ORDER BY run_at
+    LIMIT :limit
+)
+RETURNING {job_columns}
+
+-- complete_job --
+-- :retry is 1 for an outcome that schedules another attempt (it fails instead when the
+-- attempts are spent); :final_state is the state of any other outcome.
+UPDATE jobs
+SET state = CASE
+        WHEN :retry AND attempts < max_attempts THEN 'scheduled'
+        ELSE :final_state
+    END,
+    run_at = CASE WHEN :retry AND attempts < max_attempts THEN :retry_at ELSE run_at END,
+    lease_expires_at = NULL,
+    leased_by = CASE WHEN :final_state = 'cancelled' THEN leased_by END,
+    attempt_started_at = NULL,
+    last_error = coalesce(:error, last_error),
+    updated_at = :now,
+    finished_at = CASE WHEN :retry AND attempts < max_attempts THEN NULL ELSE :now END,
+    expires_at = CASE
+        WHEN :retry AND attempts < max_attempts THEN NULL
+        ELSE :now + CAST(keep_for_s * 1000000 AS INTEGER)
+    END
+WHERE id = :id AND state = 'running' AND leased_by = :worker_id AND attempts = :attempt
+RETURNING state
+
+-- was_cancelled_during_attempt --
+SELECT 1 FROM jobs
+WHERE id = :id AND state = 'cancelled' AND leased_by = :worker_id AND attempts = :attempt
+
+-- insert_run --
+INSERT INTO runs (job_id, tenant, attempt, started_at, finished_at, outcome, status_code,
+                  duration_ms, response_excerpt, error, worker_id)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT DO NOTHING
+
+-- heartbeat --
+UPDATE jobs
+SET lease_expires_at = :lease_until
+WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'running' AND leased_by = :worker_id
+RETURNING id
+
+-- release --
+UPDATE jobs
+SET state = 'scheduled',
+    attempts = attempts - 1,
+    lease_expires_at = NULL,
+    leased_by = NULL,
+    attempt_started_at = NULL,
+    updated_at = :now
+WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'running' AND leased_by = :worker_id
+
+-- expired_leases --
+SELECT id, tenant, attempts, coalesce(attempt_started_at, updated_at), leased_by
+FROM jobs
+WHERE state = 'running' AND lease_expires_at < :now
+ORDER BY lease_expires_at
+LIMIT :limit
+
+-- rescue_job --
+UPDATE jobs
+SET state = CASE WHEN attempts < max_attempts THEN 'scheduled' ELSE 'failed' END,
+    run_at = CASE WHEN attempts < max_attempts THEN :now ELSE run_at END,
+    lease_expires_at = NULL,
+    leased_by = NULL,
+    attempt_started_at = NULL,
+    last_error = :error,
+    updated_at = :now,
+    finished_at = CASE WHEN attempts < max_attempts THEN NULL ELSE :now END,
+    expires_at = CASE
+        WHEN attempts < max_attempts THEN NULL
+        ELSE :now + CAST(keep_for_s * 1000000 AS INTEGER)
+    END
+WHERE id = :id AND state = 'running' AND lease_expires_at < :now
+
+-- bump_wakeups --
+-- Other processes' idle workers poll this counter (SqliteStore.wait_for_notify).
+UPDATE wakeups SET seq = seq + 1 WHERE id = 1
+
+-- wake_seq --
+SELECT seq FROM wakeups WHERE id = 1
+
+-- next_due_at --
+SELECT min(run_at) FROM jobs WHERE state = 'scheduled'
+
+-- cancel_job --
+UPDATE jobs
+SET state = 'cancelled',
+    lease_expires_at = NULL,
+    updated_at = :now,
+    finished_at = :now,
+    expires_at = :now + CAST(keep_for_s * 1000000 AS INTEGER)
+WHERE tenant = :tenant AND id = :id AND state IN ('scheduled', 'running')
+
+-- cancel_by_name --
+UPDATE jobs
+SET state = 'cancelled',
+    lease_expires_at = NULL,
+    updated_at = :now,
+    finished_at = :now,
+    expires_at = :now + CAST(keep_for_s * 1000000 AS INTEGER)
+WHERE tenant = :tenant AND name = :name AND state IN ('scheduled', 'running')
+
+-- cancel_by_prefix --
+-- A byte-wise range (SQLite's BINARY collation) walks the live-name index; U+10FFFF is the
+-- greatest code point, so every name that starts with :prefix sorts before :prefix || it.
+UPDATE jobs
+SET state = 'cancelled',
+    lease_expires_at = NULL,
+    updated_at = :now,
+    finished_at = :now,
+    expires_at = :now + CAST(keep_for_s * 1000000 AS INTEGER)
+WHERE tenant = :tenant
+  AND name >= :prefix AND name < :prefix || char(1114111)
+  AND state IN ('scheduled', 'running')
+
+-- cancel_schedule_jobs --
+UPDATE jobs
+SET state = 'cancelled',
+    lease_expires_at = NULL,
+    updated_at = :now,
+    finished_at = :now,
+    expires_at = :now + CAST(keep_for_s * 1000000 AS INTEGER)
+WHERE schedule_id = :schedule_id AND state IN ('scheduled', 'running')
+
+-- list_jobs --
+-- Newest first; the cursor is the (created_at, id) of the last row of the previous page.
+SELECT {job_columns} FROM jobs
+WHERE tenant = :tenant
+  AND (:state IS NULL OR state = :state)
+  AND (:prefix IS NULL OR (name >= :prefix AND name < :prefix || char(1114111)))
+  AND (:schedule_id IS NULL OR schedule_id = :schedule_id)
+  AND (:cursor_created IS NULL
+       OR created_at < :cursor_created
+       OR (created_at = :cursor_created AND id < :cursor_id))
+ORDER BY created_at DESC, id DESC
+LIMIT :limit
+
+-- runs --
+SELECT job_id, tenant, attempt, started_at, finished_at, outcome, status_code, duration_ms,
+       response_excerpt, error, worker_id
+FROM runs
+WHERE tenant = :tenant AND job_id = :job_id
+ORDER BY attempt
+
+-- count_by_state --
+SELECT state, count(*) FROM jobs GROUP BY state
+
+-- count_by_state_of_tenant --
+SELECT state, count(*) FROM jobs WHERE tenant = :tenant GROUP BY state
+
+-- prune_jobs --
+DELETE FROM jobs
+WHERE id IN (SELECT id FROM jobs WHERE expires_at <= :now ORDER BY expires_at LIMIT :limit)
+
+-- prune_runs --
+DELETE FROM runs
+WHERE rowid IN (SELECT rowid FROM runs WHERE finished_at < :before ORDER BY finished_at LIMIT :limit)
+
+-- insert_schedule --
+INSERT INTO schedules (id, tenant, name, rule, target, payload, max_attempts, min_backoff_s,
+                       max_backoff_s, jitter, timeout_s, missed, paused, next_fire_at,
+                       created_at, updated_at)
+VALUES (:id, :tenant, :name, :rule, :target, :payload, :max_attempts, :min_backoff_s,
+        :max_backoff_s, :jitter, :timeout_s, :missed, 0, :next_fire_at, :now, :now)
+ON CONFLICT DO NOTHING
+RETURNING {schedule_columns}
+
+-- get_schedule --
+SELECT {schedule_columns} FROM schedules WHERE tenant = :tenant AND id = :id
+
+-- list_schedules --
+SELECT {schedule_columns} FROM schedules
+WHERE tenant = :tenant AND deleted_at IS NULL
+ORDER BY name
+
+-- set_schedule_paused --
+UPDATE schedules
+SET paused = :paused,
+    next_fire_at = CASE WHEN :paused = 0 AND :next_fire_at IS NOT NULL
+                        THEN :next_fire_at ELSE next_fire_at END,
+    updated_at = :now
+WHERE tenant = :tenant AND id = :id AND deleted_at IS NULL
+RETURNING {schedule_columns}
+
+-- delete_schedule --
+UPDATE schedules
+SET deleted_at = :now, updated_at = :now
+WHERE tenant = :tenant AND id = :id AND deleted_at IS NULL
+
+-- due_schedules --
+SELECT {schedule_columns} FROM schedules
+WHERE paused = 0 AND deleted_at IS NULL AND next_fire_at <= :until
+ORDER BY next_fire_at
+LIMIT :limit
+
+-- advance_schedule --
+UPDATE schedules
+SET next_fire_at = :new_next, updated_at = :now
+WHERE id = :id AND next_fire_at = :expected_next AND paused = 0 AND deleted_at IS NULL
