@@ -1,0 +1,322 @@
+"""The Python API: one-off jobs, recurring schedules, and an embedded worker.
+
+A thin layer over the store: it validates at the edge (SSRF guard, names, rules), stamps `now`
+from its clock, and turns "absent" into `NotFound`. The CLI and the HTTP API call it; an
+application embeds it:
+
+    scheduler = Scheduler(open_store("sqlite:///recoup.db"))
+    with scheduler.running_worker(handlers=registry):
+        scheduler.enqueue(PythonTarget(handler="send-receipt"), delay=timedelta(minutes=5))
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import contextlib
+import threading
+from collections.abc import Iterator, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from recoup.errors import InvalidInput, NotFound
+from recoup.jobs.model import (
+    DEFAULT_TENANT,
+    HttpTarget,
+    Job,
+    JobState,
+    NewJob,
+    RetryPolicy,
+    Run,
+    Target,
+)
+from recoup.jobs.schedule_model import NewSchedule, Schedule
+from recoup.jobs.schedules import (
+    SCHEDULE_HORIZON,
+    materialise,
+    materialise_one,
+    next_after,
+    upcoming,
+    validate_rule,
+    validate_schedule_name,
+)
+from recoup.jobs.ssrf import SsrfGuard
+from recoup.jobs.store import JobFilter, JobPage, JobStore
+from recoup.jobs.worker import Worker
+from recoup.timekeeping.clock import Clock, SystemClock
+from recoup.timekeeping.instants import to_utc
+
+HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
+_KEEP_DEFAULT = timedelta(days=7)  # as NewJob's default retention
+WORKER_START_TIMEOUT = 10.0  # seconds to wait for an embedded worker to start
+
+
+class Scheduler:
+    """Jobs and schedules of a store (a `JobStore` that is also a `ScheduleStore`).
+
+    `ssrf` checks HTTP targets when they are created (the default refuses non-public
+    addresses). Every method takes `tenant` (default "default")."""
+
+    def __init__(
+        self, store: JobStore, *, clock: Clock | None = None, ssrf: SsrfGuard | None = None
+    ) -> None:
+        self.store = store
+        self.clock: Clock = clock or SystemClock()
+        self.ssrf = ssrf or SsrfGuard()
+        self._workers: builtins.list[Worker] = []
+
+    # -- one-off jobs ------------------------------------------------------------------------
+
+    def check_target(self, target: Target) -> Target:
+        """Validate a target at creation: method, URL scheme and host, SSRF guard."""
+        if isinstance(target, HttpTarget):
+            if target.method.upper() not in HTTP_METHODS:
+                raise InvalidInput(
+                    "target.method", target.method, f"expected one of {HTTP_METHODS}"
+                )
+            self.ssrf.check_url(target.url)
+        return target
+
+    def enqueue(
+        self,
+        target: Target,
+        *,
+        run_at: datetime | None = None,
+        delay: timedelta | None = None,
+        name: str | None = None,
+        payload: Any = None,
+        idempotency_key: str | None = None,
+        retry: RetryPolicy | None = None,
+        timeout: timedelta = timedelta(seconds=30),
+        keep_for: timedelta | None = _KEEP_DEFAULT,
+        tenant: str = DEFAULT_TENANT,
+    ) -> Job:
+        """Schedule one job at `run_at`, or `delay` from now, or now (not both). A live job of
+        the tenant with the same name → `Conflict`; the same idempotency key → that job."""
+        if run_at is not None and delay is not None:
+            raise InvalidInput("run_at", run_at, "give run_at or delay, not both")
+        now = self.clock.now()
+        when = to_utc("run_at", run_at) if run_at is not None else now + (delay or timedelta(0))
+        job = NewJob(
+            run_at=when,
+            target=target,
+            tenant=tenant,
+            name=name,
+            payload=payload,
+            idempotency_key=idempotency_key,
+            retry=retry or RetryPolicy(),
+            timeout=timeout,
+            keep_for=keep_for,
+        )
+        return self.submit(job)
+
+    def submit(self, job: NewJob) -> Job:
+        """Insert a prepared `NewJob` (after the same checks as `enqueue`)."""
+        self.check_target(job.target)
+        stored = self.store.insert(job, now=self.clock.now())
+        self._poke()
+        return stored
+
+    def enqueue_many(self, jobs: Sequence[NewJob]) -> int:
+        """Bulk insert; jobs clashing on a live name or an idempotency key are skipped.
+        Returns how many were inserted."""
+        checked: set[str] = set()
+        for job in jobs:
+            if isinstance(job.target, HttpTarget) and job.target.url not in checked:
+                self.check_target(job.target)
+                checked.add(job.target.url)
+        count = self.store.insert_many(jobs, now=self.clock.now())
+        self._poke()
+        return count
+
+    def get(self, job_id: str, *, tenant: str = DEFAULT_TENANT) -> Job:
+        job = self.store.get(tenant, job_id)
+        if job is None:
+            raise NotFound(f"no job {job_id!r}")
+        return job
+
+    def get_by_name(self, name: str, *, tenant: str = DEFAULT_TENANT) -> Job:
+        """The live job of that name, else the most recent one."""
+        job = self.store.get_by_name(tenant, name)
+        if job is None:
+            raise NotFound(f"no job named {name!r}")
+        return job
+
+    def list(
+        self,
+        *,
+        tenant: str = DEFAULT_TENANT,
+        state: JobState | None = None,
+        name_prefix: str | None = None,
+        schedule_id: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> JobPage:
+        if not 1 <= limit <= 1000:
+            raise InvalidInput("limit", limit, "expected 1–1000")
+        return self.store.list_jobs(
+            JobFilter(
+                tenant=tenant,
+                state=state,
+                name_prefix=name_prefix,
+                schedule_id=schedule_id,
+                limit=limit,
+                cursor=cursor,
+            )
+        )
+
+    def runs(self, job_id: str, *, tenant: str = DEFAULT_TENANT) -> builtins.list[Run]:
+        """The run log of a job, oldest first (kept after the job itself is pruned)."""
+        return self.store.runs(tenant, job_id)
+
+    def cancel(self, job_id: str, *, tenant: str = DEFAULT_TENANT) -> Job:
+        """Cancel a live job; a final job is returned unchanged. An attempt in flight is
+        stopped by its worker at its next heartbeat and its outcome is not applied."""
+        job = self.store.cancel(tenant, job_id, now=self.clock.now())
+        if job is None:
+            raise NotFound(f"no job {job_id!r}")
+        return job
+
+    def cancel_by_name(self, name: str, *, tenant: str = DEFAULT_TENANT) -> int:
+        return self.store.cancel_by_name(tenant, name, now=self.clock.now())
+
+    def cancel_by_prefix(self, prefix: str, *, tenant: str = DEFAULT_TENANT) -> int:
+        if not prefix:
+            raise InvalidInput("prefix", prefix, "expected a non-empty name prefix")
+        return self.store.cancel_by_prefix(tenant, prefix, now=self.clock.now())
+
+    # -- schedules ---------------------------------------------------------------------------
+
+    @property
+    def _schedules(self) -> Any:
+        if not hasattr(self.store, "insert_schedule"):
+            raise TypeError("this store does not keep schedules")
+        return self.store
+
+    def create_schedule(self, schedule: NewSchedule) -> Schedule:
+        """Store a recurring schedule; its first occurrence is the first after now. A schedule
+        of the tenant with the same name → `Conflict`."""
+        validate_schedule_name(schedule.name)
+        rule = validate_rule(schedule.rule)
+        self.check_target(schedule.target)
+        if rule != schedule.rule:
+            schedule = NewSchedule(**{**_fields(schedule), "rule": rule})
+        now = self.clock.now()
+        stored: Schedule = self._schedules.insert_schedule(
+            schedule, next_fire_at=next_after(rule, now), now=now
+        )
+        if stored.next_fire_at is not None and stored.next_fire_at <= now + SCHEDULE_HORIZON:
+            # Due within the materialiser's horizon: create its first job now, not at the
+            # next worker pass (which could be after the occurrence).
+            materialise_one(self.store, stored, now=now)
+            self._poke()
+        return stored
+
+    def get_schedule(self, schedule_id: str, *, tenant: str = DEFAULT_TENANT) -> Schedule:
+        found: Schedule | None = self._schedules.get_schedule(tenant, schedule_id)
+        if found is None:
+            raise NotFound(f"no schedule {schedule_id!r}")
+        return found
+
+    def list_schedules(self, *, tenant: str = DEFAULT_TENANT) -> builtins.list[Schedule]:
+        found: builtins.list[Schedule] = self._schedules.list_schedules(tenant)
+        return found
+
+    def pause(self, schedule_id: str, *, tenant: str = DEFAULT_TENANT) -> Schedule:
+        """Stop materialising occurrences (jobs already materialised stay; cancel them by
+        prefix `{name}@` if they must not run)."""
+        found: Schedule | None = self._schedules.set_schedule_paused(
+            tenant, schedule_id, paused=True, now=self.clock.now()
+        )
+        if found is None:
+            raise NotFound(f"no schedule {schedule_id!r}")
+        return found
+
+    def resume(self, schedule_id: str, *, tenant: str = DEFAULT_TENANT) -> Schedule:
+        """Materialise again from the first occurrence after now (the paused ones are
+        skipped, whatever the missed-occurrence policy)."""
+        current = self.get_schedule(schedule_id, tenant=tenant)
+        now = self.clock.now()
+        found: Schedule | None = self._schedules.set_schedule_paused(
+            tenant, schedule_id, paused=False, now=now, next_fire_at=next_after(current.rule, now)
+        )
+        if found is None:
+            raise NotFound(f"no schedule {schedule_id!r}")
+        self._poke()
+        return found
+
+    def delete_schedule(self, schedule_id: str, *, tenant: str = DEFAULT_TENANT) -> None:
+        """Delete the schedule and cancel its live jobs."""
+        if not self._schedules.delete_schedule(tenant, schedule_id, now=self.clock.now()):
+            raise NotFound(f"no schedule {schedule_id!r}")
+
+    def upcoming(
+        self, schedule: Schedule | str, count: int = 10, *, tenant: str = DEFAULT_TENANT
+    ) -> builtins.list[datetime]:
+        """The schedule's next `count` occurrences after now (whether paused or not)."""
+        if not 1 <= count <= 1000:
+            raise InvalidInput("count", count, "expected 1–1000")
+        found = (
+            schedule
+            if isinstance(schedule, Schedule)
+            else self.get_schedule(schedule, tenant=tenant)
+        )
+        return upcoming(found.rule, self.clock.now(), count)
+
+    def materialise(self, *, horizon: timedelta = SCHEDULE_HORIZON) -> int:
+        """Materialise due schedule occurrences now (workers do this on their own)."""
+        return materialise(self.store, now=self.clock.now(), horizon=horizon)
+
+    # -- embedded worker ---------------------------------------------------------------------
+
+    def worker(self, **options: Any) -> Worker:
+        """A `Worker` over this scheduler's store, clock and SSRF guard."""
+        options.setdefault("clock", self.clock)
+        options.setdefault("ssrf", self.ssrf)
+        return Worker(self.store, **options)
+
+    @contextlib.contextmanager
+    def running_worker(self, **options: Any) -> Iterator[Worker]:
+        """Run a worker in a background thread (its own event loop) for the `with` block;
+        on exit, stop it gracefully and wait for it. Jobs enqueued through this scheduler
+        meanwhile wake it at once."""
+        worker = self.worker(**options)
+        failure: builtins.list[BaseException] = []
+
+        def main() -> None:
+            try:
+                asyncio.run(worker.run())
+            except BaseException as exc:  # surfaced to the caller on exit
+                failure.append(exc)
+                worker.started.set()
+
+        thread = threading.Thread(
+            target=main, name=f"recoup-worker-{worker.worker_id}", daemon=True
+        )
+        thread.start()
+        if not worker.started.wait(WORKER_START_TIMEOUT) or failure:
+            worker.request_stop()
+            thread.join(WORKER_START_TIMEOUT)
+            raise RuntimeError("the embedded worker did not start") from (
+                failure[0] if failure else None
+            )
+        self._workers.append(worker)
+        try:
+            yield worker
+        finally:
+            self._workers.remove(worker)
+            worker.request_stop()
+            thread.join(worker.grace.total_seconds() + WORKER_START_TIMEOUT)
+            if failure:
+                raise failure[0]
+
+    def _poke(self) -> None:
+        for worker in self._workers:
+            worker.poke()
+
+
+def _fields(schedule: NewSchedule) -> dict[str, Any]:
+    return {name: getattr(schedule, name) for name in schedule.__dataclass_fields__}
+
+
+__all__ = ["HTTP_METHODS", "Scheduler"]

@@ -1,0 +1,30 @@
+"""`recoup worker` argument handling (the process behaviour is in test_worker_process.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from recoup.cli import main
+from recoup.cli.worker import load_handlers
+from recoup.errors import InvalidInput
+from recoup.jobs.handlers import HandlerRegistry
+
+registry = HandlerRegistry()  # loaded by name in the test below
+
+
+def test_an_unknown_database_url_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["worker", "--db", "mysql://nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --db") and err.count("\n") == 1
+
+
+def test_a_bad_cidr_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["worker", "--db", "sqlite://:memory:", "--allow-cidr", "nonsense"]) == 2
+    assert "allowed_cidrs" in capsys.readouterr().err
+
+
+def test_handlers_are_loaded_from_module_and_attribute() -> None:
+    assert load_handlers(f"{__name__}:registry") is registry
+    for spec in ("no-colon", "no.such.module:x", f"{__name__}:pytest"):
+        with pytest.raises(InvalidInput):
+            load_handlers(spec)

@@ -1,0 +1,177 @@
+"""The Python API: validation at the edge, NotFound, cancellation, the exported surface."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+import recoup.jobs
+from recoup.errors import Conflict, InvalidInput, NotFound
+from recoup.jobs.handlers import HandlerContext, HandlerRegistry
+from recoup.jobs.model import HttpTarget, JobState, PythonTarget
+from recoup.jobs.scheduler import Scheduler
+from recoup.jobs.ssrf import SsrfGuard, TargetRefused
+from recoup.timekeeping.clock import VirtualClock
+
+START = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+NOOP = PythonTarget(handler="noop")
+
+
+def make(store: Any) -> Scheduler:
+    return Scheduler(store, clock=VirtualClock(START))
+
+
+def test_http_targets_are_checked_by_the_ssrf_guard_when_created(jobstore: Any) -> None:
+    scheduler = make(jobstore)
+    with pytest.raises(TargetRefused) as caught:
+        scheduler.enqueue(HttpTarget(url="http://169.254.169.254/latest/meta-data/"))
+    assert caught.value.rule == "link-local"
+    with pytest.raises(TargetRefused):
+        scheduler.enqueue(HttpTarget(url="gopher://example.com/"))
+    with pytest.raises(InvalidInput):
+        scheduler.enqueue(HttpTarget(url="https://93.184.216.34/", method="BREW"))
+    assert jobstore.count_by_state().get(JobState.SCHEDULED, 0) == 0
+
+
+def test_an_allowing_guard_accepts_private_targets(jobstore: Any) -> None:
+    scheduler = Scheduler(jobstore, clock=VirtualClock(START), ssrf=SsrfGuard(allow_private=True))
+    job = scheduler.enqueue(HttpTarget(url="http://127.0.0.1:8080/hook"))
+    assert job.state is JobState.SCHEDULED
+
+
+def test_run_at_delay_or_now(jobstore: Any) -> None:
+    scheduler = make(jobstore)
+    assert scheduler.enqueue(NOOP).run_at == START
+    assert scheduler.enqueue(NOOP, delay=timedelta(minutes=5)).run_at == START + timedelta(
+        minutes=5
+    )
+    at = datetime(2026, 7, 1, 9, 0, tzinfo=UTC)
+    assert scheduler.enqueue(NOOP, run_at=at).run_at == at
+    with pytest.raises(InvalidInput):
+        scheduler.enqueue(NOOP, run_at=at, delay=timedelta(minutes=5))
+    with pytest.raises(InvalidInput):
+        scheduler.enqueue(NOOP, run_at=datetime(2026, 7, 1, 9, 0))  # naive
+
+
+def test_names_are_unique_among_live_jobs_and_keys_return_the_same_job(jobstore: Any) -> None:
+    scheduler = make(jobstore)
+    first = scheduler.enqueue(NOOP, name="retry:inv_1:1", idempotency_key="retry:inv_1:1")
+    again = scheduler.enqueue(NOOP, name="other", idempotency_key="retry:inv_1:1")
+    assert again.id == first.id
+    with pytest.raises(Conflict):
+        scheduler.enqueue(NOOP, name="retry:inv_1:1")
+
+
+def test_absent_jobs_and_schedules_are_not_found(jobstore: Any) -> None:
+    scheduler = make(jobstore)
+    for call in (
+        lambda: scheduler.get("nope"),
+        lambda: scheduler.get_by_name("nope"),
+        lambda: scheduler.cancel("nope"),
+        lambda: scheduler.get_schedule("nope"),
+        lambda: scheduler.pause("nope"),
+        lambda: scheduler.resume("nope"),
+        lambda: scheduler.delete_schedule("nope"),
+    ):
+        with pytest.raises(NotFound):
+            call()
+
+
+def test_jobs_belong_to_their_tenant(jobstore: Any) -> None:
+    scheduler = make(jobstore)
+    job = scheduler.enqueue(NOOP, tenant="acme")
+    with pytest.raises(NotFound):
+        scheduler.get(job.id)
+    assert scheduler.get(job.id, tenant="acme").id == job.id
+
+
+def test_cancel_by_id_name_and_prefix(jobstore: Any) -> None:
+    scheduler = make(jobstore)
+    a = scheduler.enqueue(NOOP, name="retry:inv_1:1")
+    scheduler.enqueue(NOOP, name="retry:inv_1:2")
+    scheduler.enqueue(NOOP, name="retry:inv_2:1")
+    assert scheduler.cancel(a.id).state is JobState.CANCELLED
+    assert scheduler.cancel(a.id).state is JobState.CANCELLED  # idempotent
+    assert scheduler.cancel_by_name("retry:inv_1:2") == 1
+    assert scheduler.cancel_by_prefix("retry:inv_2:") == 1
+    assert scheduler.list(state=JobState.SCHEDULED).jobs == []
+    with pytest.raises(InvalidInput):
+        scheduler.cancel_by_prefix("")
+
+
+def test_listing_pages_with_a_cursor(jobstore: Any) -> None:
+    scheduler = make(jobstore)
+    ids = {scheduler.enqueue(NOOP).id for _ in range(5)}
+    first = scheduler.list(limit=3)
+    assert len(first.jobs) == 3 and first.next_cursor is not None
+    second = scheduler.list(limit=3, cursor=first.next_cursor)
+    assert {j.id for j in first.jobs + second.jobs} == ids
+
+
+def test_an_embedded_worker_runs_what_is_enqueued(jobstore: Any) -> None:
+    registry = HandlerRegistry()
+    done = threading.Event()
+
+    @registry.register("noop")
+    def noop(ctx: HandlerContext) -> None:
+        done.set()
+
+    scheduler = Scheduler(jobstore)
+    with scheduler.running_worker(handlers=registry, grace=timedelta(seconds=1)):
+        job = scheduler.enqueue(NOOP)
+        assert done.wait(5)
+    assert scheduler.get(job.id).state is JobState.SUCCEEDED
+
+
+def test_the_handler_registry_refuses_duplicates_and_async_inline() -> None:
+    registry = HandlerRegistry()
+    registry.add("a", lambda ctx: None)
+    with pytest.raises(InvalidInput):
+        registry.add("a", lambda ctx: None)
+
+    async def coroutine(ctx: HandlerContext) -> None:
+        return None
+
+    with pytest.raises(InvalidInput):
+        registry.add("b", coroutine, inline=True)
+    assert list(registry) == ["a"] and "a" in registry and len(registry) == 1
+
+
+def test_the_exported_names_are_the_intended_ones() -> None:
+    assert sorted(recoup.jobs.__all__, key=str.lower) == sorted(
+        [
+            "DEFAULT_TENANT",
+            "AnchorRule",
+            "Completion",
+            "CronRule",
+            "HandlerContext",
+            "HandlerRegistry",
+            "HttpTarget",
+            "Job",
+            "JobState",
+            "JobStore",
+            "MissedPolicy",
+            "NewJob",
+            "NewSchedule",
+            "PermanentError",
+            "PythonTarget",
+            "RetryPolicy",
+            "Rule",
+            "Run",
+            "RunOutcome",
+            "Schedule",
+            "ScheduleStore",
+            "Scheduler",
+            "SsrfGuard",
+            "Target",
+            "TargetRefused",
+            "Tenant",
+            "Worker",
+        ],
+        key=str.lower,
+    )
+    for name in recoup.jobs.__all__:
+        assert hasattr(recoup.jobs, name)
