@@ -19,6 +19,8 @@ from recoup.cli import plan as _plan  # noqa: F401  # isort: skip
 from recoup.cli import replay as _replay  # noqa: F401  # isort: skip
 from recoup.cli import renewals as _renewals  # noqa: F401  # isort: skip
 from recoup.cli import worker as _worker  # noqa: F401  # isort: skip
+from recoup.cli import serve as _serve  # noqa: F401  # isort: skip
+from recoup.cli import tenants as _tenants  # noqa: F401  # isort: skip
 from recoup.cli import migrate as _migrate  # noqa: F401  # isort: skip
 
 

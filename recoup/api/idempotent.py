@@ -1,0 +1,162 @@
+"""Running a POST under its `Idempotency-Key` (IETF draft semantics, see
+`recoup.idempotency.keys`).
+
+Which responses are stored (as Stripe does): every response of an operation that ran to a
+decision: success, or a 4xx the operation decided on the state it found (a live-name clash →
+409, an unknown schedule → 404). Not stored: requests refused before the operation began
+(authentication, body validation), which never claim the key; invalid input the operation
+itself found (422: a target the SSRF guard refuses, a bad cron expression), and 5xx answers.
+For those the key is released, so the corrected or retried request with the same key runs
+afresh. Re-running after a 5xx is safe because the operations are themselves idempotent where
+it matters: a job carries the request's key, and the job store answers a second insert with
+that key with the first job.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import assert_never
+
+from fastapi import Request
+from pydantic import BaseModel
+from starlette.responses import Response
+
+from recoup.api.problems import ApiProblem, FieldError, problem_for, problem_response
+from recoup.errors import InvalidInput, RecoupError
+from recoup.idempotency import (
+    IdempotencyStore,
+    InProgress,
+    Mismatch,
+    New,
+    Replay,
+    fingerprint,
+    parse_key,
+)
+from recoup.timekeeping.clock import Clock
+
+REPLAYED_HEADER = "Idempotent-Replayed"
+JSON = "application/json"
+
+
+def json_response(status: int, model: BaseModel) -> Response:
+    body = json.dumps(model.model_dump(mode="json"), ensure_ascii=False).encode()
+    return Response(body, status_code=status, media_type=JSON)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PostContext:
+    """What a POST handler needs to run its operation under the request's key."""
+
+    tenant: str
+    key: str | None
+    fingerprint: str
+    method: str
+    path: str
+    store: IdempotencyStore
+    clock: Clock
+    lock_timeout: timedelta
+
+    def run(self, status: int, operation: Callable[[], BaseModel]) -> Response:
+        """Run `operation` once per key and answer its result as JSON with `status`; a
+        `RecoupError` it raises becomes its problem response (stored too, unless it is invalid
+        input or a 5xx: see the module docstring)."""
+        if self.key is None:
+            return json_response(status, operation())
+        outcome = self.store.begin(
+            tenant=self.tenant,
+            key=self.key,
+            fingerprint=self.fingerprint,
+            method=self.method,
+            path=self.path,
+            now=self.clock.now(),
+            lock_timeout=self.lock_timeout,
+        )
+        match outcome:
+            case Replay(status=stored_status, body=body, content_type=content_type):
+                return Response(
+                    body,
+                    status_code=stored_status,
+                    media_type=content_type,
+                    headers={REPLAYED_HEADER: "true"},
+                )
+            case InProgress(retry_after=seconds):
+                raise ApiProblem(
+                    409,
+                    "idempotency-key-in-use",
+                    "a request with this Idempotency-Key is still being processed; retry later",
+                    headers={"Retry-After": str(seconds)},
+                )
+            case Mismatch():
+                raise ApiProblem(
+                    422,
+                    "idempotency-key-reused",
+                    "this Idempotency-Key was used with a different request (method, path or "
+                    "body); use a new key for a new request",
+                    errors=[
+                        FieldError(
+                            field="Idempotency-Key",
+                            message="already used for a different request",
+                            value=self.key,
+                        )
+                    ],
+                )
+            case New():
+                pass
+            case _:
+                assert_never(outcome)
+        try:
+            response = json_response(status, operation())
+            keep = True
+        except RecoupError as exc:
+            response = problem_response(problem_for(exc))
+            # Invalid input and 5xx are no decision worth replaying: the key is freed.
+            keep = not isinstance(exc, InvalidInput) and exc.http_status < 500
+        except BaseException:
+            self.store.release(tenant=self.tenant, key=self.key)
+            raise
+        if not keep:
+            self.store.release(tenant=self.tenant, key=self.key)
+        else:
+            self.store.complete(
+                tenant=self.tenant,
+                key=self.key,
+                status=response.status_code,
+                body=bytes(response.body),
+                content_type=response.media_type or JSON,
+            )
+        return response
+
+
+async def post_context(
+    request: Request,
+    tenant: str,
+    header: str | None,
+    store: IdempotencyStore,
+    clock: Clock,
+    lock_timeout: timedelta,
+) -> PostContext:
+    """Parse the key (400 if malformed, as the draft asks) and fingerprint the request."""
+    key = None
+    if header is not None:
+        try:
+            key = parse_key(header)
+        except RecoupError as exc:
+            problem = problem_for(exc)
+            raise ApiProblem(
+                400, "invalid-idempotency-key", problem.detail, errors=problem.errors
+            ) from None
+    body = await request.body()  # cached by Starlette: the body parser reads the same bytes
+    path = request.url.path
+    return PostContext(
+        tenant=tenant,
+        key=key,
+        fingerprint=fingerprint(request.method, path, body),
+        method=request.method,
+        path=path,
+        store=store,
+        clock=clock,
+        lock_timeout=lock_timeout,
+    )

@@ -1,0 +1,287 @@
+"""RFC 9457 problem details: the one error shape of the API, and the handlers that produce it.
+
+Every error leaves as `application/problem+json` with `type`, `title`, `status`, `detail` and
+`errors` (one entry per invalid field, naming it). Domain errors (`recoup.errors`) map to their
+`http_status`; FastAPI's request validation errors and Starlette's 404/405 are reshaped; any
+other exception becomes a 500 that says nothing of the internals and is logged with its
+traceback on the server side only.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from http import HTTPStatus
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, Field, JsonValue
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from recoup.errors import Conflict, InvalidInput, NotFound, RecoupError, StorageError
+from recoup.jobs.ssrf import TargetRefused
+
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+TYPE_BASE = "urn:recoup:problem:"  # problem types are URNs: stable names, nothing to fetch
+
+log = logging.getLogger("recoup.api")
+
+
+class FieldError(BaseModel):
+    field: str = Field(
+        description="The invalid field, dotted (`target.url`, `retry.max_attempts`)."
+    )
+    message: str
+    value: JsonValue = Field(default=None, description="The value given, when it is short.")
+
+
+class Problem(BaseModel):
+    """An RFC 9457 problem details object."""
+
+    type: str = Field(description="A URI naming the kind of problem, or `about:blank`.")
+    title: str
+    status: int
+    detail: str
+    errors: list[FieldError] = Field(default_factory=list)
+    rule: str | None = Field(default=None, description="The SSRF rule a refused target broke.")
+
+
+class ApiProblem(Exception):
+    """An error answered as problem+json with an exact status (auth, idempotency, limits)."""
+
+    def __init__(
+        self,
+        status: int,
+        slug: str,
+        detail: str,
+        *,
+        errors: Sequence[FieldError] = (),
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(detail)
+        self.problem = Problem(
+            type=TYPE_BASE + slug,
+            title=HTTPStatus(status).phrase,
+            status=status,
+            detail=detail,
+            errors=list(errors),
+        )
+        self.headers = dict(headers or {})
+
+
+def problem_response(problem: Problem, headers: Mapping[str, str] | None = None) -> Response:
+    body = problem.model_dump(mode="json", exclude_none=True)
+    return Response(
+        json.dumps(body, ensure_ascii=False).encode(),
+        status_code=problem.status,
+        media_type=PROBLEM_MEDIA_TYPE,
+        headers=dict(headers or {}),
+    )
+
+
+def _short(value: object) -> JsonValue:
+    """The offending value if it is small and JSON-shaped; otherwise nothing (no echo of
+    large or odd payloads into error bodies)."""
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    if isinstance(value, str):
+        return value if len(value) <= 200 else None
+    return None
+
+
+def problem_for(exc: RecoupError) -> Problem:
+    """The problem a domain error answers with."""
+    status = exc.http_status
+    if isinstance(exc, InvalidInput):
+        rule = exc.rule if isinstance(exc, TargetRefused) else None
+        fields: tuple[str, ...] = getattr(exc, "fields", (exc.field,))
+        return Problem(
+            type=TYPE_BASE + ("target-refused" if rule else "invalid-input"),
+            title=HTTPStatus(status).phrase,
+            status=status,
+            detail=str(exc) if len(fields) == 1 else exc.allowed,
+            errors=[
+                FieldError(field=field, message=exc.allowed, value=_short(exc.value))
+                for field in fields
+            ],
+            rule=rule,
+        )
+    slug = {NotFound: "not-found", Conflict: "conflict", StorageError: "storage-unavailable"}
+    kind = next((s for cls, s in slug.items() if isinstance(exc, cls)), "error")
+    if status >= 500:
+        # Storage errors carry driver text; the caller gets the kind, the log gets the rest.
+        log.error("answered %d: %s", status, exc)
+        detail = (
+            "the database is unavailable; retry later"
+            if isinstance(exc, StorageError)
+            else INTERNAL_ERROR.detail
+        )
+    else:
+        detail = str(exc)
+    return Problem(
+        type=TYPE_BASE + kind, title=HTTPStatus(status).phrase, status=status, detail=detail
+    )
+
+
+def _field_of(loc: Sequence[int | str]) -> str:
+    parts = list(loc)
+    if parts and parts[0] in ("body", "query", "path", "header", "cookie"):
+        where = parts.pop(0)
+        if not parts:
+            return str(where)
+    return ".".join(str(p) for p in parts)
+
+
+def validation_problem(errors: Sequence[Any]) -> Problem:
+    fields: list[FieldError] = []
+    for error in errors:
+        loc = error.get("loc", ())
+        kind = error.get("type", "")
+        if kind == "json_invalid":
+            fields.append(FieldError(field="body", message="the body is not valid JSON"))
+            continue
+        value = None if kind == "missing" else _short(error.get("input"))
+        fields.append(FieldError(field=_field_of(loc), message=error.get("msg", ""), value=value))
+    names = ", ".join(dict.fromkeys(f.field for f in fields)) or "the request"
+    return Problem(
+        type=TYPE_BASE + "invalid-input",
+        title=HTTPStatus.UNPROCESSABLE_ENTITY.phrase,
+        status=422,
+        detail=f"invalid: {names}",
+        errors=fields,
+    )
+
+
+def install(app: FastAPI) -> None:
+    """Register the handlers that turn every error into problem+json."""
+
+    async def on_api_problem(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, ApiProblem)
+        return problem_response(exc.problem, exc.headers)
+
+    async def on_recoup_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RecoupError)
+        return problem_response(problem_for(exc))
+
+    async def on_validation(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        return problem_response(validation_problem(exc.errors()))
+
+    async def on_http(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StarletteHTTPException)
+        status = exc.status_code
+        phrase = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else ""
+        detail = exc.detail if isinstance(exc.detail, str) else phrase
+        problem = Problem(type="about:blank", title=phrase, status=status, detail=detail)
+        return problem_response(problem, exc.headers)
+
+    app.add_exception_handler(ApiProblem, on_api_problem)
+    app.add_exception_handler(RecoupError, on_recoup_error)
+    app.add_exception_handler(RequestValidationError, on_validation)
+    app.add_exception_handler(StarletteHTTPException, on_http)
+
+
+INTERNAL_ERROR = Problem(
+    type=TYPE_BASE + "internal-error",
+    title=HTTPStatus.INTERNAL_SERVER_ERROR.phrase,
+    status=500,
+    detail="the server failed to answer this request; it has been logged",
+)
+
+
+class CatchAllMiddleware:
+    """The last line: an exception no handler took becomes a logged, bare problem 500.
+
+    Starlette's own server-error middleware would answer too, but then re-raise; this one
+    ends the exception here, so no traceback can reach a client or a test client.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception:
+            log.exception("unhandled error on %s %s", scope.get("method"), scope.get("path"))
+            if not started:
+                await problem_response(INTERNAL_ERROR)(scope, receive, send)
+
+
+class BodyTooLarge(StarletteHTTPException):
+    """Raised from `receive` when a streamed body passes the limit. An HTTP exception, so
+    that FastAPI's body reader lets it through and the handler above answers 413."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"the request body is over the limit of {limit} bytes")
+
+
+class BodyLimitMiddleware:
+    """Refuse request bodies over `limit` bytes with 413, by Content-Length when given and by
+    counting otherwise (a chunked body is cut off as soon as it passes the limit)."""
+
+    def __init__(self, app: ASGIApp, *, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    def _too_large(self) -> Response:
+        return problem_response(
+            Problem(
+                type=TYPE_BASE + "body-too-large",
+                title=HTTPStatus.REQUEST_ENTITY_TOO_LARGE.phrase,
+                status=413,
+                detail=f"the request body is over the limit of {self.limit} bytes",
+            )
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", []):
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    declared = 0
+                if declared > self.limit:
+                    await self._too_large()(scope, receive, send)
+                    return
+        received = 0
+        started = False
+
+        async def counting_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.limit:
+                    raise BodyTooLarge(self.limit)
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, tracking_send)
+        except BodyTooLarge:
+            if not started:
+                await self._too_large()(scope, receive, send)

@@ -1,0 +1,83 @@
+"""What the routes call: the `Scheduler` Python API, the API's own tables (idempotency keys,
+tokens) and the clock, behind one small facade so that route handlers only translate HTTP to
+operations.
+
+Tenancy is enforced here by construction: every read and write takes the authenticated
+tenant, and the stores filter on it, so another tenant's id reads as absent (404).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from recoup.api.tokens import TokenStore, authenticate
+from recoup.errors import InvalidInput, NotFound
+from recoup.idempotency import IdempotencyStore
+from recoup.jobs.schedule_model import Rule, Schedule
+from recoup.jobs.scheduler import Scheduler
+from recoup.jobs.schedules import validate_rule
+
+
+class ApiTables(IdempotencyStore, TokenStore, Protocol):
+    """A backend's API tables: idempotency keys and tokens, plus two operational reads."""
+
+    def ping(self) -> None: ...
+    def due_backlog(self, now: datetime) -> int: ...
+
+
+def open_api_tables(store: Any) -> ApiTables:
+    """The API tables that live in the same database as `store`."""
+    from recoup.storage.sqlite.store import SqliteStore
+
+    if isinstance(store, SqliteStore):
+        from recoup.storage.sqlite.api_tables import SqliteApiTables
+
+        return SqliteApiTables(store)
+    from recoup.storage.postgres.api_tables import PostgresApiTables
+    from recoup.storage.postgres.store import PostgresStore
+
+    if isinstance(store, PostgresStore):
+        return PostgresApiTables(store)
+    raise TypeError(f"no API tables for a {type(store).__name__}")
+
+
+@dataclass(frozen=True)
+class Services:
+    scheduler: Scheduler
+    tables: ApiTables
+
+    def authenticate(self, token: str) -> str | None:
+        return authenticate(self.tables, token)
+
+    def ping(self) -> None:
+        self.tables.ping()
+
+    def due_backlog(self) -> int:
+        return self.tables.due_backlog(self.scheduler.clock.now())
+
+    def schedule(self, tenant: str, schedule_id: str) -> Schedule:
+        """A schedule of the tenant that is not deleted; `NotFound` otherwise (the store keeps
+        deleted schedules, which their jobs still name)."""
+        found = self.scheduler.get_schedule(schedule_id, tenant=tenant)
+        if found.deleted:
+            raise NotFound(f"no schedule {schedule_id!r}")
+        return found
+
+    def list_schedules(self, tenant: str) -> list[Schedule]:
+        return [s for s in self.scheduler.list_schedules(tenant=tenant) if not s.deleted]
+
+    @staticmethod
+    def check_rule(rule: Rule) -> None:
+        """`InvalidInput` naming the field as the API spells it (`cron`, `timezone`,
+        `anchor.local`), not as the model does (`rule.expression`)."""
+        try:
+            validate_rule(rule)
+        except InvalidInput as exc:
+            field = exc.field.removeprefix("rule.")
+            if rule.kind == "cron":
+                field = "cron" if field == "expression" else field
+            else:
+                field = f"anchor.{field}"
+            raise InvalidInput(field, exc.value, exc.allowed) from None

@@ -1,0 +1,197 @@
+"""`recoup tenants …` and `recoup tokens …`: who may call the HTTP API.
+
+Contract:
+
+    recoup tenants create NAME [--db URL] [--schema S] [--json]
+        → {"tenant": NAME, "token": "rcp_…", "signing_secret": "whsec_…"}
+    recoup tenants list [--db URL] [--json]
+        → [{"id", "name", "created_at", "active_tokens"}]
+    recoup tokens create TENANT [--label TEXT] [--json]
+        → {"tenant", "token", "id", "prefix"}
+    recoup tokens list [--tenant T] [--json]
+        → [{"id", "tenant", "prefix", "label", "created_at", "revoked_at"}]
+    recoup tokens revoke TOKEN_ID [--json]
+        → {"id", "tenant", "prefix", "label", "created_at", "revoked_at"}
+
+A token's secret is printed once, when it is created; only its hash is stored. The signing
+secret signs the tenant's outbound requests (Standard Webhooks): give it to the receivers.
+A tenant name is its id: 1–63 lower-case letters, digits, `-`, `_` or `.`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+import typer
+
+from recoup.api.tokens import TokenInfo, issue_token, new_signing_secret
+from recoup.cli._app import app, print_json
+from recoup.errors import Conflict, InvalidInput, NotFound
+from recoup.jobs.model import Tenant
+from recoup.timekeeping.clock import SystemClock
+from recoup.timekeeping.instants import format_utc
+
+TENANT_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}")
+
+tenants_app = typer.Typer(
+    help="Tenants of the HTTP API: create (with a first token) and list.",
+    no_args_is_help=True,
+)
+tokens_app = typer.Typer(
+    help="API tokens of a tenant: create, list, revoke.",
+    no_args_is_help=True,
+)
+app.add_typer(tenants_app, name="tenants")
+app.add_typer(tokens_app, name="tokens")
+
+Db = Annotated[
+    str,
+    typer.Option("--db", envvar="RECOUP_DB", help="Database URL (sqlite:///… or postgresql://…)."),
+]
+Schema = Annotated[str | None, typer.Option(help="PostgreSQL schema holding Recoup's tables.")]
+Json = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+
+
+@contextlib.contextmanager
+def _opened(db: str, schema: str | None) -> Iterator[tuple[Any, Any]]:
+    from recoup.api.services import open_api_tables
+    from recoup.storage import open_store
+
+    store = open_store(db, **({"schema": schema} if schema else {}))
+    try:
+        yield store, open_api_tables(store)
+    finally:
+        store.close()
+
+
+def _token_json(info: TokenInfo) -> dict[str, Any]:
+    return {
+        "id": info.id,
+        "tenant": info.tenant,
+        "prefix": info.prefix,
+        "label": info.label,
+        "created_at": format_utc(info.created_at),
+        "revoked_at": None if info.revoked_at is None else format_utc(info.revoked_at),
+    }
+
+
+@tenants_app.command("create")
+def create_tenant(
+    name: Annotated[str, typer.Argument(help="The tenant's name, which is also its id.")],
+    db: Db = "sqlite:///recoup.db",
+    schema: Schema = None,
+    json: Json = False,
+) -> None:
+    """Create a tenant with a signing secret and a first API token."""
+    if not TENANT_NAME.fullmatch(name):
+        raise InvalidInput(
+            "NAME", name, "expected 1–63 lower-case letters, digits, '-', '_' or '.'"
+        )
+    now = SystemClock().now()
+    with _opened(db, schema) as (store, tables):
+        if store.get_tenant(name) is not None:
+            raise Conflict(
+                f"tenant {name!r} exists; `recoup tokens create {name}` issues another token"
+            )
+        tenant = store.ensure_tenant(
+            Tenant(id=name, name=name, signing_secret=new_signing_secret(), created_at=now)
+        )
+        issued = issue_token(tables, tenant.id, now=now, label="first token")
+    if json:
+        print_json(
+            {"tenant": tenant.id, "token": issued.secret, "signing_secret": tenant.signing_secret}
+        )
+        return
+    typer.echo(f"tenant:         {tenant.id}")
+    typer.echo(f"token:          {issued.secret}   (shown once; only its hash is stored)")
+    typer.echo(f"signing secret: {tenant.signing_secret}")
+
+
+@tenants_app.command("list")
+def list_tenants(db: Db = "sqlite:///recoup.db", schema: Schema = None, json: Json = False) -> None:
+    """Every tenant, with its number of active tokens."""
+    with _opened(db, schema) as (_, tables):
+        tenants = tables.list_tenants()
+        active: dict[str, int] = {}
+        for token in tables.list_tokens():
+            if token.active:
+                active[token.tenant] = active.get(token.tenant, 0) + 1
+    rows = [
+        {
+            "id": t.id,
+            "name": t.name,
+            "created_at": format_utc(t.created_at),
+            "active_tokens": active.get(t.id, 0),
+        }
+        for t in tenants
+    ]
+    if json:
+        print_json(rows)
+        return
+    for row in rows:
+        typer.echo(f"{row['id']}\t{row['created_at']}\t{row['active_tokens']} active token(s)")
+
+
+@tokens_app.command("create")
+def create_token(
+    tenant: Annotated[str, typer.Argument(help="The tenant the token acts for.")],
+    label: Annotated[str | None, typer.Option(help="A note to tell tokens apart.")] = None,
+    db: Db = "sqlite:///recoup.db",
+    schema: Schema = None,
+    json: Json = False,
+) -> None:
+    """Issue another API token for a tenant."""
+    with _opened(db, schema) as (store, tables):
+        if store.get_tenant(tenant) is None:
+            raise NotFound(f"no tenant {tenant!r}; `recoup tenants create {tenant}` creates it")
+        issued = issue_token(tables, tenant, now=SystemClock().now(), label=label)
+    if json:
+        print_json(
+            {
+                "tenant": tenant,
+                "token": issued.secret,
+                "id": issued.info.id,
+                "prefix": issued.info.prefix,
+            }
+        )
+        return
+    typer.echo(f"token: {issued.secret}   (id {issued.info.id}; shown once)")
+
+
+@tokens_app.command("list")
+def list_tokens(
+    tenant: Annotated[str | None, typer.Option(help="Only this tenant's tokens.")] = None,
+    db: Db = "sqlite:///recoup.db",
+    schema: Schema = None,
+    json: Json = False,
+) -> None:
+    """Tokens (never their secrets), oldest first."""
+    with _opened(db, schema) as (_, tables):
+        rows = [_token_json(t) for t in tables.list_tokens(tenant)]
+    if json:
+        print_json(rows)
+        return
+    for row in rows:
+        state = f"revoked {row['revoked_at']}" if row["revoked_at"] else "active"
+        typer.echo(f"{row['id']}\t{row['tenant']}\t{row['prefix']}…\t{state}\t{row['label'] or ''}")
+
+
+@tokens_app.command("revoke")
+def revoke_token(
+    token_id: Annotated[str, typer.Argument(help="The token's id (see `recoup tokens list`).")],
+    db: Db = "sqlite:///recoup.db",
+    schema: Schema = None,
+    json: Json = False,
+) -> None:
+    """Revoke a token: requests with it get 401 from now on. Revoking twice is harmless."""
+    with _opened(db, schema) as (_, tables):
+        info = tables.revoke_token(token_id, now=SystemClock().now())
+    if info is None:
+        raise NotFound(f"no token {token_id!r}")
+    if json:
+        print_json(_token_json(info))
+        return
+    typer.echo(f"revoked {info.id} ({info.prefix}…) of tenant {info.tenant}")

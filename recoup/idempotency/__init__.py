@@ -1,0 +1,30 @@
+"""Idempotency keys: the store protocol, request fingerprints and the outcomes of a lookup
+(new / replay / in progress / mismatch), matched exhaustively by the HTTP edge."""
+
+from recoup.idempotency.keys import (
+    DEFAULT_LOCK_TIMEOUT,
+    DEFAULT_RETENTION,
+    IdempotencyStore,
+    InProgress,
+    Mismatch,
+    New,
+    Outcome,
+    Replay,
+    canonical_json,
+    fingerprint,
+    parse_key,
+)
+
+__all__ = [
+    "DEFAULT_LOCK_TIMEOUT",
+    "DEFAULT_RETENTION",
+    "IdempotencyStore",
+    "InProgress",
+    "Mismatch",
+    "New",
+    "Outcome",
+    "Replay",
+    "canonical_json",
+    "fingerprint",
+    "parse_key",
+]

@@ -1,0 +1,145 @@
+"""Idempotency keys (IETF draft "The Idempotency-Key HTTP Header Field", Stripe's practice).
+
+The first request with a key is processed and its response stored with a fingerprint of the
+request; a later request with the same key and the same fingerprint gets the stored response;
+a different fingerprint is a `Mismatch`; a request that arrives while the first is still being
+processed is `InProgress`. Keys are scoped per tenant (the draft's "composite lookup key", so one
+tenant can never read another's cached response) and the UNIQUE (tenant, key) constraint of
+the backing table decides a race between concurrent first requests.
+
+Retention: a key is kept `DEFAULT_RETENTION` (24 hours, Stripe's floor) after its first use and
+then pruned; a key reused after pruning is a new request.
+
+Crashes: an in-flight key whose lock is older than `DEFAULT_LOCK_TIMEOUT` is taken to belong to
+a process that died mid-request, and the next request with it proceeds (`New`). The operations
+behind a key are themselves idempotent by design (a job carries the key too), so re-running one
+after a crash finds what the first run committed instead of doing it twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from recoup.errors import InvalidInput
+
+DEFAULT_RETENTION = timedelta(hours=24)
+DEFAULT_LOCK_TIMEOUT = timedelta(seconds=60)  # an in-flight key older than this is abandoned
+MAX_KEY_LENGTH = 255  # characters, as Stripe allows
+
+# Printable ASCII without space, quote or backslash: what fits an RFC 8941 sf-string without
+# escapes and an RFC 9110 header value alike. UUIDs, ULIDs and Stripe-style keys all fit.
+_KEY_CHARS = re.compile(r"[!#-\[\]-~]+")
+
+
+@dataclass(frozen=True, kw_only=True)
+class New:
+    """The key was free (or abandoned): process the request, then `complete` or `release`."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Replay:
+    """The key's first request completed: answer its stored status and body."""
+
+    status: int
+    body: bytes
+    content_type: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class InProgress:
+    """The key's first request is still being processed: answer 409 with Retry-After."""
+
+    retry_after: int  # seconds
+
+
+@dataclass(frozen=True, kw_only=True)
+class Mismatch:
+    """The key was first used for another request (method, path or body): answer 422."""
+
+
+Outcome = New | Replay | InProgress | Mismatch
+
+
+class IdempotencyStore(Protocol):
+    """Stored idempotency keys. Implemented by each storage backend's `api_tables` module."""
+
+    def begin(
+        self,
+        *,
+        tenant: str,
+        key: str,
+        fingerprint: str,
+        method: str,
+        path: str,
+        now: datetime,
+        lock_timeout: timedelta = DEFAULT_LOCK_TIMEOUT,
+    ) -> Outcome:
+        """Claim `key` for this request, or say why not. A fingerprint different from the
+        stored one is a `Mismatch`, whatever the state of the first request."""
+        ...
+
+    def complete(
+        self, *, tenant: str, key: str, status: int, body: bytes, content_type: str
+    ) -> None:
+        """Store the response of the request that holds `key`, and unlock it."""
+        ...
+
+    def release(self, *, tenant: str, key: str) -> None:
+        """Forget an in-flight key (the request failed before a result worth keeping), so a
+        retry with the same key runs afresh. A completed key is left alone."""
+        ...
+
+    def prune_keys(self, *, older_than: datetime, limit: int = 10_000) -> int:
+        """Delete keys first used before `older_than`; return how many."""
+        ...
+
+
+def parse_key(header: str) -> str:
+    """The key of an `Idempotency-Key` header value.
+
+    The draft makes the value an RFC 8941 sf-string (`"8e03978e-…"`); Stripe's clients, and most
+    others, send a bare token (`8e03978e-…`). Both are accepted and mean the same key. The key
+    itself is 1–255 printable ASCII characters without space, `"` or `\\`.
+    """
+    text = header.strip()
+    if len(text) >= 2 and text[0] == '"' and text[-1] == '"':
+        text = text[1:-1]
+    if not 1 <= len(text) <= MAX_KEY_LENGTH or not _KEY_CHARS.fullmatch(text):
+        raise InvalidInput(
+            "Idempotency-Key",
+            header,
+            f"expected 1–{MAX_KEY_LENGTH} printable ASCII characters without spaces, quotes "
+            'or backslashes, bare or as a quoted string (e.g. "8e03978e-40d5-43e8-bc93-...")',
+        )
+    return text
+
+
+def canonical_json(value: Any) -> bytes:
+    """JSON with sorted keys and no insignificant whitespace: one text per value."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode()
+
+
+def fingerprint(method: str, path: str, body: bytes) -> str:
+    """A field-value fingerprint of a request: sha256 over the method, the path and the body.
+
+    A JSON body is hashed in canonical form, so two bodies with the same fields and values in
+    another order or spacing match (a retrying client may re-serialise its payload). Numbers
+    compare as JSON parses them (`1` and `1.0` differ). A body that is not JSON is hashed as
+    bytes. The query string is not part of it (our POSTs take none).
+    """
+    try:
+        normalised = canonical_json(json.loads(body)) if body.strip() else b""
+    except (ValueError, RecursionError):
+        normalised = body
+    digest = hashlib.sha256()
+    for part in (method.upper().encode(), path.encode(), normalised):
+        digest.update(len(part).to_bytes(8, "big"))  # length-prefixed: no ambiguous joins
+        digest.update(part)
+    return digest.hexdigest()

@@ -1,0 +1,61 @@
+-- Named queries of the HTTP API's tables on PostgreSQL (see migrations/0002_api.sql).
+
+-- claim_key --
+-- The primary key decides a race between concurrent first requests: one insert wins, the
+-- others wait for it to commit and then insert nothing.
+INSERT INTO idempotency_keys (tenant, key, fingerprint, method, path, created_at, locked_at)
+VALUES (%(tenant)s, %(key)s, %(fingerprint)s, %(method)s, %(path)s, %(now)s, %(now)s)
+ON CONFLICT (tenant, key) DO NOTHING
+RETURNING 1
+
+-- get_key --
+SELECT fingerprint, locked_at, status, content_type, body
+FROM idempotency_keys WHERE tenant = %(tenant)s AND key = %(key)s
+
+-- take_over_key --
+-- Compare-and-set on the stale lock: of two takers, one changes the row.
+UPDATE idempotency_keys SET locked_at = %(now)s
+WHERE tenant = %(tenant)s AND key = %(key)s AND status IS NULL AND locked_at = %(locked_at)s
+RETURNING 1
+
+-- complete_key --
+UPDATE idempotency_keys
+SET status = %(status)s, content_type = %(content_type)s, body = %(body)s, locked_at = NULL
+WHERE tenant = %(tenant)s AND key = %(key)s AND status IS NULL
+
+-- release_key --
+DELETE FROM idempotency_keys WHERE tenant = %(tenant)s AND key = %(key)s AND status IS NULL
+
+-- prune_keys --
+WITH doomed AS (
+    SELECT tenant, key FROM idempotency_keys WHERE created_at < %(before)s
+    ORDER BY created_at LIMIT %(limit)s
+)
+DELETE FROM idempotency_keys k USING doomed d
+WHERE k.tenant = d.tenant AND k.key = d.key
+
+-- insert_token --
+INSERT INTO api_tokens (id, tenant, token_hash, prefix, label, created_at)
+VALUES (%(id)s, %(tenant)s, %(token_hash)s, %(prefix)s, %(label)s, %(now)s)
+RETURNING id, tenant, prefix, label, created_at, revoked_at
+
+-- tenant_for_token_hash --
+SELECT tenant FROM api_tokens WHERE token_hash = %(token_hash)s AND revoked_at IS NULL
+
+-- list_tokens --
+SELECT id, tenant, prefix, label, created_at, revoked_at FROM api_tokens
+WHERE %(tenant)s::text IS NULL OR tenant = %(tenant)s
+ORDER BY created_at, id
+
+-- revoke_token --
+UPDATE api_tokens SET revoked_at = greatest(created_at, %(now)s)
+WHERE id = %(id)s AND revoked_at IS NULL
+
+-- get_token --
+SELECT id, tenant, prefix, label, created_at, revoked_at FROM api_tokens WHERE id = %(id)s
+
+-- list_tenants --
+SELECT id, name, created_at FROM tenants ORDER BY created_at, id
+
+-- due_backlog --
+SELECT count(*) FROM jobs WHERE state = 'scheduled' AND run_at <= %(now)s

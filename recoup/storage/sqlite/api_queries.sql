@@ -1,0 +1,55 @@
+-- Named queries of the HTTP API's tables on SQLite (see migrations/0002_api.sql).
+-- Instants are integer microseconds since the epoch (UTC).
+
+-- claim_key --
+-- The primary key decides a race between concurrent first requests: one insert wins.
+INSERT INTO idempotency_keys (tenant, key, fingerprint, method, path, created_at, locked_at)
+VALUES (:tenant, :key, :fingerprint, :method, :path, :now, :now)
+ON CONFLICT (tenant, key) DO NOTHING
+
+-- get_key --
+SELECT fingerprint, locked_at, status, content_type, body
+FROM idempotency_keys WHERE tenant = :tenant AND key = :key
+
+-- take_over_key --
+-- Compare-and-set on the stale lock: of two takers, one changes the row.
+UPDATE idempotency_keys SET locked_at = :now
+WHERE tenant = :tenant AND key = :key AND status IS NULL AND locked_at = :locked_at
+
+-- complete_key --
+UPDATE idempotency_keys
+SET status = :status, content_type = :content_type, body = :body, locked_at = NULL
+WHERE tenant = :tenant AND key = :key AND status IS NULL
+
+-- release_key --
+DELETE FROM idempotency_keys WHERE tenant = :tenant AND key = :key AND status IS NULL
+
+-- prune_keys --
+DELETE FROM idempotency_keys WHERE rowid IN (
+    SELECT rowid FROM idempotency_keys WHERE created_at < :before ORDER BY created_at LIMIT :limit
+)
+
+-- insert_token --
+INSERT INTO api_tokens (id, tenant, token_hash, prefix, label, created_at)
+VALUES (:id, :tenant, :token_hash, :prefix, :label, :now)
+RETURNING id, tenant, prefix, label, created_at, revoked_at
+
+-- tenant_for_token_hash --
+SELECT tenant FROM api_tokens WHERE token_hash = :token_hash AND revoked_at IS NULL
+
+-- list_tokens --
+SELECT id, tenant, prefix, label, created_at, revoked_at FROM api_tokens
+WHERE :tenant IS NULL OR tenant = :tenant
+ORDER BY created_at, id
+
+-- revoke_token --
+UPDATE api_tokens SET revoked_at = max(created_at, :now) WHERE id = :id AND revoked_at IS NULL
+
+-- get_token --
+SELECT id, tenant, prefix, label, created_at, revoked_at FROM api_tokens WHERE id = :id
+
+-- list_tenants --
+SELECT id, name, created_at FROM tenants ORDER BY created_at, id
+
+-- due_backlog --
+SELECT count(*) FROM jobs WHERE state = 'scheduled' AND run_at <= :now

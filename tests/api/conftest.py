@@ -1,0 +1,188 @@
+"""Fixtures of the HTTP API tests: a store per backend, and a real server on a free port.
+
+Every test runs once on SQLite (a file in the test's temporary directory) and once on
+PostgreSQL (a fresh schema with a random name, dropped afterwards: other engineers and CI share
+the database). The server is uvicorn in a thread, so requests go through real sockets,
+concurrency included; targets on 127.0.0.1 are allowed explicitly (`allow_private=True`).
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from fastapi import FastAPI
+
+from recoup.api.app import ApiSettings, create_app
+from recoup.api.services import ApiTables, open_api_tables
+from recoup.api.tokens import issue_token, new_signing_secret
+from recoup.jobs.model import Tenant
+from recoup.jobs.ssrf import SsrfGuard
+from recoup.storage.sqlite.store import SqliteStore
+from recoup.timekeeping.clock import SystemClock
+
+TARGET = "http://127.0.0.1:9/hook"  # never called: no worker runs in these tests
+STARTUP_TIMEOUT = 10.0  # seconds
+
+
+def free_socket() -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    return sock
+
+
+class ServerThread:
+    """uvicorn serving `app` on 127.0.0.1 in a daemon thread."""
+
+    def __init__(self, app: FastAPI) -> None:
+        self.sock = free_socket()
+        self.port = self.sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_keep_alive=5)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
+        )
+
+    def __enter__(self) -> ServerThread:
+        self.thread.start()
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("the test server did not start")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(STARTUP_TIMEOUT)
+        self.sock.close()
+
+
+@dataclass(frozen=True)
+class Caller:
+    """A tenant and one of its tokens."""
+
+    tenant: str
+    token: str
+    signing_secret: str
+
+    @property
+    def auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+
+@dataclass
+class Api:
+    url: str
+    store: Any
+    tables: ApiTables
+    app: FastAPI
+    clients: list[httpx.Client] = field(default_factory=list)
+
+    def tenant(self, name: str | None = None) -> Caller:
+        tenant_id = name or f"t-{uuid.uuid4().hex[:8]}"
+        now = SystemClock().now()
+        tenant = self.store.ensure_tenant(
+            Tenant(
+                id=tenant_id, name=tenant_id, signing_secret=new_signing_secret(), created_at=now
+            )
+        )
+        issued = issue_token(self.tables, tenant_id, now=now)
+        return Caller(tenant_id, issued.secret, tenant.signing_secret)
+
+    def http(self, caller: Caller | None = None) -> httpx.Client:
+        client = httpx.Client(
+            base_url=self.url, headers=caller.auth if caller else {}, timeout=30.0
+        )
+        self.clients.append(client)
+        return client
+
+
+def _drop_schema(url: str, schema: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Any]]:
+    """Opens stores on one fresh database of the parametrised backend (all closed after)."""
+    opened: list[Any] = []
+    if request.param == "sqlite":
+        path = str(tmp_path / "recoup.db")
+
+        def open_sqlite() -> Any:
+            opened.append(SqliteStore(path, synchronous="NORMAL"))
+            return opened[-1]
+
+        yield open_sqlite
+        for store in opened:
+            store.close()
+        return
+    from recoup.storage.postgres.store import PostgresStore
+
+    url: str = request.getfixturevalue("postgres_url")
+    schema = f"test_api_{uuid.uuid4().hex[:12]}"
+
+    def open_postgres() -> Any:
+        opened.append(PostgresStore(url, schema=schema, min_size=1, max_size=10))
+        return opened[-1]
+
+    try:
+        yield open_postgres
+    finally:
+        for store in opened:
+            store.close()
+        _drop_schema(url, schema)
+
+
+@pytest.fixture
+def store(store_factory: Callable[[], Any]) -> Any:
+    return store_factory()
+
+
+@pytest.fixture
+def tables(store: Any) -> ApiTables:
+    return open_api_tables(store)
+
+
+def api_settings(**overrides: Any) -> ApiSettings:
+    options: dict[str, Any] = {"ssrf": SsrfGuard(allow_private=True), "prune_every": None}
+    options.update(overrides)
+    return ApiSettings(**options)
+
+
+@pytest.fixture
+def make_api(store: Any, tables: ApiTables) -> Iterator[Callable[..., Api]]:
+    """Starts an API server over the test's store with the given settings overrides."""
+    stack: list[tuple[ServerThread, Api]] = []
+
+    def make(**overrides: Any) -> Api:
+        app = create_app(store, clock=SystemClock(), settings=api_settings(**overrides))
+        server = ServerThread(app).__enter__()
+        api = Api(server.url, store, tables, app)
+        stack.append((server, api))
+        return api
+
+    yield make
+    for server, api in reversed(stack):
+        for client in api.clients:
+            client.close()
+        server.__exit__(None, None, None)
+
+
+@pytest.fixture
+def api(make_api: Callable[..., Api]) -> Api:
+    return make_api()

@@ -1,0 +1,216 @@
+"""Idempotency keys: header parsing, fingerprints, and the key store on both backends."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from recoup.api.services import ApiTables
+from recoup.api.tokens import authenticate, hash_token, issue_token, new_signing_secret
+from recoup.errors import InvalidInput
+from recoup.idempotency import (
+    DEFAULT_LOCK_TIMEOUT,
+    InProgress,
+    Mismatch,
+    New,
+    Replay,
+    fingerprint,
+    parse_key,
+)
+from recoup.jobs.model import Tenant
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("header", "key"),
+    [
+        ("8e03978e-40d5-43e8-bc93-6894a57f9324", "8e03978e-40d5-43e8-bc93-6894a57f9324"),
+        ('"8e03978e-40d5-43e8-bc93-6894a57f9324"', "8e03978e-40d5-43e8-bc93-6894a57f9324"),
+        ("  padded  ", "padded"),  # surrounding whitespace is not part of a field value
+        ("a", "a"),
+        ("x" * 255, "x" * 255),
+    ],
+)
+def test_it_accepts_bare_tokens_and_quoted_strings(header: str, key: str) -> None:
+    assert parse_key(header) == key
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "",  # empty
+        '""',  # an empty sf-string
+        "x" * 256,  # longer than Stripe's 255
+        "two words",  # a space
+        '"unterminated',  # a quote inside the key
+        "back\\slash",
+        "caf\u00e9",  # not ASCII
+    ],
+)
+def test_it_refuses_malformed_keys_naming_the_header(header: str) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        parse_key(header)
+    assert caught.value.field == "Idempotency-Key"
+
+
+def test_the_fingerprint_ignores_key_order_and_whitespace() -> None:
+    a = fingerprint("POST", "/v1/jobs", b'{"a": 1, "b": {"c": [1, 2], "d": null}}')
+    b = fingerprint("post", "/v1/jobs", b'{"b":{"d":null,"c":[1,2]},"a":1}')
+    assert a == b
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("POST", "/v1/jobs", b'{"a": 2}'),  # another value
+        ("POST", "/v1/jobs", b'{"a": [1]}'),  # another type
+        ("POST", "/v1/schedules", b'{"a": 1}'),  # another path
+        ("PUT", "/v1/jobs", b'{"a": 1}'),  # another method
+        ("POST", "/v1/jobs", b'{"a": 1, "b": null}'),  # an extra field, even a null one
+    ],
+)
+def test_the_fingerprint_tells_requests_apart(method: str, path: str, body: bytes) -> None:
+    assert fingerprint(method, path, body) != fingerprint("POST", "/v1/jobs", b'{"a": 1}')
+
+
+def test_a_body_that_is_not_json_is_fingerprinted_as_bytes() -> None:
+    assert fingerprint("POST", "/p", b"{not json") == fingerprint("POST", "/p", b"{not json")
+    assert fingerprint("POST", "/p", b"{not json") != fingerprint("POST", "/p", b"{not json ")
+
+
+# The key store, on both backends
+
+
+def _tenant(store: Any, tenant_id: str) -> None:
+    store.ensure_tenant(
+        Tenant(id=tenant_id, name=tenant_id, signing_secret=new_signing_secret(), created_at=NOW)
+    )
+
+
+def _begin(tables: ApiTables, *, tenant: str = "a", key: str = "k", fp: str = "f1", **kw: Any):  # type: ignore[no-untyped-def]
+    return tables.begin(
+        tenant=tenant,
+        key=key,
+        fingerprint=fp,
+        method="POST",
+        path="/v1/jobs",
+        now=kw.pop("now", NOW),
+        **kw,
+    )
+
+
+@pytest.fixture
+def keys(store: Any, tables: ApiTables) -> ApiTables:
+    _tenant(store, "a")
+    _tenant(store, "b")
+    return tables
+
+
+def test_a_key_goes_new_then_in_progress_then_replay(keys: ApiTables) -> None:
+    assert _begin(keys) == New()
+    assert _begin(keys) == InProgress(retry_after=1)
+    keys.complete(
+        tenant="a", key="k", status=201, body=b'{"id":"x"}', content_type="application/json"
+    )
+    assert _begin(keys) == Replay(status=201, body=b'{"id":"x"}', content_type="application/json")
+
+
+def test_another_fingerprint_is_a_mismatch_in_flight_and_after(keys: ApiTables) -> None:
+    assert _begin(keys) == New()
+    assert _begin(keys, fp="f2") == Mismatch()
+    keys.complete(tenant="a", key="k", status=201, body=b"{}", content_type="application/json")
+    assert _begin(keys, fp="f2") == Mismatch()
+
+
+def test_keys_are_scoped_per_tenant(keys: ApiTables) -> None:
+    assert _begin(keys, tenant="a") == New()
+    assert _begin(keys, tenant="b", fp="other") == New()
+
+
+def test_a_released_key_can_be_claimed_again(keys: ApiTables) -> None:
+    assert _begin(keys) == New()
+    keys.release(tenant="a", key="k")
+    assert _begin(keys, fp="f2") == New()
+
+
+def test_release_leaves_a_completed_key_alone(keys: ApiTables) -> None:
+    assert _begin(keys) == New()
+    keys.complete(tenant="a", key="k", status=200, body=b"{}", content_type="application/json")
+    keys.release(tenant="a", key="k")
+    assert isinstance(_begin(keys), Replay)
+
+
+def test_an_abandoned_key_is_taken_over_after_the_lock_timeout(keys: ApiTables) -> None:
+    assert _begin(keys) == New()
+    just_before = NOW + DEFAULT_LOCK_TIMEOUT - timedelta(seconds=1)
+    assert _begin(keys, now=just_before) == InProgress(retry_after=1)
+    later = NOW + DEFAULT_LOCK_TIMEOUT + timedelta(seconds=1)
+    assert _begin(keys, now=later) == New()
+    assert _begin(keys, now=later) == InProgress(retry_after=1)  # the taker holds it now
+
+
+def test_prune_deletes_keys_older_than_the_cutoff_only(keys: ApiTables) -> None:
+    assert _begin(keys, key="old", now=NOW) == New()
+    assert _begin(keys, key="new", now=NOW + timedelta(hours=2)) == New()
+    keys.complete(tenant="a", key="new", status=201, body=b"{}", content_type="application/json")
+    assert keys.prune_keys(older_than=NOW + timedelta(hours=1)) == 1
+    assert _begin(keys, key="old", fp="another", now=NOW + timedelta(hours=3)) == New()
+    assert isinstance(_begin(keys, key="new", now=NOW + timedelta(hours=3)), Replay)
+
+
+def test_the_unique_key_lets_one_of_many_concurrent_first_requests_through(
+    keys: ApiTables,
+) -> None:
+    outcomes: list[object] = []
+    barrier = threading.Barrier(16)
+
+    def first() -> None:
+        barrier.wait()
+        outcomes.append(_begin(keys, key="race"))
+
+    threads = [threading.Thread(target=first) for _ in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert outcomes.count(New()) == 1
+    assert outcomes.count(InProgress(retry_after=1)) == 15
+
+
+# Tokens
+
+
+def test_tokens_are_stored_hashed_listed_and_revoked(store: Any, tables: ApiTables) -> None:
+    _tenant(store, "a")
+    issued = issue_token(tables, "a", now=NOW, label="ci")
+    assert issued.secret.startswith("rcp_")
+    assert authenticate(tables, issued.secret) == "a"
+    assert authenticate(tables, issued.secret + "x") is None
+    assert authenticate(tables, "not-a-token") is None
+    [listed] = tables.list_tokens("a")
+    assert listed.id == issued.info.id
+    assert listed.label == "ci"
+    assert listed.prefix == issued.secret[:12]
+    assert issued.secret not in repr(listed)
+    assert tables.tenant_for_token_hash(hash_token(issued.secret)) == "a"
+
+    revoked = tables.revoke_token(issued.info.id, now=NOW + timedelta(minutes=1))
+    assert revoked is not None and revoked.revoked_at == NOW + timedelta(minutes=1)
+    assert authenticate(tables, issued.secret) is None
+    again = tables.revoke_token(issued.info.id, now=NOW + timedelta(minutes=2))
+    assert again is not None and again.revoked_at == revoked.revoked_at  # idempotent
+    assert tables.revoke_token("no-such-id", now=NOW) is None
+
+
+def test_tokens_list_by_tenant(store: Any, tables: ApiTables) -> None:
+    _tenant(store, "a")
+    _tenant(store, "b")
+    issue_token(tables, "a", now=NOW)
+    issue_token(tables, "b", now=NOW)
+    assert {t.tenant for t in tables.list_tokens()} == {"a", "b"}
+    assert [t.tenant for t in tables.list_tokens("b")] == ["b"]
+    assert [t.id for t in tables.list_tenants()] == ["a", "b"]
