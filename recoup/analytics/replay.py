@@ -6,12 +6,12 @@ there in bulk rather than per invoice:
 
 - rows are grouped by (customer zone, business calendar); decline codes are classified once per
   distinct (decline code, advice codes) pair;
-- local dates come from UTC instants through a per-zone offset table built per distinct UTC day
-  (the one DST transition a day may hold is found by bisection), then integer arithmetic;
+- local dates come from UTC instants through `recoup.timekeeping.bulk.ZoneOffsets` (offsets
+  computed once per distinct UTC day), then integer arithmetic;
 - business-day steps are `numpy.busday_offset` with the calendar's weekmask and holidays;
-- the window's wall time is turned back into UTC with the offset at the window's start on that
-  local date, computed once per distinct (zone, date); dates whose window crosses a DST change
-  fall back to `resolve_local` row by row, so the DST rule is exactly the planner's;
+- the window's wall time is turned back into UTC by the same `ZoneOffsets`, once per distinct
+  (zone, date); dates whose window crosses a DST change fall back to `resolve_local` row by
+  row, so the DST rule is exactly the planner's;
 - jitter is `recoup.dunning.jitter`, the planner's own function, over whole arrays.
 
 Nothing is written to any job store. Reading the CSV and writing the planned attempts also live
@@ -23,10 +23,9 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any, TextIO
-from zoneinfo import ZoneInfo
 
 import numpy as np
 import numpy.typing as npt
@@ -38,9 +37,10 @@ from recoup.dunning.planner import Failure
 from recoup.dunning.policy import GapUnit, RetryPolicy
 from recoup.dunning.taxonomy import DeclineClass, Taxonomy, classify, default_taxonomy
 from recoup.errors import InvalidInput
+from recoup.timekeeping.bulk import ZoneOffsets
 from recoup.timekeeping.calendar import BusinessCalendar
-from recoup.timekeeping.instants import parse_instant
-from recoup.timekeeping.zones import resolve_local, zone
+from recoup.timekeeping.instants import MAX_YEAR, MIN_YEAR, parse_instant
+from recoup.timekeeping.zones import zone
 
 I64 = npt.NDArray[np.int64]
 
@@ -53,7 +53,6 @@ KIND_NAMES = ("retry", "no_retry", "await_customer")
 
 _DAY = 86_400  # seconds
 _US = 1_000_000  # microseconds per second
-_EPOCH = datetime(1970, 1, 1)
 _HOLIDAY_MARGIN = 14  # days of holidays loaded either side of the dates a replay can reach
 
 
@@ -245,6 +244,13 @@ def _parse_instants(column: _Column) -> tuple[I64, list[int]]:
             out[picked] = seconds * _US
         except ValueError:
             slow = list(range(array.size))
+        else:
+            # The fast path accepts any year numpy does: years outside the accepted range go
+            # through `parse_instant`, which refuses them (a bad row, not an overflow later).
+            lo = _to_us(datetime(MIN_YEAR, 1, 1, tzinfo=UTC))
+            hi = _to_us(datetime(MAX_YEAR + 1, 1, 1, tzinfo=UTC))
+            outside = picked[(out[picked] < lo) | (out[picked] >= hi)]
+            slow = sorted([*slow, *outside.tolist()])
     bad: list[int] = []
     for i in slow:
         value = array[i]
@@ -294,7 +300,14 @@ def read_failures(text: str, *, strict: bool = False) -> tuple[FailureRows, list
     for i in unparsed:
         value = raw_times[i]
         shown = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-        problems.setdefault(i, ("failed_at", shown, "expected an ISO-8601 instant with an offset"))
+        problems.setdefault(
+            i,
+            (
+                "failed_at",
+                shown,
+                f"expected an ISO-8601 instant with an offset, in the years {MIN_YEAR}–{MAX_YEAR}",
+            ),
+        )
     if invoice.count(""):
         for i in (i for i, value in enumerate(invoice) if not value):
             problems.setdefault(i, ("invoice_id", "", "expected a non-empty invoice id"))
@@ -351,81 +364,6 @@ def read_failures(text: str, *, strict: bool = False) -> tuple[FailureRows, list
     return rows, bad
 
 
-# ---- zone offsets in bulk ---------------------------------------------------------------------
-
-
-def _offset(tz: ZoneInfo, t: int) -> int:
-    """Seconds east of UTC in `tz` at the Unix time `t`."""
-    off = datetime.fromtimestamp(t, tz).utcoffset()
-    assert off is not None
-    return int(off.total_seconds())
-
-
-class _ZoneOffsets:
-    """UTC offsets of one zone, for many instants and many local window dates at once."""
-
-    def __init__(self, tz: ZoneInfo, window_start: int, span: int) -> None:
-        self.tz = tz
-        self.window_start = window_start
-        self.span = span
-        self._days: dict[int, tuple[int, int, int]] = {}
-        self._walls: dict[int, int | None] = {}
-
-    def _utc_day(self, day: int) -> tuple[int, int, int]:
-        """(offset before, offset after, first second of 'after') for a UTC day; one DST
-        transition per day at most, as every IANA zone has."""
-        found = self._days.get(day)
-        if found is None:
-            lo, hi = day * _DAY, (day + 1) * _DAY
-            before, after = _offset(self.tz, lo), _offset(self.tz, hi)
-            if before == after:
-                found = (before, after, hi + 1)
-            else:
-                while hi - lo > 1:
-                    mid = (lo + hi) // 2
-                    lo, hi = (mid, hi) if _offset(self.tz, mid) == before else (lo, mid)
-                found = (before, after, hi)
-            self._days[day] = found
-        return found
-
-    def at(self, t: I64) -> I64:
-        """Offsets at the Unix times `t` (seconds)."""
-        days, inverse = np.unique(t // _DAY, return_inverse=True)
-        table = np.array([self._utc_day(int(d)) for d in days], dtype=np.int64).reshape(-1, 3)
-        before, after, switch = table[inverse, 0], table[inverse, 1], table[inverse, 2]
-        result: I64 = np.where(t < switch, before, after)
-        return result
-
-    def _window(self, day: int) -> int | None:
-        """The offset of every wall time in the window on local date `day`, or None when the
-        window meets a DST change (then each wall time is resolved on its own)."""
-        if day not in self._walls:
-            offsets = []
-            for wall in (self.window_start, self.window_start + self.span):
-                local = _EPOCH + timedelta(seconds=day * _DAY + wall)
-                instant = resolve_local(local, self.tz)
-                offsets.append(int((local - instant.replace(tzinfo=None)).total_seconds()))
-                offsets.append(_offset(self.tz, int(instant.timestamp())))
-            self._walls[day] = offsets[0] if len(set(offsets)) == 1 else None
-        return self._walls[day]
-
-    def walls_to_utc(self, days: I64, jitter: I64) -> tuple[I64, I64]:
-        """UTC seconds and local offsets of the window wall times `day + start + jitter`."""
-        uniq, inverse = np.unique(days, return_inverse=True)
-        window = [self._window(int(d)) for d in uniq]
-        known = np.array([w is not None for w in window], dtype=bool)[inverse]
-        fixed = np.array([0 if w is None else w for w in window], dtype=np.int64)[inverse]
-        wall = days * _DAY + self.window_start + jitter
-        at = wall - fixed
-        offset = fixed.copy()
-        for i in np.flatnonzero(~known).tolist():
-            local = _EPOCH + timedelta(seconds=int(wall[i]))
-            instant = resolve_local(local, self.tz)
-            at[i] = int(instant.timestamp())
-            offset[i] = _offset(self.tz, int(at[i]))
-        return at, offset
-
-
 # ---- planning in bulk -------------------------------------------------------------------------
 
 
@@ -441,6 +379,8 @@ class ReplayResult:
     attempt_number: I64
     attempt_at: I64
     attempt_offset: I64
+    # Decline codes the taxonomy does not know → rows carrying them (planned as soft, capped).
+    unknown_codes: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -448,6 +388,7 @@ class _Verdicts:
     kind: npt.NDArray[np.int8]
     count: I64
     min_gap_us: I64
+    unknown_codes: dict[str, int]
 
 
 def _verdicts(rows: FailureRows, policy: RetryPolicy, taxonomy: Taxonomy) -> _Verdicts:
@@ -455,9 +396,12 @@ def _verdicts(rows: FailureRows, policy: RetryPolicy, taxonomy: Taxonomy) -> _Ve
     uniq, inverse = np.unique(pairs, return_inverse=True)
     kinds, counts, gaps = [], [], []
     width = max(len(rows.advices), 1)
+    unknown: set[int] = set()  # indexes into rows.declines
     for pair in uniq.tolist():
         decline, advice = rows.declines[pair // width], rows.advices[pair % width]
         verdict = classify(decline or None, split_advice(advice), taxonomy=taxonomy)
+        if decline.strip() and decline.strip() in verdict.unknown:
+            unknown.add(pair // width)
         match verdict.decline_class:
             case DeclineClass.SOFT:
                 kinds.append(RETRY)
@@ -472,7 +416,20 @@ def _verdicts(rows: FailureRows, policy: RetryPolicy, taxonomy: Taxonomy) -> _Ve
         kind=np.array(kinds, dtype=np.int8)[inverse],
         count=np.array(counts, dtype=np.int64)[inverse],
         min_gap_us=np.array(gaps, dtype=np.int64)[inverse],
+        unknown_codes=_unknown_counts(rows, unknown),
     )
+
+
+def _unknown_counts(rows: FailureRows, unknown: set[int]) -> dict[str, int]:
+    """Rows per unknown decline code, most frequent first (then by code)."""
+    if not unknown:
+        return {}
+    per_code = np.bincount(rows.decline, minlength=len(rows.declines))
+    found: dict[str, int] = {}
+    for c in unknown:
+        code = rows.declines[c].strip()
+        found[code] = found.get(code, 0) + int(per_code[c])
+    return dict(sorted(found.items(), key=lambda item: (-item[1], item[0])))
 
 
 def _busdaycalendar(calendar: BusinessCalendar, first: int, last: int) -> np.busdaycalendar:
@@ -517,7 +474,7 @@ def _to_us(instant: datetime) -> int:
 
 
 def _plan_group(
-    offsets: _ZoneOffsets,
+    offsets: ZoneOffsets,
     cal: np.busdaycalendar,
     policy: RetryPolicy,
     failed_us: I64,
@@ -619,7 +576,7 @@ def replay_failures(
     last_day = int(failed_days.max()) + policy.max_duration_days + 1 if soft.size else 0
     cal_by_key = {v: k for k, v in cal_keys.items()}
     busdays: dict[int, np.busdaycalendar] = {}
-    zones: dict[int, _ZoneOffsets] = {}
+    zones: dict[int, ZoneOffsets] = {}
     parts: list[tuple[I64, I64, I64, I64]] = []
     done = total - soft.size
     if on_progress is not None:
@@ -633,7 +590,7 @@ def replay_failures(
             calendar = BusinessCalendar(weekend=weekend, country=country)
             busdays[key] = _busdaycalendar(calendar, first_day, last_day)
         if zone_code not in zones:
-            zones[zone_code] = _ZoneOffsets(
+            zones[zone_code] = ZoneOffsets(
                 zone(rows.zones[zone_code]), policy.window_start_seconds, policy.jitter_span_seconds
             )
         member, number, at, off = _plan_group(
@@ -668,6 +625,7 @@ def replay_failures(
         attempt_number=number[order],
         attempt_at=at[order],
         attempt_offset=off[order],
+        unknown_codes=verdicts.unknown_codes,
     )
 
 
@@ -693,13 +651,14 @@ def nightly_baseline(result: ReplayResult) -> tuple[I64, I64]:
     zone_of = result.rows.zone[result.attempt_row]
     for code in np.unique(zone_of).tolist():
         mine = zone_of == code
-        offset[mine] = _ZoneOffsets(zone(result.rows.zones[code]), 0, 0).at(at[mine])
+        offset[mine] = ZoneOffsets(zone(result.rows.zones[code]), 0, 0).at(at[mine])
     return at, offset
 
 
 def summarize(result: ReplayResult, *, compare_nightly: bool = False) -> dict[str, Any]:
-    """The `--json` summary: counts by decision, hour histograms (UTC and local) and the
-    busiest minute; with `compare_nightly`, the same figures for the nightly batch."""
+    """The `--json` summary: counts by decision, hour histograms (UTC and local), the
+    busiest minute and `unknown_codes` (rows per decline code the taxonomy does not know);
+    with `compare_nightly`, the same figures for the nightly batch."""
     counts = np.bincount(result.kind, minlength=3)
     summary: dict[str, Any] = {
         "invoices": len(result.rows),
@@ -707,6 +666,7 @@ def summarize(result: ReplayResult, *, compare_nightly: bool = False) -> dict[st
         "no_retry": int(counts[NO_RETRY]),
         "await_customer": int(counts[AWAIT_CUSTOMER]),
         **_histograms(result.attempt_at, result.attempt_offset),
+        "unknown_codes": dict(result.unknown_codes),
     }
     if compare_nightly:
         summary["nightly"] = _histograms(*nightly_baseline(result))

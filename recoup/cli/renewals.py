@@ -7,7 +7,8 @@ Contract (later tooling depends on it):
 
 `--json` prints one object, `{"anchor": {"local", "timezone", "every", "interval",
 "end_of_month"}, "occurrences": [{"n", "at", "local"}, ...]}` with `at` in UTC (`Z`) and
-`local` the wall time with its offset. Invalid input exits 2 with one line naming the option.
+`local` the wall time with its offset. Invalid input exits 2 with one line naming the option,
+renewals past 9999-12-31 included (`--count`, or `--interval` when even the first is).
 """
 
 from __future__ import annotations
@@ -26,8 +27,10 @@ from recoup.timekeeping.recurrence import (
     DEFAULT_END_OF_MONTH,
     END_OF_MONTH_RULES,
     EVERY,
+    LAST_REPRESENTABLE,
     Anchor,
     Occurrence,
+    OutOfRange,
     occurrence_at,
 )
 
@@ -61,7 +64,10 @@ def renewals(
     rule = _build_anchor(anchor, timezone, every, interval, end_of_month)
     if count < 1 or count > MAX_COUNT:
         raise InvalidInput("--count", count, f"expected an integer from 1 to {MAX_COUNT}")
-    found = [occurrence_at(rule, n) for n in range(1, count + 1)]
+    try:
+        found = [occurrence_at(rule, n) for n in range(1, count + 1)]
+    except OutOfRange as exc:
+        raise _past_the_end(exc.value, count, interval, anchor) from None
     if as_json:
         print_json(_as_json(rule, found))
     else:
@@ -87,6 +93,20 @@ def _build_anchor(text: str, timezone: str, every: str, interval: int, rule: str
         option = _OPTION_FOR_FIELD.get(exc.field, exc.field)
         shown = text if exc.field == "local" else exc.value
         raise InvalidInput(option, shown, exc.allowed) from None
+
+
+def _past_the_end(n: object, count: int, interval: int, anchor: str) -> InvalidInput:
+    """Renewal `n` falls past 9999-12-31: name the option that asked for it."""
+    if n == 1:
+        option, shown = ("--interval", interval) if interval > 1 else ("--anchor", anchor)
+        allowed = f"the first renewal falls after {LAST_REPRESENTABLE}, the last representable date"
+        return InvalidInput(option, shown, allowed)
+    return InvalidInput(
+        "--count",
+        count,
+        f"renewal {n} falls after {LAST_REPRESENTABLE}, the last representable date; "
+        f"expected at most {n - 1 if isinstance(n, int) else 'fewer'} for this anchor",
+    )
 
 
 def _as_json(rule: Anchor, found: list[Occurrence]) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -40,10 +41,13 @@ def _progress(enabled: bool) -> Iterator[_Progress]:
     if not enabled:
         yield _Progress(None)
         return
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     columns = ("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn())
-    with Progress(*columns, TimeElapsedColumn(), transient=True) as bar:
+    # On stderr: stdout carries the summary (`--json` is piped into other tools).
+    console = Console(stderr=True)
+    with Progress(*columns, TimeElapsedColumn(), transient=True, console=console) as bar:
         yield _Progress(bar)
 
 
@@ -103,6 +107,38 @@ def _print_summary(summary: dict[str, Any]) -> None:
     console.print(table)
     if nightly:
         console.print(f"nightly batch busiest minute: {nightly['peak_per_minute']}")
+    unknown = summary.get("unknown_codes") or {}
+    if unknown:
+        shown = ", ".join(f"{code} ×{count}" for code, count in unknown.items())
+        console.print(f"unknown decline codes (planned as soft, capped): {shown}", markup=False)
+
+
+PLOT_SUFFIXES = (".png",)  # what `_plot` writes (matplotlib's Agg backend, PNG)
+
+
+def _check_writable(option: str, path: Path) -> None:
+    """Refuse an output path before any planning: a missing directory, a directory, or a file
+    that cannot be written. Opened for append, so an existing file is left as it is."""
+    if path.is_dir():
+        raise InvalidInput(option, str(path), "expected a file path, not a directory")
+    existed = path.exists()
+    try:
+        with path.open("a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise InvalidInput(
+            option, str(path), f"expected a writable file path ({exc.strerror or exc})"
+        ) from None
+    if not existed:
+        path.unlink(missing_ok=True)
+
+
+def _with_path(exc: InvalidInput, failures: Path) -> InvalidInput:
+    """The pure layer names the file `FAILURES.csv`; the user typed a path."""
+    if exc.field.startswith("FAILURES.csv"):
+        field = str(failures) + exc.field.removeprefix("FAILURES.csv")
+        return InvalidInput(field, exc.value, exc.allowed)
+    return exc
 
 
 @app.command("replay")
@@ -130,15 +166,25 @@ def replay_command(
     """Dry-run a file of failures through a retry policy; writes nothing to any job store."""
     if compare is not None and compare not in COMPARE_CHOICES:
         raise InvalidInput("--compare", compare, f"expected one of {list(COMPARE_CHOICES)}")
+    if plot is not None and plot.suffix.lower() not in PLOT_SUFFIXES:
+        raise InvalidInput("--plot", str(plot), f"expected a file ending in {PLOT_SUFFIXES[0]}")
+    if plot is not None and importlib.util.find_spec("matplotlib") is None:
+        raise InvalidInput("--plot", str(plot), "needs matplotlib (pip install 'recoup[plot]')")
+    for option, path in (("--out", out), ("--plot", plot)):
+        if path is not None:
+            _check_writable(option, path)
     chosen = load_policy(policy)
     try:
         text = failures.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidInput(
-            "FAILURES.csv", str(failures), f"expected a readable UTF-8 file ({exc})"
+            str(failures), str(failures), f"expected a readable UTF-8 file ({exc})"
         ) from None
     with _progress(sys.stderr.isatty()) as progress:
-        rows, bad = read_failures(text, strict=strict)
+        try:
+            rows, bad = read_failures(text, strict=strict)
+        except InvalidInput as exc:
+            raise _with_path(exc, failures) from None
         for row in bad:
             typer.echo(f"skipped {failures.name} {row.message}", err=True)
         progress.phase("planning")

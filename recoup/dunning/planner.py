@@ -33,7 +33,7 @@ from recoup.dunning.limits import CardAttempt, limit_reason
 from recoup.dunning.outcomes import AwaitCustomer, Decision, NoRetry, PlannedAttempt, Retry
 from recoup.dunning.policy import RetryPolicy
 from recoup.dunning.taxonomy import DeclineClass, Taxonomy, classify, default_taxonomy
-from recoup.timekeeping.instants import require_aware
+from recoup.timekeeping.instants import require_aware, require_in_range
 from recoup.timekeeping.zones import resolve_local, to_local, zone
 
 # A delayed attempt moves at least a day at a time and stops once past the maximum duration
@@ -66,7 +66,9 @@ class Failure:
     next_renewal_at: datetime | None = None
 
     def __post_init__(self) -> None:
-        require_aware("failed_at", self.failed_at)
+        # Bounded (years 1970–9000 UTC) so that the retries planned from it stay inside what
+        # `datetime` represents; outside, `InvalidInput` naming `failed_at`, not an overflow.
+        require_in_range("failed_at", require_aware("failed_at", self.failed_at))
         if self.next_renewal_at is not None:
             require_aware("next_renewal_at", self.next_renewal_at)
 

@@ -16,12 +16,18 @@ End-of-month rules (they matter only for month and year steps):
 
 Local wall times become instants through `zones.resolve_local` (DESIGN.md's rule: a time in a
 spring-forward gap moves forward by the gap; a time in a fall-back fold is the earlier instant).
+
+The end of time: an occurrence past what `datetime` represents (year 9999, local or UTC) does
+not exist. Asking for one by number (`nominal_local`, `occurrence`, `occurrence_at`) raises
+`InvalidInput` naming `n`; iterating (`iter_occurrences`, `occurrences_between`) ends the series
+at the last representable occurrence; `first_after` / `first_at_or_after` raise `InvalidInput`
+naming `instant` when no occurrence follows it (the series has ended).
 """
 
 from __future__ import annotations
 
 import calendar
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Final, Protocol
@@ -142,33 +148,78 @@ def nominal_local(anchor: Anchor, n: int) -> datetime:
     """
     _check_n(n)
     start = anchor.local
-    if anchor.every in _DAYS_PER_STEP:
-        return start + timedelta(days=_DAYS_PER_STEP[anchor.every] * anchor.interval * n)
-    months = _MONTHS_PER_STEP[anchor.every] * anchor.interval * n
-    year, month = add_months(start.year, start.month, months)
-    day = month_day(year, month, start.day, anchor.end_of_month)
+    try:
+        if anchor.every in _DAYS_PER_STEP:
+            return start + timedelta(days=_DAYS_PER_STEP[anchor.every] * anchor.interval * n)
+        months = _MONTHS_PER_STEP[anchor.every] * anchor.interval * n
+        year, month = add_months(start.year, start.month, months)
+        day = month_day(year, month, start.day, anchor.end_of_month)
+    except (OverflowError, ValueError):
+        # `date` refuses years past 9999 with ValueError, `timedelta` arithmetic with
+        # OverflowError: either way occurrence n does not exist.
+        raise OutOfRange(n) from None
     return datetime.combine(day, start.time())
 
 
+class OutOfRange(InvalidInput):
+    """Occurrence `n` falls past the last representable date (9999-12-31, local or UTC)."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__(
+            "n", n, f"expected an occurrence on or before {LAST_REPRESENTABLE}; this one is later"
+        )
+
+
+LAST_REPRESENTABLE: Final = "9999-12-31"
+
+
+class SeriesEnded(InvalidInput):
+    """No occurrence follows `instant`: the next one would fall past year 9999."""
+
+    def __init__(self, instant: datetime) -> None:
+        super().__init__(
+            "instant",
+            instant.isoformat(),
+            "expected an instant before the anchor's last occurrence (the series has ended)",
+        )
+
+
 def occurrence(anchor: Anchor, n: int) -> datetime:
-    """The UTC instant of occurrence `n` ≥ 0 (n = 0 is the anchor itself)."""
-    return resolve_local(nominal_local(anchor, n), zone(anchor.timezone))
+    """The UTC instant of occurrence `n` ≥ 0 (n = 0 is the anchor itself); `OutOfRange` (an
+    `InvalidInput` naming `n`) when it falls past year 9999."""
+    return _resolve(nominal_local(anchor, n), anchor, n)
 
 
 def occurrence_at(anchor: Anchor, n: int) -> Occurrence:
     """Occurrence `n` with its UTC instant, local reading and nominal wall time."""
     nominal = nominal_local(anchor, n)
     tz = zone(anchor.timezone)
-    at = resolve_local(nominal, tz)
-    return Occurrence(n=n, at=at, local=to_local(at, tz), nominal=nominal)
+    at = _resolve(nominal, anchor, n)
+    try:
+        local = to_local(at, tz)
+    except OverflowError:
+        raise OutOfRange(n) from None
+    return Occurrence(n=n, at=at, local=local, nominal=nominal)
+
+
+def _resolve(nominal: datetime, anchor: Anchor, n: int) -> datetime:
+    try:
+        return resolve_local(nominal, zone(anchor.timezone))
+    except OverflowError:  # a wall time on 9999-12-31 that is in year 10000 in UTC
+        raise OutOfRange(n) from None
 
 
 def iter_occurrences(anchor: Anchor, start: int = 0) -> Iterator[Occurrence]:
-    """Occurrences `start`, `start` + 1, … without end (each computed from the anchor)."""
+    """Occurrences `start`, `start` + 1, … (each computed from the anchor), ending only at
+    the last one before the end of representable time (year 9999)."""
     _check_n(start)
     n = start
     while True:
-        yield occurrence_at(anchor, n)
+        try:
+            found = occurrence_at(anchor, n)
+        except OutOfRange:
+            return
+        yield found
         n += 1
 
 
@@ -206,11 +257,23 @@ def _first(anchor: Anchor, instant: datetime, *, strict: bool) -> Occurrence:
     n = max(0, _estimate_n(anchor, instant) - 1)
     # Step back while the estimate overshot (a clamp or a gap can move an occurrence by days
     # or hours relative to the plain calendar step); then forward to the first one past it.
-    while n > 0 and not before_target(occurrence(anchor, n)):
+    while n > 0 and not _before_or_absent(anchor, n, before_target):
         n -= 1
-    while before_target(occurrence(anchor, n)):
-        n += 1
-    return occurrence_at(anchor, n)
+    try:
+        while before_target(occurrence(anchor, n)):
+            n += 1
+        return occurrence_at(anchor, n)
+    except OutOfRange:
+        raise SeriesEnded(instant) from None
+
+
+def _before_or_absent(anchor: Anchor, n: int, before_target: Callable[[datetime], bool]) -> bool:
+    """Whether occurrence n is before the target; an occurrence past the end of time is not
+    (the search steps back from it)."""
+    try:
+        return before_target(occurrence(anchor, n))
+    except OutOfRange:
+        return False
 
 
 def _estimate_n(anchor: Anchor, instant: datetime) -> int:
@@ -236,6 +299,8 @@ __all__ = [
     "Anchor",
     "AnchorFields",
     "Occurrence",
+    "OutOfRange",
+    "SeriesEnded",
     "add_months",
     "anchor_from",
     "days_in_month",

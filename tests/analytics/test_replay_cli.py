@@ -140,7 +140,7 @@ def test_strict_fails_the_run_on_the_first_bad_row(
     code, out, err = run(capsys, "replay", str(path), "--strict", "--out", str(out_path))
     assert code == 2
     assert out == ""
-    assert err.startswith("error: FAILURES.csv line 3: failed_at")
+    assert err.startswith(f"error: {path} line 3: failed_at")  # the path typed, not a metavar
     assert err.count("\n") == 1
     assert not out_path.exists()
 
@@ -166,9 +166,85 @@ def test_a_missing_file_or_column_is_an_error(
 ) -> None:
     code, _, err = run(capsys, "replay", str(tmp_path / "absent.csv"))
     assert code == 2
-    assert "FAILURES.csv" in err
+    assert str(tmp_path / "absent.csv") in err
     headless = tmp_path / "headless.csv"
     headless.write_text("invoice,when\ninv_1,2026-06-23T15:00:00Z\n")
     code, _, err = run(capsys, "replay", str(headless))
     assert code == 2
     assert "invoice_id" in err
+
+
+@pytest.mark.parametrize(
+    ("option", "name"),
+    [
+        ("--out", "missing-dir/planned.csv"),  # a directory that does not exist
+        ("--plot", "missing-dir/hours.png"),
+        ("--plot", "hours.svg"),  # a format `_plot` does not write
+        ("--out", "."),  # a directory, not a file
+    ],
+)
+def test_an_unusable_output_path_fails_before_planning(
+    capsys: pytest.CaptureFixture[str],
+    failures: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    option: str,
+    name: str,
+) -> None:
+    planned: list[object] = []
+    monkeypatch.setattr("recoup.cli.replay.replay_failures", lambda *a, **k: planned.append(a))
+    code, out, err = run(capsys, "replay", str(failures), option, str(tmp_path / name))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"error: {option}: ")
+    assert err.count("\n") == 1
+    assert planned == []  # nothing was planned before the refusal
+
+
+def test_the_progress_bar_never_writes_to_stdout(
+    capsys: pytest.CaptureFixture[str], failures: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A terminal on stderr turns the bar on; stdout (piped JSON) must stay clean.
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True, raising=False)
+    code, out, _ = run(capsys, "replay", str(failures), "--json")
+    assert code == 0
+    assert out.startswith("{")  # not even the bar's closing newline
+    json.loads(out)
+
+
+def test_unknown_decline_codes_are_counted_and_reported(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "unknown.csv"
+    path.write_text(
+        "invoice_id,failed_at,timezone,decline_code\n"
+        "inv_1,2026-06-23T15:00:00Z,UTC,zz_mystery\n"
+        "inv_2,2026-06-23T15:00:00Z,UTC,zz_mystery\n"
+        "inv_3,2026-06-23T15:00:00Z,UTC,qq_other\n"
+        "inv_4,2026-06-23T15:00:00Z,UTC,insufficient_funds\n"
+    )
+    code, out, _ = run(capsys, "replay", str(path), "--json")
+    assert code == 0
+    assert json.loads(out)["unknown_codes"] == {"zz_mystery": 2, "qq_other": 1}
+    code, out, _ = run(capsys, "replay", str(path))
+    assert code == 0
+    assert "unknown decline codes" in out
+    assert "zz_mystery ×2" in out
+
+
+def test_rows_outside_the_accepted_years_are_bad_rows_by_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "extreme.csv"
+    path.write_text(
+        "invoice_id,failed_at,timezone\n"
+        "inv_1,2026-06-23T15:00:00Z,UTC\n"
+        "inv_2,9999-12-31T23:59:59Z,Pacific/Kiritimati\n"
+        "inv_3,0001-01-01T00:00:00+14:00,UTC\n"
+        "inv_4,0001-01-01T00:00:00Z,UTC\n"
+    )
+    code, out, err = run(capsys, "replay", str(path), "--json")
+    assert code == 0, err
+    assert json.loads(out)["bad_rows"] == 3
+    for line in (3, 4, 5):
+        assert f"line {line}: failed_at" in err
+    assert "Traceback" not in err

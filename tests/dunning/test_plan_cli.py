@@ -168,3 +168,22 @@ def test_a_missing_required_option_is_a_usage_error(capsys: pytest.CaptureFixtur
     code, _, err = run(capsys, "plan", "--invoice", "inv_1", "--timezone", "UTC")
     assert code == 2
     assert "--failed-at" in err
+
+
+@pytest.mark.parametrize(
+    "failed_at",
+    [
+        "0001-01-01T00:00:00+14:00",  # before year 1 in UTC: overflowed in the planner
+        "9999-12-31T23:59:59-14:00",  # after year 9999 in UTC
+        "9999-12-30T00:00:00Z",  # representable, but its retries would not be
+    ],
+)
+def test_an_extreme_failed_at_is_one_line_naming_the_option(
+    capsys: pytest.CaptureFixture[str], failed_at: str
+) -> None:
+    argv = ["plan", "--invoice", "inv_1", "--failed-at", failed_at, "--timezone", "UTC"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --failed-at: ")
+    assert "1970–9000" in err
+    assert err.count("\n") == 1

@@ -315,3 +315,19 @@ def test_each_attempt_carries_its_idempotency_key_and_job_name() -> None:
 def test_a_naive_failure_instant_is_refused() -> None:
     with pytest.raises(ValueError, match="failed_at"):
         Failure(invoice="inv", failed_at=datetime(2026, 9, 15, 20, 0), timezone="UTC")
+
+
+def test_a_failure_outside_the_accepted_years_is_invalid_input_naming_failed_at() -> None:
+    # Embedded callers get the CLI's bound: no OverflowError from the planner's arithmetic.
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from recoup.dunning.planner import Failure
+    from recoup.errors import InvalidInput
+
+    for failed_at in (
+        datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=14))),
+        datetime(9999, 12, 31, 12, tzinfo=UTC),
+    ):
+        with pytest.raises(InvalidInput) as caught:
+            Failure(invoice="inv_1", failed_at=failed_at, timezone="UTC")
+        assert caught.value.field == "failed_at"
