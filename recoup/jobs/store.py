@@ -100,6 +100,11 @@ class JobStore(Protocol):
         """The earliest run_at of a scheduled job (the worker sleeps until then)."""
         ...
 
+    def due_backlog(self, now: datetime) -> int:
+        """How many scheduled jobs (all tenants) have run_at ≤ `now`: work the workers have
+        not claimed yet although it is due, a gauge of their lag."""
+        ...
+
     def wait_for_notify(self, timeout: float) -> bool:
         """Block up to `timeout` seconds (real time); True as soon as jobs were inserted (or
         released, or rescued) by anyone, False on timeout. The worker sleeps here until its next

@@ -30,8 +30,16 @@ from recoup.jobs.model import (
     RunOutcome,
     Target,
     Tenant,
+    trusted,
 )
-from recoup.jobs.schedule_model import AnchorRule, CronRule, MissedPolicy, Rule, Schedule
+from recoup.jobs.schedule_model import (
+    AnchorRule,
+    CronRule,
+    MissedPolicy,
+    NewSchedule,
+    Rule,
+    Schedule,
+)
 
 # Column order of every query that returns jobs (see `{job_columns}` in the .sql files).
 JOB_COLUMNS = (
@@ -302,8 +310,39 @@ class JobEncoder:
         )
 
 
+# Decoding targets: a claimed batch names the same few handlers over and over. Python targets
+# are immutable, so one object per distinct value is shared (HTTP targets hold a headers dict,
+# so each row gets its own). Bounded, in case handler names are unbounded.
+_TARGET_CACHE_LIMIT = 4096
+_TARGETS_BY_TEXT: dict[str, Target] = {}
+_PYTHON_TARGETS: dict[str, PythonTarget] = {}
+_JOB_STATES = {state.value: state for state in JobState}
+
+
+def decode_target(value: Any) -> Target:
+    """A target column: JSON text (SQLite, or PostgreSQL read as text) or a decoded dict."""
+    if isinstance(value, str):
+        cached = _TARGETS_BY_TEXT.get(value)
+        if cached is not None:
+            return cached
+        target = target_from_dict(json.loads(value))
+        if isinstance(target, PythonTarget) and len(_TARGETS_BY_TEXT) < _TARGET_CACHE_LIMIT:
+            _TARGETS_BY_TEXT[value] = target
+        return target
+    if isinstance(value, dict) and value.get("kind") == "python" and "handler" in value:
+        handler = value["handler"]
+        python = _PYTHON_TARGETS.get(handler) if isinstance(handler, str) else None
+        if python is None:
+            python = PythonTarget(handler=handler)
+            if isinstance(handler, str) and len(_PYTHON_TARGETS) < _TARGET_CACHE_LIMIT:
+                _PYTHON_TARGETS[handler] = python
+        return python
+    return target_from_dict(_loads(value))
+
+
 def job_from_row(row: Sequence[Any], instant: DecodeInstant) -> Job:
-    """Decode a row in `JOB_COLUMNS` order."""
+    """Decode a row in `JOB_COLUMNS` order. The row is what the store wrote (validated on the
+    way in), so the record is built with `trusted`, without re-validating it."""
     (
         id_,
         tenant,
@@ -328,26 +367,29 @@ def job_from_row(row: Sequence[Any], instant: DecodeInstant) -> Job:
         updated_at,
         finished_at,
     ) = row
-    return Job(
-        id=id_,
-        tenant=tenant,
-        name=name,
-        run_at=instant(run_at),
-        target=target_from_dict(_loads(target)),
-        payload=None if payload is None else _loads(payload),
-        idempotency_key=idempotency_key,
-        retry=retry_from_values(max_attempts, min_s, max_s, jitter),
-        timeout=duration(timeout_s),
-        keep_for=None if keep_for_s is None else duration(keep_for_s),
-        schedule_id=schedule_id,
-        state=JobState(state),
-        attempts=attempts,
-        lease_expires_at=None if lease_expires_at is None else instant(lease_expires_at),
-        leased_by=leased_by,
-        last_error=last_error,
-        created_at=instant(created_at),
-        updated_at=instant(updated_at),
-        finished_at=None if finished_at is None else instant(finished_at),
+    return trusted(
+        Job,
+        {
+            "id": id_,
+            "tenant": tenant,
+            "name": name,
+            "run_at": instant(run_at),
+            "target": decode_target(target),
+            "payload": None if payload is None else _loads(payload),
+            "idempotency_key": idempotency_key,
+            "retry": retry_from_values(max_attempts, min_s, max_s, jitter),
+            "timeout": duration(timeout_s),
+            "keep_for": None if keep_for_s is None else duration(keep_for_s),
+            "schedule_id": schedule_id,
+            "state": _JOB_STATES[state],
+            "attempts": attempts,
+            "lease_expires_at": None if lease_expires_at is None else instant(lease_expires_at),
+            "leased_by": leased_by,
+            "last_error": last_error,
+            "created_at": instant(created_at),
+            "updated_at": instant(updated_at),
+            "finished_at": None if finished_at is None else instant(finished_at),
+        },
     )
 
 
@@ -471,3 +513,26 @@ FINAL_STATE_OF = {
 }
 
 LOST_ERROR = "lease expired: worker {worker} stopped heartbeating"
+
+
+def schedule_values(
+    schedule: NewSchedule, *, next_fire_at: datetime | None, now: datetime, instant: EncodeInstant
+) -> dict[str, Any]:
+    """The named parameters of the `insert_schedule` query, instants through `instant`."""
+    max_attempts, min_s, max_s, jitter = retry_values(schedule.retry)
+    return {
+        "id": schedule.id,
+        "tenant": schedule.tenant,
+        "name": schedule.name,
+        "rule": dumps(rule_to_dict(schedule.rule)),
+        "target": dumps(target_to_dict(schedule.target)),
+        "payload": payload_json(schedule.payload),
+        "max_attempts": max_attempts,
+        "min_backoff_s": min_s,
+        "max_backoff_s": max_s,
+        "jitter": jitter,
+        "timeout_s": schedule.timeout.total_seconds(),
+        "missed": schedule.missed.value,
+        "next_fire_at": None if next_fire_at is None else instant(next_fire_at),
+        "now": instant(now),
+    }

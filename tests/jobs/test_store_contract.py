@@ -481,6 +481,26 @@ def test_next_due_at_is_the_earliest_scheduled_instant(store: Store) -> None:
     assert store.next_due_at() == T0 + 3 * SECOND
 
 
+def test_due_backlog_counts_scheduled_jobs_due_by_now_across_tenants(store: Store) -> None:
+    assert store.due_backlog(T0) == 0
+    store.insert_many(
+        [
+            job(run_at=T0 - SECOND),
+            job(run_at=T0, tenant="other"),  # due exactly now counts
+            job(run_at=T0 + SECOND),  # not due yet
+            job(run_at=T0 - 2 * SECOND),
+            job(run_at=T0 - 3 * SECOND),
+        ],
+        now=T0 - 5 * SECOND,
+    )
+    assert store.due_backlog(T0) == 4
+    claim(store, limit=1)  # running jobs are no longer a backlog
+    cancelled = store.insert(job(run_at=T0 - SECOND, name="gone"), now=T0)
+    store.cancel("default", cancelled.id, now=T0)  # nor are final ones
+    assert store.due_backlog(T0) == 3
+    assert store.due_backlog(T0 + SECOND) == 4
+
+
 # Cancelling
 
 
@@ -1030,3 +1050,27 @@ def _execute(store: Store, statement: str) -> None:
 
     with psycopg.connect(store.url, options=f"-c search_path={store.schema}") as pg:
         pg.execute(statement)
+
+
+@pytest.mark.parametrize("payload", ["text", "", 3, 2.5, True, [1, "a", None], {"k": 'é"\\'}])
+def test_payloads_of_every_json_kind_read_back_as_written(store: Store, payload: Any) -> None:
+    inserted = store.insert(job(payload=payload), now=T0)
+    assert inserted.payload == payload
+    got = store.get(inserted.tenant, inserted.id)
+    assert got is not None and got.payload == payload
+    (claimed,) = claim(store)
+    assert claimed.payload == payload
+    assert claimed.target == TARGET
+
+
+def test_run_log_text_reads_back_exactly_bar_nul(store: Store) -> None:
+    store.insert(job(), now=T0)
+    (claimed,) = claim(store)
+    error = 'quotes " \' \\ {braces}, commas, ünïcödé 💳, "null", tab\tnewline\nNUL\x00end'
+    done = report(claimed, RunOutcome.FAILED, error=error, status_code=418)
+    assert store.complete_many([done], now=T0) == [claimed.id]
+    (run,) = store.runs(claimed.tenant, claimed.id)
+    assert run.error is not None
+    assert run.error.replace("\ufffd", "\x00") == error  # NUL, which SQL text cannot hold
+    assert run.status_code == 418
+    assert run.outcome is RunOutcome.FAILED

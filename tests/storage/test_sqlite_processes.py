@@ -66,14 +66,14 @@ def test_a_waiter_in_another_process_is_woken_through_the_counter_row(tmp_path: 
     waiter = SqliteStore(str(path))
     writer = SqliteStore(str(path))
     try:
-        with writer._write() as conn:
+        with writer.write() as conn:
             conn.execute("UPDATE wakeups SET seq = seq + 1 WHERE id = 1")
         assert waiter.wait_for_notify(0.01) is False  # the bump came before the wait began
         woke: list[bool] = []
         thread = threading.Thread(target=lambda: woke.append(waiter.wait_for_notify(5.0)))
         thread.start()
         time.sleep(0.1)
-        with writer._write() as conn:
+        with writer.write() as conn:
             conn.execute("UPDATE wakeups SET seq = seq + 1 WHERE id = 1")
         thread.join(5.0)
         assert woke == [True]

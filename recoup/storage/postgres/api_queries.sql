@@ -56,6 +56,3 @@ SELECT id, tenant, prefix, label, created_at, revoked_at FROM api_tokens WHERE i
 
 -- list_tenants --
 SELECT id, name, created_at FROM tenants ORDER BY created_at, id
-
--- due_backlog --
-SELECT count(*) FROM jobs WHERE state = 'scheduled' AND run_at <= %(now)s

@@ -1,16 +1,16 @@
 """The HTTP API's tables on PostgreSQL: idempotency keys and API tokens (migration
 0002_api.sql, queries in `api_queries.sql`).
 
-They live in the job store's schema and go through its pool (`search_path`, time zone and
-error translation included). Concurrent first requests with one key race on `INSERT … ON
-CONFLICT DO NOTHING`: the primary key (tenant, key) lets exactly one insert through; the
-others wait for it to commit, insert nothing, and read the winner's row.
+They live in the job store's schema and go through its public `read()` and `write()` (its
+pool, `search_path`, time zone and error translation included). Concurrent first requests
+with one key race on `INSERT … ON CONFLICT DO NOTHING`: the primary key (tenant, key) lets
+exactly one insert through; the others wait for it to commit, insert nothing, and read the
+winner's row.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
 
 from recoup.api.tokens import TenantInfo, TokenInfo
 from recoup.idempotency.keys import (
@@ -21,25 +21,14 @@ from recoup.idempotency.keys import (
     Outcome,
     Replay,
 )
+from recoup.storage._api_rows import RETRY_AFTER_SECONDS, tenant_info_from_row, token_from_row
 from recoup.storage._rows import aware_utc
 from recoup.storage._sql import load_queries
 from recoup.storage.postgres.store import PostgresStore
 
 Q = load_queries("recoup.storage.postgres", "api_queries.sql")
 
-RETRY_AFTER_SECONDS = 1  # an in-flight request usually ends within milliseconds
 BEGIN_TRIES = 5  # a key released between our insert and our read: look again, briefly
-
-
-def _token(row: Any) -> TokenInfo:
-    return TokenInfo(
-        id=row[0],
-        tenant=row[1],
-        prefix=row[2],
-        label=row[3],
-        created_at=aware_utc(row[4]),
-        revoked_at=None if row[5] is None else aware_utc(row[5]),
-    )
 
 
 class PostgresApiTables:
@@ -50,14 +39,8 @@ class PostgresApiTables:
 
     def ping(self) -> None:
         """Raise `StorageError` unless the database answers."""
-        with self._store._conn() as conn:
+        with self._store.read() as conn:
             conn.execute("SELECT 1").fetchone()
-
-    def due_backlog(self, now: datetime) -> int:
-        """Scheduled jobs whose run_at has passed (a gauge of the workers' lag)."""
-        with self._store._conn() as conn:
-            row = conn.execute(Q["due_backlog"], {"now": now}).fetchone()
-        return int(row[0]) if row else 0
 
     # Idempotency keys
 
@@ -74,7 +57,7 @@ class PostgresApiTables:
     ) -> Outcome:
         ids = {"tenant": tenant, "key": key}
         for _ in range(BEGIN_TRIES):
-            with self._store._conn() as conn:
+            with self._store.write() as conn:
                 claimed = conn.execute(
                     Q["claim_key"],
                     {**ids, "fingerprint": fingerprint, "method": method, "path": path, "now": now},
@@ -102,7 +85,7 @@ class PostgresApiTables:
     def complete(
         self, *, tenant: str, key: str, status: int, body: bytes, content_type: str
     ) -> None:
-        with self._store._conn() as conn:
+        with self._store.write() as conn:
             conn.execute(
                 Q["complete_key"],
                 {
@@ -115,11 +98,11 @@ class PostgresApiTables:
             )
 
     def release(self, *, tenant: str, key: str) -> None:
-        with self._store._conn() as conn:
+        with self._store.write() as conn:
             conn.execute(Q["release_key"], {"tenant": tenant, "key": key})
 
     def prune_keys(self, *, older_than: datetime, limit: int = 10_000) -> int:
-        with self._store._conn() as conn:
+        with self._store.write() as conn:
             return conn.execute(Q["prune_keys"], {"before": older_than, "limit": limit}).rowcount
 
     # API tokens and tenants
@@ -134,7 +117,7 @@ class PostgresApiTables:
         label: str | None,
         now: datetime,
     ) -> TokenInfo:
-        with self._store._conn() as conn:
+        with self._store.write() as conn:
             row = conn.execute(
                 Q["insert_token"],
                 {
@@ -146,25 +129,26 @@ class PostgresApiTables:
                     "now": now,
                 },
             ).fetchone()
-        return _token(row)
+        assert row is not None  # INSERT … RETURNING returns the row or raises
+        return token_from_row(row, aware_utc)
 
     def tenant_for_token_hash(self, token_hash: str) -> str | None:
-        with self._store._conn() as conn:
+        with self._store.read() as conn:
             row = conn.execute(Q["tenant_for_token_hash"], {"token_hash": token_hash}).fetchone()
         return None if row is None else str(row[0])
 
     def list_tokens(self, tenant: str | None = None) -> list[TokenInfo]:
-        with self._store._conn() as conn:
+        with self._store.read() as conn:
             rows = conn.execute(Q["list_tokens"], {"tenant": tenant}).fetchall()
-        return [_token(row) for row in rows]
+        return [token_from_row(row, aware_utc) for row in rows]
 
     def revoke_token(self, token_id: str, *, now: datetime) -> TokenInfo | None:
-        with self._store._conn() as conn:
+        with self._store.write() as conn:
             conn.execute(Q["revoke_token"], {"id": token_id, "now": now})
             row = conn.execute(Q["get_token"], {"id": token_id}).fetchone()
-        return None if row is None else _token(row)
+        return None if row is None else token_from_row(row, aware_utc)
 
     def list_tenants(self) -> list[TenantInfo]:
-        with self._store._conn() as conn:
+        with self._store.read() as conn:
             rows = conn.execute(Q["list_tenants"]).fetchall()
-        return [TenantInfo(id=r[0], name=r[1], created_at=aware_utc(r[2])) for r in rows]
+        return [tenant_info_from_row(row, aware_utc) for row in rows]

@@ -154,56 +154,62 @@ SELECT set_config('enable_bitmapscan', 'off', true),
 -- One statement for a whole batch: each row applies by compare-and-set (still running, same
 -- worker, same attempt); the run log gets the applied ones, plus attempts whose job was
 -- cancelled while they ran (logged as cancelled, the job left alone).
-WITH c AS MATERIALIZED (
-    SELECT * FROM unnest(
-        %(id)s::text[], %(tenant)s::text[], %(attempt)s::int[], %(worker)s::text[],
-        %(outcome)s::text[], %(retry)s::bool[], %(final_state)s::text[],
-        %(retry_at)s::timestamptz[], %(error)s::text[], %(started_at)s::timestamptz[],
-        %(finished_at)s::timestamptz[], %(status_code)s::int[], %(duration_ms)s::float8[],
-        %(excerpt)s::text[], %(run_worker)s::text[]
-    ) AS c(id, tenant, attempt, worker, outcome, retry, final_state, retry_at, error,
-           started_at, finished_at, status_code, duration_ms, excerpt, run_worker)
-),
-applied AS (
+-- %(rows)s is one jsonb object, job id → [0 tenant, 1 attempt, 2 worker, 3 outcome, 4 retry,
+-- 5 final_state, 6 retry_at, 7 error, 8 started_at, 9 finished_at, 10 status_code,
+-- 11 duration_ms, 12 excerpt, 13 run_worker]: one text parameter from the C JSON encoder,
+-- where fifteen arrays cost the client ~10 µs a row to dump. Jobs are found by primary key
+-- (= ANY(ARRAY(…)), as claim_due does) and each one's values by key in the object, so there
+-- is no join for the planner to make quadratic when it underestimates the running jobs. (`p`
+-- is a plain subquery, pulled up into a constant: a CTE would copy the object once a row.)
+WITH applied AS (
     UPDATE jobs j
-    SET state = CASE
-            WHEN c.retry AND j.attempts < j.max_attempts THEN 'scheduled'
-            ELSE c.final_state
-        END,
-        run_at = CASE WHEN c.retry AND j.attempts < j.max_attempts THEN c.retry_at
-                      ELSE j.run_at END,
-        lease_expires_at = NULL,
-        leased_by = CASE WHEN c.final_state = 'cancelled' THEN j.leased_by END,
-        attempt_started_at = NULL,
-        last_error = coalesce(c.error, j.last_error),
-        updated_at = %(now)s,
-        finished_at = CASE WHEN c.retry AND j.attempts < j.max_attempts THEN NULL
-                           ELSE %(now)s END,
-        expires_at = CASE WHEN c.retry AND j.attempts < j.max_attempts THEN NULL
-                          ELSE %(now)s + j.keep_for_s * interval '1 second' END
-    FROM c
-    WHERE j.id = c.id
-      AND j.state = 'running' AND j.leased_by = c.worker AND j.attempts = c.attempt
-    RETURNING c.id, c.tenant, c.attempt, c.started_at, c.finished_at,
-              CASE WHEN c.retry AND j.state = 'failed' THEN 'failed'
-                   ELSE c.outcome END AS outcome,
-              c.status_code, c.duration_ms, c.excerpt, c.error, c.run_worker
+    SET (state, run_at, lease_expires_at, leased_by, attempt_started_at, last_error,
+         updated_at, finished_at, expires_at) = (
+            SELECT CASE WHEN x.again THEN 'scheduled' ELSE x.v->>5 END,
+                   CASE WHEN x.again THEN coalesce((x.v->>6)::timestamptz, %(now)s)
+                        ELSE j.run_at END,
+                   NULL::timestamptz,
+                   CASE WHEN x.v->>5 = 'cancelled' THEN j.leased_by END,
+                   NULL::timestamptz,
+                   coalesce(x.v->>7, j.last_error),
+                   %(now)s::timestamptz,
+                   CASE WHEN x.again THEN NULL ELSE %(now)s::timestamptz END,
+                   CASE WHEN x.again THEN NULL
+                        ELSE %(now)s + j.keep_for_s * interval '1 second' END
+            FROM (SELECT v, (v->>4)::bool AND j.attempts < j.max_attempts AS again
+                  FROM (SELECT p.d -> j.id AS v) AS v0) AS x
+        )
+    FROM (SELECT %(rows)s::jsonb AS d) AS p
+    -- COLLATE "C" (the same test on this ASCII value) keeps the planner off the partial
+    -- index of running jobs: on statistics taken while none ran it looks free, but its id
+    -- filter cannot be hashed (the array is not a constant) and turns quadratic.
+    WHERE j.id = ANY(ARRAY(SELECT jsonb_object_keys(%(rows)s::jsonb)))
+      AND j.state = 'running' COLLATE "C"
+      AND j.leased_by = p.d -> j.id ->> 2
+      AND j.attempts = (p.d -> j.id ->> 1)::int
+    RETURNING j.id, p.d -> j.id AS v,
+              CASE WHEN (p.d -> j.id ->> 4)::bool AND j.state = 'failed' THEN 'failed'
+                   ELSE p.d -> j.id ->> 3 END AS outcome
 ),
 -- The snapshot of this statement predates the UPDATE above, so a job it applied to still
--- reads as running here; only the refused ones are looked up.
+-- reads as running here; only the refused ones are looked up (usually none).
 cancelled_meanwhile AS (
-    SELECT c.id, c.tenant, c.attempt, c.started_at, c.finished_at, 'cancelled' AS outcome,
-           c.status_code, c.duration_ms, c.excerpt, c.error, c.run_worker
-    FROM c JOIN jobs j ON j.id = c.id
-    WHERE c.id NOT IN (SELECT id FROM applied)
-      AND j.state = 'cancelled' AND j.leased_by = c.worker AND j.attempts = c.attempt
+    SELECT j.id, p.d -> j.id AS v, 'cancelled' AS outcome
+    FROM jobs j, (SELECT %(rows)s::jsonb AS d) AS p
+    WHERE j.id = ANY(ARRAY(SELECT k FROM jsonb_object_keys(%(rows)s::jsonb) AS k
+                           WHERE k NOT IN (SELECT id FROM applied)))
+      AND j.state = 'cancelled'
+      AND j.leased_by = p.d -> j.id ->> 2
+      AND j.attempts = (p.d -> j.id ->> 1)::int
 ),
 logged AS (
     INSERT INTO runs (job_id, tenant, attempt, started_at, finished_at, outcome, status_code,
                       duration_ms, response_excerpt, error, worker_id)
-    SELECT * FROM applied
-    UNION ALL
-    SELECT * FROM cancelled_meanwhile
+    SELECT r.id, r.v->>0, (r.v->>1)::int, (r.v->>8)::timestamptz, (r.v->>9)::timestamptz,
+           r.outcome, (r.v->>10)::int, (r.v->>11)::float8, r.v->>12, r.v->>7, r.v->>13
+    FROM (SELECT id, v, outcome FROM applied
+          UNION ALL
+          SELECT id, v, outcome FROM cancelled_meanwhile) AS r
     ON CONFLICT DO NOTHING
 )
 SELECT id FROM applied
@@ -339,6 +345,10 @@ SELECT state, count(*) FROM jobs GROUP BY state
 
 -- count_by_state_of_tenant --
 SELECT state, count(*) FROM jobs WHERE tenant = %(tenant)s GROUP BY state
+
+-- due_backlog --
+-- Served by the partial index of scheduled jobs on run_at.
+SELECT count(*) FROM jobs WHERE state = 'scheduled' AND run_at <= %(now)s
 
 -- prune_jobs --
 DELETE FROM jobs

@@ -25,15 +25,19 @@ import re
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql
+from psycopg.abc import Buffer
+from psycopg.adapt import AdaptersMap, Loader
+from psycopg.pq import Format
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from recoup.errors import Conflict, InvalidInput, StorageError
+from recoup.errors import InvalidInput, StorageError
 from recoup.jobs.model import (
     ERROR_LIMIT,
     RESPONSE_EXCERPT_LIMIT,
@@ -47,6 +51,15 @@ from recoup.jobs.model import (
 from recoup.jobs.schedule_model import NewSchedule, Schedule
 from recoup.jobs.store import ClaimParams, JobFilter, JobPage, PruneResult
 from recoup.storage import _rows
+from recoup.storage._common import (
+    check_page_limit,
+    check_schedule_jobs,
+    clip,
+    insert_conflict,
+    job_page,
+    schedule_conflict,
+    state_counts,
+)
 from recoup.storage._rows import FINAL_STATE_OF, aware_utc
 from recoup.storage._sql import Migration, load_migrations, load_queries
 
@@ -55,6 +68,7 @@ Q = load_queries("recoup.storage.postgres")
 DEFAULT_SCHEMA = "recoup"
 POOL_TIMEOUT = 30.0  # seconds to wait for a free pooled connection
 CONNECT_TIMEOUT = 10  # seconds to establish one connection
+PROBE_TIMEOUT = 5  # seconds for the one connection tried before the pool opens
 LISTEN_SLICE = 0.25  # seconds: how long `close` may wait for a waiting `wait_for_notify`
 COPY_THRESHOLD = 16  # rows from which insert_many uses COPY (measured: COPY wins from ~20)
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
@@ -83,6 +97,51 @@ _COPY_TYPES = [
 ]
 
 
+class _JsonbTextLoader(Loader):
+    """jsonb as its JSON text, for `_rows` to decode (or look up: targets repeat) itself, as it
+    does SQLite's JSON text. (psycopg's own loader would hand back a decoded value, which
+    `_rows` cannot tell from JSON text when it is a string.)"""
+
+    def load(self, data: Buffer) -> str:
+        return bytes(data).decode()
+
+
+class _JsonbBinaryTextLoader(Loader):
+    """The same for binary results: jsonb's wire format is a version byte, then the text."""
+
+    format = Format.BINARY
+
+    def load(self, data: Buffer) -> str:
+        return bytes(data[1:]).decode()
+
+
+# The adapters of every connection of the store (jobs and schedules are its only jsonb).
+_ADAPTERS = AdaptersMap(psycopg.adapters)
+_ADAPTERS.register_loader("jsonb", _JsonbTextLoader)
+_ADAPTERS.register_loader("jsonb", _JsonbBinaryTextLoader)
+
+
+def redact_url(url: str) -> str:
+    """`url` with its password (if any) replaced by `***`, for messages and logs."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return url.split("@", 1)[-1] if "@" in url else url
+    if password is None:
+        return url
+    netloc = parts.netloc.replace(f":{password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+SCHEMA_NAME_ALLOWED = "expected a lower-case SQL identifier (a-z, 0-9, _; at most 63)"
+
+
+def valid_schema_name(name: str) -> bool:
+    """Whether `name` is a schema name this store accepts (it is interpolated into SQL)."""
+    return bool(_SCHEMA_NAME.match(name))
+
+
 class PostgresStore:
     """JobStore and ScheduleStore on PostgreSQL, every table in `schema`."""
 
@@ -98,14 +157,15 @@ class PostgresStore:
         min_size: int = 1,
         max_size: int = 10,
     ) -> None:
-        if not _SCHEMA_NAME.match(schema):
-            raise InvalidInput("schema", schema, "expected a lower-case SQL identifier")
+        if not valid_schema_name(schema):
+            raise InvalidInput("schema", schema, SCHEMA_NAME_ALLOWED)
         self.url = url
         self.schema = schema
         self.channel = f"{schema}_jobs"
         self._listener: psycopg.Connection[Any] | None = None
         self._listener_lock = threading.Lock()
         self._closing = False
+        self._probe(url)
         self._pool = ConnectionPool(
             url,
             min_size=min_size,
@@ -127,10 +187,25 @@ class PostgresStore:
                 self.close()
                 raise
 
+    def _probe(self, url: str) -> None:
+        """Connect once, with a short timeout, before opening the pool: an unreachable or
+        refusing server is one clear `StorageError` naming the URL (password hidden) within
+        `PROBE_TIMEOUT`, not `POOL_TIMEOUT` of pool retries and their warnings."""
+        kwargs = {**self._connect_kwargs(), "connect_timeout": PROBE_TIMEOUT}
+        try:
+            psycopg.connect(url, **kwargs).close()
+        except psycopg.Error as exc:
+            lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+            reason = lines[0] if lines else type(exc).__name__
+            raise StorageError(
+                f"cannot connect to PostgreSQL at {redact_url(url)}: {reason}"
+            ) from None
+
     def _connect_kwargs(self) -> dict[str, Any]:
         return {
             "options": f"-c search_path={self.schema} -c TimeZone=UTC",
             "connect_timeout": CONNECT_TIMEOUT,
+            "context": _ADAPTERS,
         }
 
     @contextmanager
@@ -141,8 +216,25 @@ class PostgresStore:
                 yield conn
         except PoolTimeout as exc:
             raise StorageError(f"no PostgreSQL connection available: {exc}") from exc
+        except psycopg.DataError as exc:
+            # A value the database cannot take (NUL in text, a number out of range): the
+            # caller's input, not an outage, so not a 503 that invites pointless retries. The
+            # transaction was rolled back: nothing of it is stored.
+            raise InvalidInput("input", None, f"a value the database cannot store ({exc})") from exc
         except psycopg.Error as exc:
             raise StorageError(f"PostgreSQL: {exc}") from exc
+
+    def read(self) -> AbstractContextManager[psycopg.Connection[Any]]:
+        """A pooled connection in a transaction, committed when the block ends (rolled back if
+        it raises), for the other table modules of this backend (`api_tables`) that live in the
+        store's schema: `search_path`, UTC and error translation (`StorageError`) included."""
+        return self._conn()
+
+    def write(self) -> AbstractContextManager[psycopg.Connection[Any]]:
+        """The same as `read()`: on PostgreSQL every block is one transaction, and row locks,
+        not a database-wide write lock, serialise writers. Named apart so that code sharing a
+        store reads the same on both backends."""
+        return self._conn()
 
     def close(self) -> None:
         self._closing = True
@@ -225,19 +317,7 @@ class PostgresStore:
                 ).fetchone()
                 if found is not None:
                     return _rows.job_from_row(found, aware_utc)
-            raise self._conflict(conn, job)
-
-    @staticmethod
-    def _conflict(conn: psycopg.Connection[Any], job: NewJob) -> Conflict:
-        if job.name is not None:
-            live = conn.execute(
-                Q["get_live_job_by_name"], {"tenant": job.tenant, "name": job.name}
-            ).fetchone()
-            if live is not None:
-                return Conflict(f"a live job of tenant {job.tenant!r} is named {job.name!r}")
-        if conn.execute(Q["get_job_any_tenant"], {"id": job.id}).fetchone() is not None:
-            return Conflict(f"a job with id {job.id!r} exists")
-        return Conflict(f"schedule {job.schedule_id!r} already has a job at {job.run_at}")
+            raise insert_conflict(conn, Q, job)
 
     def insert_many(self, jobs: Sequence[NewJob], *, now: datetime) -> int:
         if not jobs:
@@ -293,6 +373,8 @@ class PostgresStore:
             return []
         with self._conn() as conn:
             conn.execute(Q["queue_plans"])
+            # Binary results (instants, numbers) load faster; jsonb comes back as its text
+            # (see _ADAPTERS), which `job_from_row` maps to a cached target.
             rows = conn.execute(
                 Q["claim_due"],
                 {
@@ -303,6 +385,7 @@ class PostgresStore:
                     "limit": params.limit,
                 },
                 prepare=False,
+                binary=True,
             ).fetchall()
         jobs = [_rows.job_from_row(row, aware_utc) for row in rows]
         jobs.sort(key=lambda job: (job.run_at, job.id))
@@ -311,49 +394,34 @@ class PostgresStore:
     def complete_many(self, completions: Sequence[Completion], *, now: datetime) -> list[str]:
         if not completions:
             return []
-        columns: dict[str, list[Any]] = {
-            name: []
-            for name in (
-                "id",
-                "tenant",
-                "attempt",
-                "worker",
-                "outcome",
-                "retry",
-                "final_state",
-                "retry_at",
-                "error",
-                "started_at",
-                "finished_at",
-                "status_code",
-                "duration_ms",
-                "excerpt",
-                "run_worker",
-            )
-        }
+        # One jsonb object, job id → values (see `complete_many` in queries.sql).
+        rows: dict[str, list[Any]] = {}
         for completion in completions:
             run = completion.run
-            columns["id"].append(run.job_id)
-            columns["tenant"].append(run.tenant)
-            columns["attempt"].append(run.attempt)
-            columns["worker"].append(completion.worker_id)
-            columns["outcome"].append(run.outcome.value)
-            columns["retry"].append(_rows.outcome_is_retry(run.outcome))
-            columns["final_state"].append(FINAL_STATE_OF[run.outcome].value)
-            columns["retry_at"].append(completion.retry_at or now)
-            columns["error"].append(_clip(run.error, ERROR_LIMIT))
-            columns["started_at"].append(run.started_at)
-            columns["finished_at"].append(run.finished_at)
-            columns["status_code"].append(run.status_code)
-            columns["duration_ms"].append(max(0.0, run.duration_ms))
-            columns["excerpt"].append(_clip(run.response_excerpt, RESPONSE_EXCERPT_LIMIT))
-            columns["run_worker"].append(run.worker_id)
+            outcome_value, retry, final_state = _OUTCOME_COLUMNS[run.outcome]
+            retry_at = completion.retry_at
+            rows[run.job_id] = [
+                run.tenant,
+                run.attempt,
+                completion.worker_id,
+                outcome_value,
+                retry,
+                final_state,
+                None if retry_at is None else retry_at.isoformat(),
+                _json_text(run.error, ERROR_LIMIT),
+                run.started_at.isoformat(),
+                run.finished_at.isoformat(),
+                run.status_code,
+                max(0.0, run.duration_ms),
+                _json_text(run.response_excerpt, RESPONSE_EXCERPT_LIMIT),
+                run.worker_id,
+            ]
         with self._conn() as conn:
             conn.execute(Q["queue_plans"])
-            rows = conn.execute(
-                Q["complete_many"], {**columns, "now": now}, prepare=False
+            found = conn.execute(
+                Q["complete_many"], {"rows": _rows.dumps(rows), "now": now}, prepare=False
             ).fetchall()
-        return [row[0] for row in rows]
+        return [row[0] for row in found]
 
     def heartbeat(
         self, worker_id: str, job_ids: Sequence[str], *, lease_until: datetime
@@ -397,6 +465,11 @@ class PostgresStore:
         with self._conn() as conn:
             row = conn.execute(Q["next_due_at"]).fetchone()
         return None if row is None or row[0] is None else aware_utc(row[0])
+
+    def due_backlog(self, now: datetime) -> int:
+        with self._conn() as conn:
+            row = conn.execute(Q["due_backlog"], {"now": now}).fetchone()
+        return int(row[0]) if row else 0
 
     def wait_for_notify(self, timeout: float) -> bool:
         """LISTEN on a dedicated connection (opened at the first call, kept until `close`).
@@ -464,8 +537,7 @@ class PostgresStore:
         return None if row is None else _rows.job_from_row(row, aware_utc)
 
     def list_jobs(self, query: JobFilter) -> JobPage:
-        if not 1 <= query.limit <= 1000:
-            raise InvalidInput("limit", query.limit, "expected 1–1000")
+        check_page_limit(query.limit)
         cursor_created: datetime | None = None
         cursor_id: str | None = None
         if query.cursor is not None:
@@ -484,12 +556,7 @@ class PostgresStore:
                 },
                 prepare=False,
             ).fetchall()
-        jobs = [_rows.job_from_row(row, aware_utc) for row in rows[: query.limit]]
-        next_cursor = None
-        if len(rows) > query.limit:
-            last = jobs[-1]
-            next_cursor = _rows.encode_cursor(last.created_at, last.id)
-        return JobPage(jobs=jobs, next_cursor=next_cursor)
+        return job_page(rows, query.limit, lambda row: _rows.job_from_row(row, aware_utc))
 
     def runs(self, tenant: str, job_id: str) -> list[Run]:
         with self._conn() as conn:
@@ -502,10 +569,7 @@ class PostgresStore:
                 rows = conn.execute(Q["count_by_state"]).fetchall()
             else:
                 rows = conn.execute(Q["count_by_state_of_tenant"], {"tenant": tenant}).fetchall()
-        counts = dict.fromkeys(JobState, 0)
-        for state, count in rows:
-            counts[JobState(state)] = count
-        return counts
+        return state_counts(rows)
 
     # Retention
 
@@ -529,32 +593,11 @@ class PostgresStore:
     def insert_schedule(
         self, schedule: NewSchedule, *, next_fire_at: datetime | None, now: datetime
     ) -> Schedule:
-        max_attempts, min_s, max_s, jitter = _rows.retry_values(schedule.retry)
+        values = _rows.schedule_values(schedule, next_fire_at=next_fire_at, now=now, instant=_utc)
         with self._conn() as conn:
-            row = conn.execute(
-                Q["insert_schedule"],
-                {
-                    "id": schedule.id,
-                    "tenant": schedule.tenant,
-                    "name": schedule.name,
-                    "rule": _rows.dumps(_rows.rule_to_dict(schedule.rule)),
-                    "target": _rows.dumps(_rows.target_to_dict(schedule.target)),
-                    "payload": _rows.payload_json(schedule.payload),
-                    "max_attempts": max_attempts,
-                    "min_backoff_s": min_s,
-                    "max_backoff_s": max_s,
-                    "jitter": jitter,
-                    "timeout_s": schedule.timeout.total_seconds(),
-                    "missed": schedule.missed.value,
-                    "next_fire_at": next_fire_at,
-                    "now": now,
-                },
-            ).fetchone()
+            row = conn.execute(Q["insert_schedule"], values).fetchone()
         if row is None:
-            raise Conflict(
-                f"tenant {schedule.tenant!r} already has a schedule named {schedule.name!r}"
-                f" (or the id {schedule.id!r} is taken)"
-            )
+            raise schedule_conflict(schedule)
         return _rows.schedule_from_row(row, aware_utc)
 
     def get_schedule(self, tenant: str, schedule_id: str) -> Schedule | None:
@@ -615,13 +658,7 @@ class PostgresStore:
         jobs: Sequence[NewJob],
         now: datetime,
     ) -> bool:
-        for job in jobs:
-            if job.schedule_id != schedule_id:
-                raise InvalidInput(
-                    "jobs.schedule_id",
-                    job.schedule_id,
-                    f"expected the schedule's id {schedule_id!r}",
-                )
+        check_schedule_jobs(schedule_id, jobs)
         with self._conn() as conn:
             # The UPDATE locks the schedule's row: a second scheduler waits here, then finds
             # next_fire_at moved and changes nothing.
@@ -641,9 +678,20 @@ class PostgresStore:
         return True
 
 
+# Per run outcome: (outcome, retries?, the job's final state), as complete_many sends them.
+_OUTCOME_COLUMNS = {
+    outcome: (outcome.value, _rows.outcome_is_retry(outcome), FINAL_STATE_OF[outcome].value)
+    for outcome in FINAL_STATE_OF
+}
+
+
+def _json_text(text: str | None, limit: int) -> str | None:
+    """`text` clipped to `limit`; NUL, which no PostgreSQL text (nor jsonb) can hold, replaced."""
+    clipped = clip(text, limit)
+    if clipped is None or "\x00" not in clipped:
+        return clipped
+    return clipped.replace("\x00", "\ufffd")
+
+
 def _utc(value: datetime) -> datetime:
     return value if value.tzinfo is UTC else value.astimezone(UTC)
-
-
-def _clip(text: str | None, limit: int) -> str | None:
-    return None if text is None else text[:limit]

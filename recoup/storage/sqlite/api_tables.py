@@ -1,7 +1,7 @@
 """The HTTP API's tables on SQLite: idempotency keys and API tokens (migration 0002_api.sql,
 queries in `api_queries.sql`).
 
-They live in the job store's database and go through its connections and transactions (one
+They live in the job store's database and go through its public `read()` and `write()` (one
 connection per thread, `BEGIN IMMEDIATE`, the same busy timeout; `:memory:` works too), so
 concurrent first requests with one key are serialised by SQLite's write lock, with the
 primary key as the backstop.
@@ -10,7 +10,6 @@ primary key as the backstop.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
 
 from recoup.api.tokens import TenantInfo, TokenInfo
 from recoup.idempotency.keys import (
@@ -21,24 +20,12 @@ from recoup.idempotency.keys import (
     Outcome,
     Replay,
 )
+from recoup.storage._api_rows import RETRY_AFTER_SECONDS, tenant_info_from_row, token_from_row
 from recoup.storage._rows import from_micros, micros
 from recoup.storage._sql import load_queries
 from recoup.storage.sqlite.store import SqliteStore
 
 Q = load_queries("recoup.storage.sqlite", "api_queries.sql")
-
-RETRY_AFTER_SECONDS = 1  # an in-flight request usually ends within milliseconds
-
-
-def _token(row: Any) -> TokenInfo:
-    return TokenInfo(
-        id=row[0],
-        tenant=row[1],
-        prefix=row[2],
-        label=row[3],
-        created_at=from_micros(row[4]),
-        revoked_at=None if row[5] is None else from_micros(row[5]),
-    )
 
 
 class SqliteApiTables:
@@ -49,14 +36,8 @@ class SqliteApiTables:
 
     def ping(self) -> None:
         """Raise `StorageError` unless the database answers."""
-        with self._store._connection() as conn:
+        with self._store.read() as conn:
             conn.execute("SELECT 1").fetchone()
-
-    def due_backlog(self, now: datetime) -> int:
-        """Scheduled jobs whose run_at has passed (a gauge of the workers' lag)."""
-        with self._store._connection() as conn:
-            count: int = conn.execute(Q["due_backlog"], {"now": micros(now)}).fetchone()[0]
-        return count
 
     # Idempotency keys
 
@@ -73,7 +54,7 @@ class SqliteApiTables:
     ) -> Outcome:
         ids = {"tenant": tenant, "key": key}
         now_us = micros(now)
-        with self._store._write() as conn:
+        with self._store.write() as conn:
             claimed = conn.execute(
                 Q["claim_key"],
                 {**ids, "fingerprint": fingerprint, "method": method, "path": path, "now": now_us},
@@ -96,7 +77,7 @@ class SqliteApiTables:
     def complete(
         self, *, tenant: str, key: str, status: int, body: bytes, content_type: str
     ) -> None:
-        with self._store._write() as conn:
+        with self._store.write() as conn:
             conn.execute(
                 Q["complete_key"],
                 {
@@ -109,11 +90,11 @@ class SqliteApiTables:
             )
 
     def release(self, *, tenant: str, key: str) -> None:
-        with self._store._write() as conn:
+        with self._store.write() as conn:
             conn.execute(Q["release_key"], {"tenant": tenant, "key": key})
 
     def prune_keys(self, *, older_than: datetime, limit: int = 10_000) -> int:
-        with self._store._write() as conn:
+        with self._store.write() as conn:
             pruned: int = conn.execute(
                 Q["prune_keys"], {"before": micros(older_than), "limit": limit}
             ).rowcount
@@ -131,7 +112,7 @@ class SqliteApiTables:
         label: str | None,
         now: datetime,
     ) -> TokenInfo:
-        with self._store._write() as conn:
+        with self._store.write() as conn:
             row = conn.execute(
                 Q["insert_token"],
                 {
@@ -143,25 +124,25 @@ class SqliteApiTables:
                     "now": micros(now),
                 },
             ).fetchone()
-        return _token(row)
+        return token_from_row(row, from_micros)
 
     def tenant_for_token_hash(self, token_hash: str) -> str | None:
-        with self._store._connection() as conn:
+        with self._store.read() as conn:
             row = conn.execute(Q["tenant_for_token_hash"], {"token_hash": token_hash}).fetchone()
         return None if row is None else str(row[0])
 
     def list_tokens(self, tenant: str | None = None) -> list[TokenInfo]:
-        with self._store._connection() as conn:
+        with self._store.read() as conn:
             rows = conn.execute(Q["list_tokens"], {"tenant": tenant}).fetchall()
-        return [_token(row) for row in rows]
+        return [token_from_row(row, from_micros) for row in rows]
 
     def revoke_token(self, token_id: str, *, now: datetime) -> TokenInfo | None:
-        with self._store._write() as conn:
+        with self._store.write() as conn:
             conn.execute(Q["revoke_token"], {"id": token_id, "now": micros(now)})
             row = conn.execute(Q["get_token"], {"id": token_id}).fetchone()
-        return None if row is None else _token(row)
+        return None if row is None else token_from_row(row, from_micros)
 
     def list_tenants(self) -> list[TenantInfo]:
-        with self._store._connection() as conn:
+        with self._store.read() as conn:
             rows = conn.execute(Q["list_tenants"]).fetchall()
-        return [TenantInfo(id=r[0], name=r[1], created_at=from_micros(r[2])) for r in rows]
+        return [tenant_info_from_row(row, from_micros) for row in rows]

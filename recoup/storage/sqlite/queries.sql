@@ -222,6 +222,10 @@ SELECT state, count(*) FROM jobs GROUP BY state
 -- count_by_state_of_tenant --
 SELECT state, count(*) FROM jobs WHERE tenant = :tenant GROUP BY state
 
+-- due_backlog --
+-- Served by the partial index of scheduled jobs on run_at.
+SELECT count(*) FROM jobs WHERE state = 'scheduled' AND run_at <= :now
+
 -- prune_jobs --
 DELETE FROM jobs
 WHERE id IN (SELECT id FROM jobs WHERE expires_at <= :now ORDER BY expires_at LIMIT :limit)

@@ -23,11 +23,11 @@ import threading
 import time
 import weakref
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
-from recoup.errors import Conflict, InvalidInput, StorageError
+from recoup.errors import InvalidInput, StorageError
 from recoup.jobs.model import (
     ERROR_LIMIT,
     RESPONSE_EXCERPT_LIMIT,
@@ -42,6 +42,15 @@ from recoup.jobs.model import (
 from recoup.jobs.schedule_model import NewSchedule, Schedule
 from recoup.jobs.store import ClaimParams, JobFilter, JobPage, PruneResult
 from recoup.storage import _rows
+from recoup.storage._common import (
+    check_page_limit,
+    check_schedule_jobs,
+    clip,
+    insert_conflict,
+    job_page,
+    schedule_conflict,
+    state_counts,
+)
 from recoup.storage._rows import FINAL_STATE_OF, LOST_ERROR, ONE_US, from_micros, micros
 from recoup.storage._sql import Migration, load_migrations, load_queries
 
@@ -182,6 +191,18 @@ class SqliteStore:
                     conn.execute("ROLLBACK")
                 raise
 
+    def read(self) -> AbstractContextManager[sqlite3.Connection]:
+        """This thread's connection, outside any transaction (autocommit reads), for the other
+        table modules of this backend (`api_tables`) that live in the same database. SQLite
+        errors inside the block become `StorageError`."""
+        return self._connection()
+
+    def write(self) -> AbstractContextManager[sqlite3.Connection]:
+        """One `BEGIN IMMEDIATE` write transaction on this thread's connection, committed when
+        the block ends and rolled back if it raises: the same write lock, busy timeout and error
+        translation as the job store's own writes, for this backend's other table modules."""
+        return self._write()
+
     def close(self) -> None:
         self._closed = True
         with self._all_lock:
@@ -263,22 +284,10 @@ class SqliteStore:
                     ).fetchone()
                     if found is not None:
                         return _rows.job_from_row(found, from_micros)
-                raise self._conflict(conn, job)
+                raise insert_conflict(conn, Q, job)
             conn.execute(Q["bump_wakeups"])
         self._wakeups.notify()
         return _rows.job_from_row(row, from_micros)
-
-    @staticmethod
-    def _conflict(conn: sqlite3.Connection, job: NewJob) -> Conflict:
-        if job.name is not None:
-            live = conn.execute(
-                Q["get_live_job_by_name"], {"tenant": job.tenant, "name": job.name}
-            ).fetchone()
-            if live is not None:
-                return Conflict(f"a live job of tenant {job.tenant!r} is named {job.name!r}")
-        if conn.execute(Q["get_job_any_tenant"], {"id": job.id}).fetchone() is not None:
-            return Conflict(f"a job with id {job.id!r} exists")
-        return Conflict(f"schedule {job.schedule_id!r} already has a job at {job.run_at}")
 
     def insert_many(self, jobs: Sequence[NewJob], *, now: datetime) -> int:
         if not jobs:
@@ -342,7 +351,7 @@ class SqliteStore:
                         "retry": retry,
                         "final_state": FINAL_STATE_OF[run.outcome].value,
                         "retry_at": micros(retry_at),
-                        "error": _clip(run.error, ERROR_LIMIT),
+                        "error": clip(run.error, ERROR_LIMIT),
                         "now": now_us,
                     },
                 ).fetchone()
@@ -427,6 +436,11 @@ class SqliteStore:
             value = conn.execute(Q["next_due_at"]).fetchone()[0]
         return None if value is None else from_micros(value)
 
+    def due_backlog(self, now: datetime) -> int:
+        with self._connection() as conn:
+            count: int = conn.execute(Q["due_backlog"], {"now": micros(now)}).fetchone()[0]
+        return count
+
     def wait_for_notify(self, timeout: float) -> bool:
         """Sleep up to `timeout` seconds; True as soon as jobs were inserted (or released or
         rescued) through any store on this database, False on timeout or once the store is
@@ -501,8 +515,7 @@ class SqliteStore:
         return None if row is None else _rows.job_from_row(row, from_micros)
 
     def list_jobs(self, query: JobFilter) -> JobPage:
-        if not 1 <= query.limit <= 1000:
-            raise InvalidInput("limit", query.limit, "expected 1–1000")
+        check_page_limit(query.limit)
         cursor_created: int | None = None
         cursor_id: str | None = None
         if query.cursor is not None:
@@ -521,12 +534,7 @@ class SqliteStore:
                     "limit": query.limit + 1,  # one more says whether a next page exists
                 },
             ).fetchall()
-        jobs = [_rows.job_from_row(row, from_micros) for row in rows[: query.limit]]
-        next_cursor = None
-        if len(rows) > query.limit:
-            last = jobs[-1]
-            next_cursor = _rows.encode_cursor(last.created_at, last.id)
-        return JobPage(jobs=jobs, next_cursor=next_cursor)
+        return job_page(rows, query.limit, lambda row: _rows.job_from_row(row, from_micros))
 
     def runs(self, tenant: str, job_id: str) -> list[Run]:
         with self._connection() as conn:
@@ -539,10 +547,7 @@ class SqliteStore:
                 rows = conn.execute(Q["count_by_state"]).fetchall()
             else:
                 rows = conn.execute(Q["count_by_state_of_tenant"], {"tenant": tenant}).fetchall()
-        counts = dict.fromkeys(JobState, 0)
-        for state, count in rows:
-            counts[JobState(state)] = count
-        return counts
+        return state_counts(rows)
 
     # Retention
 
@@ -565,32 +570,11 @@ class SqliteStore:
     def insert_schedule(
         self, schedule: NewSchedule, *, next_fire_at: datetime | None, now: datetime
     ) -> Schedule:
-        max_attempts, min_s, max_s, jitter = _rows.retry_values(schedule.retry)
+        values = _rows.schedule_values(schedule, next_fire_at=next_fire_at, now=now, instant=micros)
         with self._write() as conn:
-            row = conn.execute(
-                Q["insert_schedule"],
-                {
-                    "id": schedule.id,
-                    "tenant": schedule.tenant,
-                    "name": schedule.name,
-                    "rule": _rows.dumps(_rows.rule_to_dict(schedule.rule)),
-                    "target": _rows.dumps(_rows.target_to_dict(schedule.target)),
-                    "payload": _rows.payload_json(schedule.payload),
-                    "max_attempts": max_attempts,
-                    "min_backoff_s": min_s,
-                    "max_backoff_s": max_s,
-                    "jitter": jitter,
-                    "timeout_s": schedule.timeout.total_seconds(),
-                    "missed": schedule.missed.value,
-                    "next_fire_at": None if next_fire_at is None else micros(next_fire_at),
-                    "now": micros(now),
-                },
-            ).fetchone()
+            row = conn.execute(Q["insert_schedule"], values).fetchone()
         if row is None:
-            raise Conflict(
-                f"tenant {schedule.tenant!r} already has a schedule named {schedule.name!r}"
-                f" (or the id {schedule.id!r} is taken)"
-            )
+            raise schedule_conflict(schedule)
         return _rows.schedule_from_row(row, from_micros)
 
     def get_schedule(self, tenant: str, schedule_id: str) -> Schedule | None:
@@ -652,7 +636,7 @@ class SqliteStore:
         jobs: Sequence[NewJob],
         now: datetime,
     ) -> bool:
-        _check_schedule_jobs(schedule_id, jobs)
+        check_schedule_jobs(schedule_id, jobs)
         now_us = micros(now)
         encoder = _rows.JobEncoder(micros)
         rows = [encoder.row(job, now_us) for job in jobs]
@@ -674,18 +658,6 @@ class SqliteStore:
         return True
 
 
-def _check_schedule_jobs(schedule_id: str, jobs: Sequence[NewJob]) -> None:
-    for job in jobs:
-        if job.schedule_id != schedule_id:
-            raise InvalidInput(
-                "jobs.schedule_id", job.schedule_id, f"expected the schedule's id {schedule_id!r}"
-            )
-
-
-def _clip(text: str | None, limit: int) -> str | None:
-    return None if text is None else text[:limit]
-
-
 def _run_values(run: Run, outcome: RunOutcome) -> tuple[Any, ...]:
     return (
         run.job_id,
@@ -696,8 +668,8 @@ def _run_values(run: Run, outcome: RunOutcome) -> tuple[Any, ...]:
         outcome.value,
         run.status_code,
         max(0.0, run.duration_ms),
-        _clip(run.response_excerpt, RESPONSE_EXCERPT_LIMIT),
-        _clip(run.error, ERROR_LIMIT),
+        clip(run.response_excerpt, RESPONSE_EXCERPT_LIMIT),
+        clip(run.error, ERROR_LIMIT),
         run.worker_id,
     )
 

@@ -1,0 +1,2 @@
+"""SQLite migrations: numbered plain SQL files (`0001_init.sql`, …) applied in order by
+`SqliteStore.migrate`; this package only makes them loadable as resources."""
