@@ -5,7 +5,8 @@
 Workloads, each on a fresh database of its own on the same PostgreSQL server:
 
 - enqueue: bulk-insert N due jobs (jobs/s);
-- drain: one worker process runs N due no-op jobs (jobs/s);
+- drain: one worker process runs N due no-op jobs (jobs/s), an async handler as the peers';
+  Recoup's sync `inline=True` fast path is measured too, on a row of its own (no peer has one);
 - burst: 2,000 jobs due at one instant, a worker already running; firing lag p50/p99 (ms);
 - claim cost: Recoup's claim of a due batch with and without millions of far-future jobs.
 
@@ -17,6 +18,7 @@ Recoup/peer ratios (higher is better for rates; for lag, peer/Recoup).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -135,23 +137,32 @@ def main() -> None:
 
     results: dict[str, dict[str, Any]] = {}
 
+    def run_ours(workload: str, n: int, dsn: str) -> dict[str, Any]:
+        return run_recoup(workload, dsn, n, 50)
+
+    def run_theirs(peer: str, workload: str, n: int, conc: int, dsn: str) -> dict[str, Any]:
+        return run_peer(python, peer, workload, dsn, n, conc)
+
     def measure(key: str, fn: Callable[[str], dict[str, Any]], db: str) -> None:
         dsn = fresh_database(args.dsn, db)
         results[key] = fn(dsn)
         print(f"{key}: {results[key]}", file=sys.stderr)
 
     for workload, n in (("enqueue", n_enqueue), ("drain", n_drain), ("burst", n_burst)):
-        measure(
-            f"recoup/{workload}", lambda d, w=workload, k=n: run_recoup(w, d, k, 50), "bench_recoup"
-        )
+        measure(f"recoup/{workload}", functools.partial(run_ours, workload, n), "bench_recoup")
         for peer in PEERS:
             k = n_drain_procrastinate if (peer, workload) == ("procrastinate", "drain") else n
             conc = 10 if peer == "procrastinate" else 50
             measure(
                 f"{peer}/{workload}",
-                lambda d, p=peer, w=workload, k=k, c=conc: run_peer(python, p, w, d, k, c),
+                functools.partial(run_theirs, peer, workload, k, conc),
                 f"bench_{peer}",
             )
+    measure(
+        "recoup/drain_inline",
+        lambda d: run_recoup("drain_inline", d, n_drain, 50),
+        "bench_recoup",
+    )
     measure(
         "recoup/claim_cost",
         lambda d: run_recoup("claim_cost", d, far_future, 50),
@@ -174,6 +185,7 @@ def print_table(results: dict[str, dict[str, Any]]) -> None:
     rows = [
         ("bulk enqueue (jobs/s)", "enqueue", "jobs_per_s", True),
         ("drain, one worker (jobs/s)", "drain", "jobs_per_s", True),
+        ("  Recoup inline handler (jobs/s)", "drain_inline", "jobs_per_s", True),
         ("burst of 2,000: lag p50 (ms)", "burst", "lag_p50_ms", False),
         ("burst of 2,000: lag p99 (ms)", "burst", "lag_p99_ms", False),
     ]
@@ -184,7 +196,7 @@ def print_table(results: dict[str, dict[str, Any]]) -> None:
     for label, workload, field, higher_is_better in rows:
         ours = get(f"recoup/{workload}", field)
         peers = [get(f"{p}/{workload}", field) for p in PEERS]
-        ratios = []
+        ratios: list[float | None] = []
         for theirs in peers:
             if ours is None or theirs is None or ours == 0 or theirs == 0:
                 ratios.append(None)
@@ -198,10 +210,14 @@ def print_table(results: dict[str, dict[str, Any]]) -> None:
         )
     cost = results.get("recoup/claim_cost", {})
     if "empty_ms" in cost:
+        batch, far_future = int(cost["batch"]), int(cost["far_future"])
         print(
-            f"claim of a due batch of {cost.get('batch')}: {cost['empty_ms']:.2f} ms with no other"
-            f" jobs, {cost['loaded_ms']:.2f} ms beside {cost['far_future']:,} far-future jobs"
+            f"claim of a due batch of {batch:,}: {cost['empty_ms']:.2f} ms with no other jobs,"
+            f" {cost['loaded_ms']:.2f} ms beside {far_future:,} far-future jobs"
+            f" ({cost['loaded_ms'] / cost['empty_ms']:.2f}×)"
         )
+    elif "error" in cost:
+        print(f"claim cost: failed: {cost['error']}")
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 
     .venv/bin/python bench/recoup_workloads.py WORKLOAD --dsn DSN --n N [--concurrency C]
 
-WORKLOAD: enqueue | drain | burst | claim_cost. Prints one JSON object on stdout. The handler
-is an async no-op, as in the peers' workloads.
+WORKLOAD: enqueue | drain | drain_inline | burst | claim_cost. Prints one JSON object on stdout.
+The handler is an async no-op, as in the peers' workloads; drain_inline runs the same drain with
+a sync no-op registered `inline=True` (Recoup's fast path, no peer equivalent: reported apart).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import statistics
 import sys
 import time
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import psycopg
 
@@ -55,19 +57,32 @@ async def run_worker_until(worker: Worker, done: asyncio.Event, timeout: float) 
         await task
 
 
-async def drain(store: PostgresStore, n: int, concurrency: int) -> dict[str, float]:
+async def drain(
+    store: PostgresStore, n: int, concurrency: int, *, inline: bool = False
+) -> dict[str, float]:
     enqueue(store, n, datetime.now(UTC))
+    with psycopg.connect(store.url, autocommit=True) as conn:  # as the peers' drains do
+        conn.execute("ANALYZE")
     handlers = HandlerRegistry()
     done = asyncio.Event()
     count = 0
 
-    async def noop(ctx: HandlerContext) -> None:
+    def count_one() -> None:
         nonlocal count
         count += 1
         if count >= n:
             done.set()
 
-    handlers.add("noop", noop)
+    async def noop(ctx: HandlerContext) -> None:
+        count_one()
+
+    def noop_inline(ctx: HandlerContext) -> None:
+        count_one()
+
+    if inline:
+        handlers.add("noop", noop_inline, inline=True)
+    else:
+        handlers.add("noop", noop)
     worker = Worker(store, handlers=handlers, concurrency=concurrency, schedules=False)
     start = time.perf_counter()
     await run_worker_until(worker, done, timeout=600)
@@ -101,7 +116,7 @@ async def burst(store: PostgresStore, n: int, concurrency: int) -> dict[str, flo
     }
 
 
-def claim_cost(store: PostgresStore, far_future: int) -> dict[str, float]:
+def claim_cost(store: PostgresStore, far_future: int) -> dict[str, Any]:
     """The time to claim a due batch, alone and beside `far_future` jobs due in a year."""
 
     def probe() -> float:
@@ -119,7 +134,9 @@ def claim_cost(store: PostgresStore, far_future: int) -> dict[str, float]:
             start = time.perf_counter()
             claimed = store.claim_due(params)
             timings.append(time.perf_counter() - start)
-            assert len(claimed) <= CLAIM_BATCH
+            # A full batch, all of it due now: a claim that found nothing would time nothing.
+            assert len(claimed) == CLAIM_BATCH, len(claimed)
+            assert all(job.run_at <= now for job in claimed)
             enqueue(store, CLAIM_BATCH, now)
         return statistics.median(timings) * 1000
 
@@ -128,22 +145,20 @@ def claim_cost(store: PostgresStore, far_future: int) -> dict[str, float]:
     with psycopg.connect(store.url, autocommit=True) as conn:  # fresh planner statistics
         conn.execute(f"ANALYZE {store.schema}.jobs")
     loaded = probe()
-    return {
-        "batch": float(CLAIM_BATCH),
-        "empty_ms": empty,
-        "loaded_ms": loaded,
-        "far_future": float(far_future),
-    }
+    return {"batch": CLAIM_BATCH, "empty_ms": empty, "loaded_ms": loaded, "far_future": far_future}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("workload", choices=["enqueue", "drain", "burst", "claim_cost"])
+    parser.add_argument(
+        "workload", choices=["enqueue", "drain", "drain_inline", "burst", "claim_cost"]
+    )
     parser.add_argument("--dsn", required=True)
     parser.add_argument("--n", type=int, required=True)
     parser.add_argument("--concurrency", type=int, default=50)
     args = parser.parse_args()
     store = PostgresStore(args.dsn, max_size=8)
+    result: dict[str, Any]
     try:
         if args.workload == "enqueue":
             start = time.perf_counter()
@@ -151,6 +166,8 @@ def main() -> None:
             result = {"jobs_per_s": args.n / (time.perf_counter() - start)}
         elif args.workload == "drain":
             result = asyncio.run(drain(store, args.n, args.concurrency))
+        elif args.workload == "drain_inline":
+            result = asyncio.run(drain(store, args.n, args.concurrency, inline=True))
         elif args.workload == "burst":
             result = asyncio.run(burst(store, args.n, args.concurrency))
         else:

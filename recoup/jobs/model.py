@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from recoup.errors import InvalidInput
 from recoup.timekeeping.instants import require_aware
@@ -27,6 +27,19 @@ from recoup.timekeeping.instants import require_aware
 DEFAULT_TENANT = "default"
 RESPONSE_EXCERPT_LIMIT = 2048  # characters of a target's response kept in the run log
 ERROR_LIMIT = 2048  # characters of an error message kept in the run log
+
+R = TypeVar("R")
+
+
+def trusted(cls: type[R], fields: dict[str, Any]) -> R:
+    """A record of `cls` (one of the frozen dataclasses below) from values already checked,
+    without `__init__` and `__post_init__`: for the hot paths that build records from what the
+    store wrote or from the worker's own clock (decoding a claimed batch, reporting attempts),
+    where re-validation costs more than the work itself. `fields` must name every field, every
+    instant aware; records built by callers (`NewJob`, `Run(...)`) are still validated."""
+    record = object.__new__(cls)
+    object.__setattr__(record, "__dict__", fields)
+    return record
 
 
 class JobState(StrEnum):

@@ -14,8 +14,9 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
+import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -29,6 +30,7 @@ from recoup.jobs.model import (
     RetryPolicy,
     Run,
     Target,
+    Tenant,
 )
 from recoup.jobs.schedule_model import NewSchedule, Schedule
 from recoup.jobs.schedules import (
@@ -40,6 +42,7 @@ from recoup.jobs.schedules import (
     validate_rule,
     validate_schedule_name,
 )
+from recoup.jobs.signing import new_signing_secret
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.store import JobFilter, JobPage, JobStore
 from recoup.jobs.worker import Worker
@@ -49,6 +52,44 @@ from recoup.timekeeping.instants import to_utc
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 _KEEP_DEFAULT = timedelta(days=7)  # as NewJob's default retention
 WORKER_START_TIMEOUT = 10.0  # seconds to wait for an embedded worker to start
+# RFC 9110 §5.1: a field name is a token; §5.5: a field value is visible ASCII with inner
+# spaces or tabs (obs-text is refused: httpx sends header values as ASCII).
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_HEADER_VALUE = re.compile(r"([\x21-\x7e]([ \t]*[\x21-\x7e])*)?")
+_URL_FORBIDDEN = re.compile(r"[\x00-\x20\x7f]")  # whitespace and control characters
+
+
+def check_url_text(url: str) -> None:
+    """`InvalidInput` naming `target.url` for a URL with whitespace or control characters,
+    which no request can carry (percent-encode them: `%20`)."""
+    found = _URL_FORBIDDEN.search(url)
+    if found is not None:
+        raise InvalidInput(
+            "target.url",
+            url,
+            f"expected a URL without spaces or control characters (found {found.group()!r} "
+            f"at {found.start()}; percent-encode it)",
+        )
+
+
+def check_headers(headers: Mapping[str, str]) -> None:
+    """`InvalidInput` naming `target.headers` for a header that cannot be sent: a name that
+    is not an RFC 9110 token, or a value with CR, LF, NUL, other controls, non-ASCII
+    characters, or leading or trailing whitespace."""
+    for name, value in headers.items():
+        if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
+            raise InvalidInput(
+                "target.headers",
+                name,
+                "expected header names made of letters, digits and !#$%&'*+-.^_`|~",
+            )
+        if not isinstance(value, str) or not _HEADER_VALUE.fullmatch(value):
+            raise InvalidInput(
+                "target.headers",
+                {name: value},
+                "expected header values of printable ASCII without CR, LF or control "
+                "characters, and no leading or trailing whitespace",
+            )
 
 
 class Scheduler:
@@ -64,16 +105,40 @@ class Scheduler:
         self.clock: Clock = clock or SystemClock()
         self.ssrf = ssrf or SsrfGuard()
         self._workers: builtins.list[Worker] = []
+        self._default_tenant_ready = False
+
+    def default_tenant(self) -> Tenant:
+        """The embedded default tenant, created with a fresh `whsec_` signing secret on first
+        use (jobs and schedules of `DEFAULT_TENANT` ensure it, so HTTP jobs enqueued without
+        the HTTP service go out signed). Idempotent and race-safe: the store inserts the row
+        only if absent and returns the stored one, so every process agrees on one secret."""
+        tenant: Tenant = self.store.ensure_tenant(
+            Tenant(
+                id=DEFAULT_TENANT,
+                name=DEFAULT_TENANT,
+                signing_secret=new_signing_secret(),
+                created_at=self.clock.now(),
+            )
+        )
+        self._default_tenant_ready = True
+        return tenant
+
+    def _ensure_tenant(self, tenant: str) -> None:
+        if tenant == DEFAULT_TENANT and not self._default_tenant_ready:
+            self.default_tenant()
 
     # -- one-off jobs ------------------------------------------------------------------------
 
     def check_target(self, target: Target) -> Target:
-        """Validate a target at creation: method, URL scheme and host, SSRF guard."""
+        """Validate a target at creation: method, URL characters, scheme and host, header
+        names and values, SSRF guard; what would only fail at send time fails here."""
         if isinstance(target, HttpTarget):
             if target.method.upper() not in HTTP_METHODS:
                 raise InvalidInput(
                     "target.method", target.method, f"expected one of {HTTP_METHODS}"
                 )
+            check_url_text(target.url)
+            check_headers(target.headers)
             self.ssrf.check_url(target.url)
         return target
 
@@ -113,6 +178,7 @@ class Scheduler:
     def submit(self, job: NewJob) -> Job:
         """Insert a prepared `NewJob` (after the same checks as `enqueue`)."""
         self.check_target(job.target)
+        self._ensure_tenant(job.tenant)
         stored = self.store.insert(job, now=self.clock.now())
         self._poke()
         return stored
@@ -122,9 +188,14 @@ class Scheduler:
         Returns how many were inserted."""
         checked: set[str] = set()
         for job in jobs:
-            if isinstance(job.target, HttpTarget) and job.target.url not in checked:
-                self.check_target(job.target)
-                checked.add(job.target.url)
+            if isinstance(job.target, HttpTarget):
+                if job.target.url in checked:
+                    check_headers(job.target.headers)  # the URL's checks (DNS) are done once
+                else:
+                    self.check_target(job.target)
+                    checked.add(job.target.url)
+        for tenant in {job.tenant for job in jobs}:
+            self._ensure_tenant(tenant)
         count = self.store.insert_many(jobs, now=self.clock.now())
         self._poke()
         return count
@@ -199,6 +270,7 @@ class Scheduler:
         validate_schedule_name(schedule.name)
         rule = validate_rule(schedule.rule)
         self.check_target(schedule.target)
+        self._ensure_tenant(schedule.tenant)
         if rule != schedule.rule:
             schedule = NewSchedule(**{**_fields(schedule), "rule": rule})
         now = self.clock.now()

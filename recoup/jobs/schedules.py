@@ -29,7 +29,12 @@ from recoup.jobs.model import NewJob
 from recoup.jobs.schedule_model import CronRule, MissedPolicy, Rule, Schedule
 from recoup.timekeeping.cron import cron_next, iter_cron, validate_cron
 from recoup.timekeeping.instants import format_utc, to_utc
-from recoup.timekeeping.recurrence import anchor_from, first_after, iter_occurrences
+from recoup.timekeeping.recurrence import (
+    SeriesEnded,
+    anchor_from,
+    first_after,
+    iter_occurrences,
+)
 from recoup.timekeeping.zones import zone
 
 SCHEDULE_HORIZON = timedelta(minutes=1)  # materialise occurrences due within this much
@@ -66,7 +71,10 @@ def next_after(rule: Rule, instant: datetime) -> datetime | None:
     """The rule's first occurrence strictly after `instant` (UTC), or None if it has ended."""
     if isinstance(rule, CronRule):
         return cron_next(rule.expression, rule.timezone, instant)
-    return first_after(anchor_from(rule), instant).at
+    try:
+        return first_after(anchor_from(rule), instant).at
+    except SeriesEnded:  # the next renewal would fall past year 9999
+        return None
 
 
 def iter_after(rule: Rule, instant: datetime) -> Iterator[datetime]:
@@ -75,13 +83,17 @@ def iter_after(rule: Rule, instant: datetime) -> Iterator[datetime]:
         yield from iter_cron(rule.expression, rule.timezone, instant)
         return
     anchor = anchor_from(rule)
-    first = first_after(anchor, instant)
+    try:
+        first = first_after(anchor, instant)
+    except SeriesEnded:  # no renewal before year 9999 ends: the series is over
+        return
     for occ in iter_occurrences(anchor, first.n):
         yield occ.at
 
 
 def upcoming(rule: Rule, after: datetime, count: int) -> list[datetime]:
-    """The next `count` occurrences strictly after `after`."""
+    """The next `count` occurrences strictly after `after`; fewer when the series ends first
+    (an anchor's renewals end at the last one before year 9999 is over)."""
     found: list[datetime] = []
     if count <= 0:
         return found

@@ -7,12 +7,22 @@ that identifies the message, not the attempt, so receivers can deduplicate on it
 
 from __future__ import annotations
 
+import base64
 import functools
+import secrets
 from datetime import UTC, datetime
+from typing import Final
 
 from standardwebhooks import Webhook
 
 from recoup.timekeeping.instants import require_aware
+
+SIGNING_SECRET_BYTES: Final = 24  # random bytes in a signing secret
+
+
+def new_signing_secret() -> str:
+    """A Standard Webhooks secret: `whsec_` + base64 of random bytes."""
+    return "whsec_" + base64.b64encode(secrets.token_bytes(SIGNING_SECRET_BYTES)).decode()
 
 
 @functools.lru_cache(maxsize=256)
@@ -36,4 +46,4 @@ def signature_headers(
     }
 
 
-__all__ = ["signature_headers"]
+__all__ = ["SIGNING_SECRET_BYTES", "new_signing_secret", "signature_headers"]

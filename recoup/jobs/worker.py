@@ -62,6 +62,7 @@ from recoup.jobs.model import (
     PythonTarget,
     Run,
     RunOutcome,
+    trusted,
 )
 from recoup.jobs.schedules import SCHEDULE_HORIZON, materialise
 from recoup.jobs.ssrf import SsrfGuard
@@ -86,7 +87,7 @@ DEFAULT_GRACE = timedelta(seconds=30)  # running attempts may finish this long a
 MAX_SLEEP = 1.0  # seconds; the longest idle sleep without a notification
 MIN_SLEEP = 0.002  # seconds; the shortest idle sleep, so a contended claim cannot spin
 ERROR_PAUSE = 1.0  # seconds to wait after a store error before trying again
-NOTIFY_WAIT = 0.5  # seconds each `wait_for_notify` call blocks in the listener thread
+NOTIFY_WAIT = 0.1  # seconds each `wait_for_notify` call blocks (and stop waits for the listener)
 SECRET_TTL = 60.0  # seconds a tenant's signing secret is cached
 SCHEDULE_INTERVAL = timedelta(seconds=5)  # how often the materialiser runs
 PRUNE_INTERVAL = timedelta(minutes=10)  # how often finished jobs past keep_for are deleted
@@ -94,6 +95,10 @@ KEEP_RUNS_FOR = timedelta(days=30)  # run-log retention (kept after their job is
 PRUNE_LIMIT = 10_000  # rows deleted per prune call (each its own short transaction)
 
 _WAITING, _READY, _RUNNING, _DONE, _REVOKED = range(5)
+CONSUMER_STREAK = 64  # attempts a consumer runs back to back before yielding to the loop
+_INTERRUPTED = AttemptResult(
+    AttemptOutcome.RETRY, error="interrupted: the worker stopped, or no longer holds the job"
+)
 
 
 class _Held:
@@ -138,7 +143,14 @@ class Worker:
 
     `handlers` maps Python targets to functions; `ssrf` guards HTTP targets at send time (the
     default refuses every non-public address); `wall_clock` stamps signatures (real time even
-    when `clock` is virtual). `rng` draws backoff jitter (seed it for reproducible tests)."""
+    when `clock` is virtual). `rng` draws backoff jitter (seed it for reproducible tests).
+
+    `on_attempt(job, run)` observes every attempt whose completion this worker wrote (metrics,
+    logs): called on the worker's event loop, once per attempt, right after the batch holding
+    it was written, with the job as claimed (`job.run_at` is the instant it was due) and the
+    run as reported (a RETRY may be logged as FAILED by the store when attempts are spent).
+    Attempts the store took back (revoked) are not reported. It must be quick and must not
+    block; an exception it raises is logged and ignored."""
 
     def __init__(
         self,
@@ -168,6 +180,7 @@ class Worker:
         keep_runs_for: timedelta = KEEP_RUNS_FOR,
         max_sleep: float = MAX_SLEEP,
         store_threads: int = 4,
+        on_attempt: Callable[[Job, Run], None] | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be ≥ 1")
@@ -201,6 +214,7 @@ class Worker:
         self.keep_runs_for = keep_runs_for
         self.max_sleep = max_sleep
         self.store_threads = store_threads
+        self.on_attempt = on_attempt
         self.stats = WorkerStats()
         self.started = threading.Event()  # set once `run()` is claiming
         self.stopped = threading.Event()  # set once `run()` has shut down
@@ -211,6 +225,11 @@ class Worker:
         self._timers: dict[datetime, asyncio.TimerHandle] = {}
         self._unstarted = 0  # held jobs in _WAITING or _READY
         self._running = 0
+        # Started attempts of async Python handlers waiting for a consumer (`_consume`), the
+        # consumers alive, and how many of them are not awaiting a handler.
+        self._runq: deque[_Held] = deque()
+        self._consumers: set[asyncio.Task[None]] = set()
+        self._free = 0
         self._done: list[tuple[_Held, AttemptResult, datetime, datetime]] = []
         self._secrets: dict[str, tuple[str | None, float]] = {}
         self._stopping = False
@@ -267,11 +286,11 @@ class Worker:
                         log.exception("worker %s: store call failed; retrying", self.worker_id)
                         await self._wait_wake(ERROR_PAUSE)
             finally:
+                self._listener_stop.set()  # it ends its last wait while we shut down
                 await self._shutdown()
                 for task in tasks:
                     task.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
-                self._listener_stop.set()
                 if listener is not None:
                     await asyncio.get_running_loop().run_in_executor(None, listener.join, 2.0)
                 self.stopped.set()
@@ -469,11 +488,81 @@ class Worker:
         started_at = self.clock.now()
         held.started_at = started_at
         if isinstance(target, PythonTarget):
+            registered = self.handlers.get(target.handler)
+            if registered is not None and registered.is_async:
+                # No task of its own: the consumers run it (see `_consume`).
+                self._runq.append(held)
+                if len(self._runq) > self._free:
+                    self._spawn_consumer()
+                return
             result = run_inline(self.handlers, target.handler, job)
             if result is not None:
                 self._finish(held, result)
                 return
         held.task = asyncio.get_running_loop().create_task(self._attempt(held))
+
+    def _spawn_consumer(self) -> None:
+        self._free += 1
+        task = asyncio.get_running_loop().create_task(self._consume(), name="recoup-consumer")
+        self._consumers.add(task)
+        task.add_done_callback(self._consumers.discard)
+
+    async def _consume(self) -> None:
+        """Run started attempts of async Python handlers from `_runq`, one after another, and
+        end when none is left. A task per attempt costs more than a no-op handler; a few of
+        these carry them instead: another is spawned whenever more attempts wait than there
+        are consumers free to take them (not awaiting a handler), so an attempt never waits
+        for another one's handler, and there are never more than `concurrency`. A handler
+        runs inside its consumer's task, so `asyncio.timeout` and `current_task` work in it.
+
+        Revoking an attempt cancels its consumer; the consumer reports it interrupted, takes
+        the cancellation back (`uncancel`) and goes on. Any other cancellation (shutdown past
+        its grace) ends the consumer, interrupting the attempts still queued too."""
+        task = asyncio.current_task()
+        assert task is not None
+        runq = self._runq
+        streak = 0
+        try:
+            while runq:
+                held = runq.popleft()
+                self._free -= 1
+                if held.state != _RUNNING:  # revoked while queued: release its slot
+                    self._free += 1
+                    self._finish(held, _INTERRUPTED)
+                    continue
+                job = held.job
+                target = job.target
+                assert isinstance(target, PythonTarget)
+                held.task = task
+                try:
+                    result = await run_handler(self.handlers, target.handler, job)
+                except asyncio.CancelledError:
+                    held.task = None
+                    revoked = held.state == _REVOKED
+                    self._free += 1
+                    self._finish(held, _INTERRUPTED)
+                    if revoked and task.uncancel() == 0:
+                        continue
+                    raise
+                except Exception as exc:  # a bug of ours, not the handler's: retry
+                    log.exception("worker %s: attempt of job %s crashed", self.worker_id, job.id)
+                    result = AttemptResult(AttemptOutcome.RETRY, error=describe(exc))
+                held.task = None
+                if held.state == _REVOKED and task.cancelling():
+                    task.uncancel()  # the handler swallowed its revocation
+                self._free += 1
+                self._finish(held, result)
+                streak += 1
+                if streak >= CONSUMER_STREAK:  # handlers that never suspend: let others run
+                    streak = 0
+                    await asyncio.sleep(0)
+        except asyncio.CancelledError:
+            while runq:  # nobody will run these now
+                held = runq.popleft()
+                self._finish(held, _INTERRUPTED)
+            raise
+        finally:
+            self._free -= 1
 
     async def _attempt(self, held: _Held) -> None:
         job = held.job
@@ -487,11 +576,7 @@ class Worker:
             else:
                 result = await run_handler(self.handlers, target.handler, job)
         except asyncio.CancelledError:
-            result = AttemptResult(
-                AttemptOutcome.RETRY,
-                error="interrupted: the worker stopped, or no longer holds the job",
-            )
-            self._finish(held, result)
+            self._finish(held, _INTERRUPTED)
             raise
         except Exception as exc:  # a bug of ours, not the target's: retry
             log.exception("worker %s: attempt of job %s crashed", self.worker_id, job.id)
@@ -556,8 +641,23 @@ class Worker:
                 self.stats.flushes += 1
                 for held, _, _, _ in batch:
                     self._held.pop(held.job.id, None)
+                if self.on_attempt is not None:  # one test per batch when nobody observes
+                    self._report_attempts(batch, completions)
                 if self._wake is not None:
                     self._wake.set()  # room to claim more
+
+    def _report_attempts(
+        self,
+        batch: list[tuple[_Held, AttemptResult, datetime, datetime]],
+        completions: list[Completion],
+    ) -> None:
+        observe = self.on_attempt
+        assert observe is not None
+        for (held, _, _, _), completion in zip(batch, completions, strict=True):
+            try:
+                observe(held.job, completion.run)
+            except Exception:  # an observer's bug must not stop the worker or lose a batch
+                log.exception("worker %s: on_attempt failed", self.worker_id)
 
     def _completion(
         self, held: _Held, result: AttemptResult, started_at: datetime, finished_at: datetime
@@ -580,20 +680,26 @@ class Worker:
             if result.outcome is AttemptOutcome.RETRY:
                 error = f"{error} (attempts spent: {job.attempts} of {job.retry.max_attempts})"
             self.stats.failed += 1
-        run = Run(
-            job_id=job.id,
-            tenant=job.tenant,
-            attempt=job.attempts,
-            started_at=started_at,
-            finished_at=finished_at,
-            outcome=outcome,
-            status_code=result.status_code,
-            duration_ms=result.duration_ms,
-            response_excerpt=result.response_excerpt,
-            error=error,
-            worker_id=self.worker_id,
-        )
-        return Completion(run=run, worker_id=self.worker_id, retry_at=retry_at)
+        fields: dict[str, Any] = {
+            "job_id": job.id,
+            "tenant": job.tenant,
+            "attempt": job.attempts,
+            "started_at": started_at,
+            "finished_at": finished_at,
+            "outcome": outcome,
+            "status_code": result.status_code,
+            "duration_ms": result.duration_ms,
+            "response_excerpt": result.response_excerpt,
+            "error": error,
+            "worker_id": self.worker_id,
+        }
+        # The instants come from our clock; a clock handing out naive ones is refused by the
+        # validating constructor, every other run skips re-validation (one per attempt).
+        if started_at.tzinfo is None or finished_at.tzinfo is None:
+            run = Run(**fields)
+        else:
+            run = trusted(Run, fields)
+        return trusted(Completion, {"run": run, "worker_id": self.worker_id, "retry_at": retry_at})
 
     # -- leases --------------------------------------------------------------------------------
 
@@ -720,7 +826,8 @@ class Worker:
                 self.stats.released += released
             except Exception:
                 log.exception("worker %s: releasing %d jobs failed", self.worker_id, len(ids))
-        tasks = [h.task for h in self._held.values() if h.state == _RUNNING and h.task]
+        tasks = {h.task for h in self._held.values() if h.state == _RUNNING and h.task}
+        tasks |= self._consumers  # they end once the attempts they run and hold are done
         if tasks:
             _, pending = await asyncio.wait(tasks, timeout=self.grace.total_seconds())
             for task in pending:

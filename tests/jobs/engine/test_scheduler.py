@@ -175,3 +175,55 @@ def test_the_exported_names_are_the_intended_ones() -> None:
     )
     for name in recoup.jobs.__all__:
         assert hasattr(recoup.jobs, name)
+
+
+def test_the_default_tenant_gets_a_signing_secret_and_its_jobs_go_out_signed(
+    database: Any, receiver: Any
+) -> None:
+    # Embedded use, no HTTP service and no `recoup tenants create`: the first job of the
+    # default tenant makes its whsec_ secret, and the worker signs with it.
+    from standardwebhooks import Webhook
+
+    from recoup.jobs.model import DEFAULT_TENANT
+
+    jobstore = database.open()  # not the `jobstore` fixture, which makes the tenant itself
+    assert jobstore.get_tenant(DEFAULT_TENANT) is None
+    scheduler = Scheduler(jobstore, ssrf=SsrfGuard(allow_private=True))
+    with scheduler.running_worker(grace=timedelta(seconds=1)):
+        scheduler.enqueue(HttpTarget(url=receiver.url, body={"invoice": "inv_1"}))
+        (request,) = receiver.wait_for(1)
+    tenant = jobstore.get_tenant(DEFAULT_TENANT)
+    assert tenant is not None and tenant.signing_secret.startswith("whsec_")
+    assert Webhook(tenant.signing_secret).verify(request.body, request.headers) == {
+        "invoice": "inv_1"
+    }
+    # Idempotent: another scheduler (another process) finds the same secret.
+    assert Scheduler(jobstore).default_tenant().signing_secret == tenant.signing_secret
+
+
+@pytest.mark.parametrize(
+    ("target", "field"),
+    [
+        (
+            HttpTarget(url="https://93.184.216.34/", headers={"X-A": "1\r\nX-B: 2"}),
+            "target.headers",
+        ),
+        (HttpTarget(url="https://93.184.216.34/", headers={"X A": "1"}), "target.headers"),
+        (HttpTarget(url="https://93.184.216.34/a b"), "target.url"),
+        (HttpTarget(url="https://93.184.216.34/\x00"), "target.url"),
+    ],
+)
+def test_embedded_users_get_the_same_target_checks_as_the_api(
+    jobstore: Any, target: HttpTarget, field: str
+) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        make(jobstore).enqueue(target)
+    assert caught.value.field == field
+    assert jobstore.count_by_state().get(JobState.SCHEDULED, 0) == 0
+
+
+def test_an_extreme_run_at_is_refused_naming_run_at(jobstore: Any) -> None:
+    extreme = datetime.fromisoformat("0001-01-01T00:00:00+14:00")
+    with pytest.raises(InvalidInput) as caught:
+        make(jobstore).enqueue(NOOP, run_at=extreme)
+    assert caught.value.field == "run_at"

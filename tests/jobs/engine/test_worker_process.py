@@ -107,3 +107,35 @@ def test_sigterm_lets_the_running_attempt_finish_then_exits_cleanly(
     assert scheduler.get(slow.id).state is JobState.SUCCEEDED
     assert [r.outcome for r in scheduler.runs(slow.id)] == [RunOutcome.SUCCEEDED]
     assert scheduler.get(later.id).state is JobState.SCHEDULED
+
+
+def test_a_worker_alone_serves_its_attempt_metrics_with_metrics_port(
+    jobstore: Any, receiver: Receiver, start_worker: Callable[..., subprocess.Popen[bytes]]
+) -> None:
+    import socket
+
+    import httpx
+
+    with socket.socket() as probe:  # a free port; the worker binds it a moment later
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    receiver.reply(Reply(200))
+    scheduler = Scheduler(jobstore, ssrf=SsrfGuard(allow_private=True))
+    job = scheduler.enqueue(HttpTarget(url=receiver.url))
+    worker = start_worker("--metrics-port", str(port))
+    assert wait_until(lambda: scheduler.get(job.id).state is JobState.SUCCEEDED, timeout=30)
+
+    def scraped() -> str:
+        try:
+            return httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=2).text
+        except httpx.TransportError:
+            return ""
+
+    # The completion is written before the hook runs: wait for the counter, not the state.
+    assert wait_until(lambda: 'recoup_attempts_total{outcome="succeeded"} 1.0' in scraped(), 10)
+    text = scraped()
+    assert "recoup_firing_lag_seconds_count 1.0" in text
+    assert "recoup_jobs_due 0.0" in text
+    assert 'recoup_jobs{state="succeeded"} 1.0' in text
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(15) == 0
