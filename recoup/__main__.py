@@ -1,3 +1,5 @@
+"""`python -m recoup`: the `recoup` command (see `recoup.cli`), exiting with its status."""
+
 import sys
 
 from recoup.cli import main

@@ -43,7 +43,7 @@ from recoup.api.schemas import (
     UpcomingOut,
 )
 from recoup.api.services import ApiTables, Services, open_api_tables
-from recoup.errors import RecoupError
+from recoup.errors import NotFound, RecoupError
 from recoup.idempotency import DEFAULT_LOCK_TIMEOUT, DEFAULT_RETENTION
 from recoup.jobs.model import JobState, new_id
 from recoup.jobs.schedule_model import MissedPolicy, NewSchedule
@@ -57,6 +57,7 @@ DEFAULT_MAX_BODY_BYTES = 256 * 1024  # a job's target body is a webhook payload,
 PRUNE_EVERY = timedelta(minutes=10)
 PRUNE_BATCH = 5_000  # keys deleted per statement
 MAX_ID_LENGTH = 100
+NO_NUL = r"^[^\x00]*$"  # path and query strings: PostgreSQL text cannot hold NUL
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -177,7 +178,7 @@ def create_app(
         )
 
     Post = Annotated[PostContext, Depends(posting)]
-    Id = Annotated[str, Path(min_length=1, max_length=MAX_ID_LENGTH)]
+    Id = Annotated[str, Path(min_length=1, max_length=MAX_ID_LENGTH, pattern=NO_NUL)]
 
     v1 = APIRouter(prefix="/v1", responses=ERRORS)
 
@@ -207,9 +208,11 @@ def create_app(
     def list_jobs(
         tenant: Tenant,
         state: JobState | None = None,
-        name_prefix: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+        name_prefix: Annotated[
+            str | None, Query(min_length=1, max_length=200, pattern=NO_NUL)
+        ] = None,
         limit: Annotated[int, Query(ge=1, le=500)] = 50,
-        cursor: Annotated[str | None, Query(min_length=1, max_length=500)] = None,
+        cursor: Annotated[str | None, Query(min_length=1, max_length=500, pattern=NO_NUL)] = None,
     ) -> Response:
         """Jobs of the tenant, newest first, a page at a time."""
         page = scheduler.list(
@@ -285,11 +288,22 @@ def create_app(
     def get_schedule(tenant: Tenant, schedule_id: Id) -> Response:
         return json_response(200, ScheduleOut.of(services.schedule(tenant, schedule_id)))
 
-    @v1.delete("/schedules/{schedule_id}", status_code=204, tags=["schedules"])
+    @v1.delete(
+        "/schedules/{schedule_id}",
+        status_code=204,
+        tags=["schedules"],
+        responses={
+            204: {"description": "Deleted now, or already deleted (a repeat is harmless)."},
+            404: {"model": Problem, "description": "The tenant never had this schedule."},
+        },
+    )
     def delete_schedule(tenant: Tenant, schedule_id: Id) -> Response:
-        """Delete the schedule and cancel its live jobs."""
-        services.schedule(tenant, schedule_id)  # a deleted one is gone: 404
-        scheduler.delete_schedule(schedule_id, tenant=tenant)
+        """Delete the schedule and cancel its live jobs. Idempotent, as DELETE of a job is: a
+        schedule already deleted answers 204 again; 404 only for one this tenant never had."""
+        found = scheduler.get_schedule(schedule_id, tenant=tenant)  # the store keeps deleted ones
+        if not found.deleted:
+            with contextlib.suppress(NotFound):  # a concurrent DELETE got there first
+                scheduler.delete_schedule(schedule_id, tenant=tenant)
         return Response(status_code=204)
 
     def _pause_route(paused: bool) -> Callable[[Id, PostContext], Response]:
@@ -326,7 +340,8 @@ def create_app(
     def upcoming(
         tenant: Tenant, schedule_id: Id, count: Annotated[int, Query(ge=1, le=100)] = 5
     ) -> Response:
-        """The next `count` occurrences after now."""
+        """The next `count` occurrences after now; fewer when the series ends first (an
+        anchor's renewals end with the last one before the end of year 9999)."""
         schedule = services.schedule(tenant, schedule_id)
         return json_response(200, UpcomingOut(upcoming=scheduler.upcoming(schedule, count)))
 

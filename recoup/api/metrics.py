@@ -1,9 +1,9 @@
-"""Prometheus metrics of one app, in the app's own registry (two apps in one process, as in
-tests, never share or clash on the global one).
+"""Prometheus metrics of one app (or one `recoup worker`), in its own registry (two apps in one
+process, as in tests, never share or clash on the global one).
 
 - `recoup_jobs{state}` and `recoup_jobs_due`: read from the database at scrape time;
 - `recoup_firing_lag_seconds` (histogram) and `recoup_attempts_total{outcome}`: observed by the
-  worker that runs in the same process (`observe_attempt`);
+  worker that runs in the same process, through its `on_attempt` hook (`observe_attempt`);
 - `recoup_http_requests_total{method,route,status}` and `recoup_http_request_duration_seconds`:
   labelled by route template (`/v1/jobs/{job_id}`), never by raw path, so ids cannot explode
   the label space.
@@ -12,19 +12,15 @@ tests, never share or clash on the global one).
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from recoup.jobs.model import Completion, Job, JobState
-from recoup.jobs.store import ClaimParams
+from recoup.jobs.model import Job, JobState, Run
 
 log = logging.getLogger("recoup.api")
 
@@ -58,8 +54,9 @@ class _StoreCollector(Collector):
         return result
 
 
-class ApiMetrics:
-    """The metrics of one app."""
+class JobMetrics:
+    """The job metrics of one process: the store's gauges, read at scrape time, and the
+    attempts of the worker that runs here (pass `observe_attempt` as its `on_attempt`)."""
 
     def __init__(
         self,
@@ -69,18 +66,6 @@ class ApiMetrics:
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.registry.register(_StoreCollector(count_by_state, due_backlog))
-        self.http_requests = Counter(
-            "recoup_http_requests",
-            "HTTP requests by method, route template and status.",
-            ["method", "route", "status"],
-            registry=self.registry,
-        )
-        self.http_duration = Histogram(
-            "recoup_http_request_duration_seconds",
-            "HTTP request latency by route template.",
-            ["route"],
-            registry=self.registry,
-        )
         self.firing_lag = Histogram(
             "recoup_firing_lag_seconds",
             "Delay between a job's run_at and the start of its attempt.",
@@ -94,12 +79,34 @@ class ApiMetrics:
             registry=self.registry,
         )
 
-    def observe_attempt(
-        self, *, outcome: str, scheduled_at: datetime, started_at: datetime
+    def observe_attempt(self, job: Job, run: Run) -> None:
+        """Record one attempt: a `Worker`'s `on_attempt` hook."""
+        self.attempts.labels(run.outcome.value).inc()
+        self.firing_lag.observe(max(0.0, (run.started_at - job.run_at).total_seconds()))
+
+
+class ApiMetrics(JobMetrics):
+    """The metrics of one app: the job metrics and its HTTP requests."""
+
+    def __init__(
+        self,
+        *,
+        count_by_state: Callable[[], Mapping[JobState, int]],
+        due_backlog: Callable[[], int] | None = None,
     ) -> None:
-        """Record one attempt (called by the in-process worker)."""
-        self.attempts.labels(outcome).inc()
-        self.firing_lag.observe(max(0.0, (started_at - scheduled_at).total_seconds()))
+        super().__init__(count_by_state=count_by_state, due_backlog=due_backlog)
+        self.http_requests = Counter(
+            "recoup_http_requests",
+            "HTTP requests by method, route template and status.",
+            ["method", "route", "status"],
+            registry=self.registry,
+        )
+        self.http_duration = Histogram(
+            "recoup_http_request_duration_seconds",
+            "HTTP request latency by route template.",
+            ["route"],
+            registry=self.registry,
+        )
 
 
 class MetricsMiddleware:
@@ -129,49 +136,3 @@ class MetricsMiddleware:
             template = getattr(route, "path", None) or "unmatched"
             self.metrics.http_requests.labels(scope.get("method", ""), template, str(status)).inc()
             self.metrics.http_duration.labels(template).observe(time.perf_counter() - begun)
-
-
-class MeteredStore:
-    """A job store that reports each attempt's firing lag and outcome to `metrics`, for a
-    worker running in the API's process. It watches two calls of the store protocol (the
-    claim gives each job's due instant, the completion its start and outcome) and passes
-    everything else through unchanged."""
-
-    MAX_TRACKED = 100_000  # claimed jobs remembered; a bound against leaks (revoked jobs)
-
-    def __init__(self, store: Any, metrics: ApiMetrics) -> None:
-        self._store = store
-        self._metrics = metrics
-        self._due: dict[str, datetime] = {}
-        self._lock = threading.Lock()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
-
-    def claim_due(self, params: ClaimParams) -> list[Job]:
-        jobs: list[Job] = self._store.claim_due(params)
-        with self._lock:
-            if len(self._due) + len(jobs) > self.MAX_TRACKED:
-                self._due.clear()
-            for job in jobs:
-                self._due[job.id] = job.run_at
-        return jobs
-
-    def complete_many(self, completions: Sequence[Completion], *, now: datetime) -> list[str]:
-        applied: list[str] = self._store.complete_many(completions, now=now)
-        for completion in completions:
-            run = completion.run
-            with self._lock:
-                due = self._due.pop(run.job_id, None)
-            if due is not None:
-                self._metrics.observe_attempt(
-                    outcome=run.outcome.value, scheduled_at=due, started_at=run.started_at
-                )
-        return applied
-
-    def release(self, worker_id: str, job_ids: Sequence[str], *, now: datetime) -> int:
-        with self._lock:
-            for job_id in job_ids:
-                self._due.pop(job_id, None)
-        released: int = self._store.release(worker_id, job_ids, now=now)
-        return released

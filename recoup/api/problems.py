@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from http import HTTPStatus
 from typing import Any
@@ -76,7 +77,9 @@ class ApiProblem(Exception):
 def problem_response(problem: Problem, headers: Mapping[str, str] | None = None) -> Response:
     body = problem.model_dump(mode="json", exclude_none=True)
     return Response(
-        json.dumps(body, ensure_ascii=False).encode(),
+        # allow_nan=False: a non-finite float must never leave as NaN (invalid JSON); `_short`
+        # keeps them out, and this would fail loudly (a logged 500) rather than emit one.
+        json.dumps(body, ensure_ascii=False, allow_nan=False).encode(),
         status_code=problem.status,
         media_type=PROBLEM_MEDIA_TYPE,
         headers=dict(headers or {}),
@@ -85,7 +88,10 @@ def problem_response(problem: Problem, headers: Mapping[str, str] | None = None)
 
 def _short(value: object) -> JsonValue:
     """The offending value if it is small and JSON-shaped; otherwise nothing (no echo of
-    large or odd payloads into error bodies)."""
+    large or odd payloads into error bodies). NaN and ±Infinity, which JSON cannot carry (a
+    body with them is invalid JSON), are echoed as their text: "nan", "inf", "-inf"."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
     if value is None or isinstance(value, bool | int | float):
         return value
     if isinstance(value, str):
@@ -176,7 +182,10 @@ def install(app: FastAPI) -> None:
         status = exc.status_code
         phrase = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else ""
         detail = exc.detail if isinstance(exc.detail, str) else phrase
-        problem = Problem(type="about:blank", title=phrase, status=status, detail=detail)
+        # A chunked body cut off by `BodyLimitMiddleware` arrives here: the same problem type
+        # as a body refused by its Content-Length.
+        kind = TYPE_BASE + "body-too-large" if isinstance(exc, BodyTooLarge) else "about:blank"
+        problem = Problem(type=kind, title=phrase, status=status, detail=detail)
         return problem_response(problem, exc.headers)
 
     app.add_exception_handler(ApiProblem, on_api_problem)

@@ -1,15 +1,24 @@
 """Request and response models of the /v1 API.
 
 Requests are strict (`extra="forbid"`: an unknown or misspelt field is an error naming it, never
-silently ignored); responses are plain models so /openapi.json describes every body.
+silently ignored; no string may hold NUL, which PostgreSQL cannot store); responses are plain
+models so /openapi.json describes every body.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, JsonValue, NaiveDatetime
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    NaiveDatetime,
+)
 
 from recoup.errors import InvalidInput
 from recoup.jobs.model import HttpTarget, Job, JobState, RetryPolicy, Run, Target
@@ -27,15 +36,45 @@ class ExactlyOne(InvalidInput):
         super().__init__(fields[0], None, f"expected exactly one of {' and '.join(fields)}")
 
 
+def _no_nul(value: str) -> str:
+    # PostgreSQL text cannot hold NUL; refused here, by field, on every backend alike.
+    if "\x00" in value:
+        raise ValueError("expected no NUL (\\x00) characters")
+    return value
+
+
+def _no_nul_inside(value: JsonValue) -> JsonValue:
+    """`_no_nul` through a JSON value (strings, keys, nested arrays and objects)."""
+    if isinstance(value, str):
+        _no_nul(value)
+    elif isinstance(value, list):
+        for item in value:
+            _no_nul_inside(item)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _no_nul(key)
+            _no_nul_inside(item)
+    return value
+
+
+Text = Annotated[str, AfterValidator(_no_nul)]  # every string an API body carries
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class TargetIn(_Strict):
-    url: str = Field(min_length=1, max_length=2048, description="http:// or https:// URL.")
+    url: Text = Field(min_length=1, max_length=2048, description="http:// or https:// URL.")
     method: HttpMethod = "POST"
-    headers: dict[str, str] = Field(default_factory=dict, max_length=50)
-    body: JsonValue = Field(default=None, description="A JSON value, or a string sent as is.")
+    headers: dict[Text, Text] = Field(
+        default_factory=dict,
+        max_length=50,
+        description="Names are RFC 9110 tokens; values printable ASCII, no CR/LF.",
+    )
+    body: Annotated[JsonValue, AfterValidator(_no_nul_inside)] = Field(
+        default=None, description="A JSON value, or a string sent as is."
+    )
 
     def to_target(self) -> HttpTarget:
         return HttpTarget(
@@ -62,7 +101,7 @@ class JobIn(_Strict):
     run_at: AwareDatetime | None = Field(default=None, description="ISO-8601 with an offset.")
     delay_seconds: float | None = Field(default=None, ge=0, le=MAX_DELAY_SECONDS)
     target: TargetIn
-    name: str | None = Field(default=None, min_length=1, max_length=200)
+    name: Text | None = Field(default=None, min_length=1, max_length=200)
     retry: RetryIn = Field(default_factory=RetryIn)
     timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
 
@@ -79,13 +118,13 @@ class JobIn(_Strict):
 class CancelIn(_Strict):
     """Exactly one of `name` (the live job with that name) and `name_prefix`."""
 
-    name: str | None = Field(default=None, min_length=1, max_length=200)
-    name_prefix: str | None = Field(default=None, min_length=1, max_length=200)
+    name: Text | None = Field(default=None, min_length=1, max_length=200)
+    name_prefix: Text | None = Field(default=None, min_length=1, max_length=200)
 
 
 class AnchorIn(_Strict):
     local: NaiveDatetime = Field(description="Wall-clock time of occurrence 0, no offset.")
-    timezone: str = Field(min_length=1, max_length=100)
+    timezone: Text = Field(min_length=1, max_length=100)
     every: Literal["day", "week", "month", "year"] = "month"
     interval: int = Field(default=1, ge=1, le=1000)
     end_of_month: Literal["clamp", "roll-forward", "last-day"] = "clamp"
@@ -94,9 +133,9 @@ class AnchorIn(_Strict):
 class ScheduleIn(_Strict):
     """A recurring schedule: `cron` with `timezone`, or `anchor`."""
 
-    name: str | None = Field(default=None, min_length=1, max_length=200)
-    cron: str | None = Field(default=None, min_length=1, max_length=200)
-    timezone: str | None = Field(default=None, min_length=1, max_length=100)
+    name: Text | None = Field(default=None, min_length=1, max_length=200)
+    cron: Text | None = Field(default=None, min_length=1, max_length=200)
+    timezone: Text | None = Field(default=None, min_length=1, max_length=100)
     anchor: AnchorIn | None = None
     target: TargetIn
     retry: RetryIn = Field(default_factory=RetryIn)

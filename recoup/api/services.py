@@ -9,7 +9,6 @@ tenant, and the stores filter on it, so another tenant's id reads as absent (404
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Protocol
 
 from recoup.api.tokens import TokenStore, authenticate
@@ -21,10 +20,11 @@ from recoup.jobs.schedules import validate_rule
 
 
 class ApiTables(IdempotencyStore, TokenStore, Protocol):
-    """A backend's API tables: idempotency keys and tokens, plus two operational reads."""
+    """A backend's API tables: idempotency keys and tokens, plus a readiness check."""
 
-    def ping(self) -> None: ...
-    def due_backlog(self, now: datetime) -> int: ...
+    def ping(self) -> None:
+        """Raise `StorageError` unless the database answers."""
+        ...
 
 
 def open_api_tables(store: Any) -> ApiTables:
@@ -55,7 +55,7 @@ class Services:
         self.tables.ping()
 
     def due_backlog(self) -> int:
-        return self.tables.due_backlog(self.scheduler.clock.now())
+        return self.scheduler.store.due_backlog(self.scheduler.clock.now())
 
     def schedule(self, tenant: str, schedule_id: str) -> Schedule:
         """A schedule of the tenant that is not deleted; `NotFound` otherwise (the store keeps

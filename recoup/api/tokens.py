@@ -9,7 +9,6 @@ on the secret). The first characters after the prefix are kept in clear as the t
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import secrets
 from dataclasses import dataclass
@@ -17,12 +16,16 @@ from datetime import datetime
 from typing import Protocol
 
 from recoup.jobs.model import new_id
+
+# Signing secrets are made in `recoup.jobs.signing` (the embedded scheduler makes them too);
+# re-exported here, where the CLI and the API tests have always found them.
+from recoup.jobs.signing import SIGNING_SECRET_BYTES as SIGNING_SECRET_BYTES
+from recoup.jobs.signing import new_signing_secret as new_signing_secret
 from recoup.timekeeping.instants import require_aware
 
 TOKEN_PREFIX = "rcp_"
 TOKEN_BYTES = 32
 DISPLAY_PREFIX_LENGTH = 8  # characters after `rcp_` kept in clear
-SIGNING_SECRET_BYTES = 24
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,11 +105,6 @@ def hash_token(token: str) -> str:
 
 def display_prefix(token: str) -> str:
     return token[: len(TOKEN_PREFIX) + DISPLAY_PREFIX_LENGTH]
-
-
-def new_signing_secret() -> str:
-    """A Standard Webhooks secret: `whsec_` + base64 of random bytes."""
-    return "whsec_" + base64.b64encode(secrets.token_bytes(SIGNING_SECRET_BYTES)).decode()
 
 
 def issue_token(

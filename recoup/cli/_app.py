@@ -1,12 +1,20 @@
-"""The shared Typer application and the CLI's error convention."""
+"""The shared Typer application, the options every database command spells alike, and the
+CLI's error convention."""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
+
+from recoup.errors import InvalidInput
+from recoup.jobs.ssrf import ALLOW_PRIVATE_ENV
+
+if TYPE_CHECKING:
+    from recoup.jobs.ssrf import SsrfGuard
 
 app = typer.Typer(
     name="recoup",
@@ -17,6 +25,51 @@ app = typer.Typer(
 )
 
 EXIT_USAGE = 2  # bad input: one line on stderr, nothing written
+_TRUE = ("1", "true", "yes", "on")  # what an environment flag accepts as "set"
+
+# Options shared by the commands that open a database or run jobs.
+DbOption = Annotated[
+    str,
+    typer.Option("--db", envvar="RECOUP_DB", help="Database URL (sqlite:///… or postgresql://…)."),
+]
+SchemaOption = Annotated[
+    str | None, typer.Option(help="PostgreSQL schema holding Recoup's tables.")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+AllowPrivateOption = Annotated[
+    bool, typer.Option(help=f"Allow private/loopback targets (or {ALLOW_PRIVATE_ENV}=1).")
+]
+AllowCidrOption = Annotated[
+    list[str] | None, typer.Option(help="Allow targets in this CIDR block (repeatable).")
+]
+
+
+def store_options(schema: str | None, db: str | None = None) -> dict[str, Any]:
+    """`open_store` keyword arguments for a `--schema` option (None: the backend's default).
+
+    Checked here so the error names `--schema`, the option typed, rather than the store's own
+    `schema` parameter; a schema with a SQLite `--db` (given `db`) is refused too."""
+    if not schema:
+        return {}
+    if db is not None and not db.startswith(("postgresql://", "postgres://")):
+        raise InvalidInput("--schema", schema, "only PostgreSQL databases have schemas")
+    from recoup.storage.postgres.store import SCHEMA_NAME_ALLOWED, valid_schema_name
+
+    if not valid_schema_name(schema):
+        raise InvalidInput("--schema", schema, SCHEMA_NAME_ALLOWED)
+    return {"schema": schema}
+
+
+def ssrf_guard(allow_private_targets: bool, allow_cidr: list[str] | None) -> SsrfGuard:
+    """The SSRF guard of `--allow-private-targets` (or its environment variable) and
+    `--allow-cidr`."""
+    from recoup.jobs.ssrf import SsrfGuard
+
+    allow_private = allow_private_targets or os.environ.get(ALLOW_PRIVATE_ENV, "").lower() in _TRUE
+    try:
+        return SsrfGuard(allow_private=allow_private, allowed_cidrs=allow_cidr or ())
+    except InvalidInput as exc:  # the guard names its parameter; the user typed --allow-cidr
+        raise InvalidInput("--allow-cidr", exc.value, exc.allowed) from None
 
 
 @app.callback()

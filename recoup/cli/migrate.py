@@ -13,13 +13,12 @@ migrate when they open, so this is for deploys that migrate before starting proc
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import typer
 
-from recoup.cli._app import app, print_json
-from recoup.errors import InvalidInput
+from recoup.cli._app import DbOption, JsonOption, SchemaOption, app, print_json, store_options
 from recoup.storage import DEFAULT_DB_URL, open_store
 from recoup.storage._sql import load_migrations
 
@@ -34,23 +33,12 @@ def _hide_password(url: str) -> str:
 
 @app.command("migrate")
 def migrate_command(
-    db: Annotated[
-        str,
-        typer.Option(
-            "--db", envvar="RECOUP_DB", help="Database URL (sqlite:///… or postgresql://…)."
-        ),
-    ] = DEFAULT_DB_URL,
-    schema: Annotated[
-        str | None, typer.Option(help="PostgreSQL schema holding Recoup's tables.")
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    db: DbOption = DEFAULT_DB_URL,
+    schema: SchemaOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Apply pending schema migrations to the database."""
-    options: dict[str, Any] = {"migrate": False}
-    if schema is not None and not db.startswith(("postgresql://", "postgres://")):
-        raise InvalidInput("--schema", schema, "only PostgreSQL databases have schemas")
-    if schema is not None:
-        options["schema"] = schema
+    options: dict[str, Any] = {"migrate": False, **store_options(schema, db)}
     store = open_store(db, **options)
     try:
         before = store.schema_version()

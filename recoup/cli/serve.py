@@ -16,43 +16,36 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 from datetime import timedelta
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from recoup.cli._app import app
-from recoup.jobs.ssrf import ALLOW_PRIVATE_ENV, SsrfGuard
+from recoup.cli._app import (
+    AllowCidrOption,
+    AllowPrivateOption,
+    DbOption,
+    SchemaOption,
+    app,
+    ssrf_guard,
+    store_options,
+)
+from recoup.storage import DEFAULT_DB_URL
 
 log = logging.getLogger("recoup.serve")
-
-_TRUE = ("1", "true", "yes", "on")
 
 
 @app.command("serve")
 def serve_command(
-    db: Annotated[
-        str,
-        typer.Option(
-            "--db", envvar="RECOUP_DB", help="Database URL (sqlite:///… or postgresql://…)."
-        ),
-    ] = "sqlite:///recoup.db",
-    schema: Annotated[
-        str | None, typer.Option(help="PostgreSQL schema holding Recoup's tables.")
-    ] = None,
+    db: DbOption = DEFAULT_DB_URL,
+    schema: SchemaOption = None,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on.")] = 8080,
     worker: Annotated[
         bool, typer.Option("--worker/--no-worker", help="Run a worker in this process.")
     ] = True,
-    allow_private_targets: Annotated[
-        bool,
-        typer.Option(help=f"Allow private/loopback targets (or {ALLOW_PRIVATE_ENV}=1)."),
-    ] = False,
-    allow_cidr: Annotated[
-        list[str] | None, typer.Option(help="Allow targets in this CIDR block (repeatable).")
-    ] = None,
+    allow_private_targets: AllowPrivateOption = False,
+    allow_cidr: AllowCidrOption = None,
     max_body_bytes: Annotated[
         int, typer.Option(min=1024, help="Largest request body accepted (bytes).")
     ] = 256 * 1024,
@@ -67,24 +60,21 @@ def serve_command(
     import uvicorn
 
     from recoup.api.app import ApiSettings, create_app
-    from recoup.api.metrics import ApiMetrics, MeteredStore
+    from recoup.api.metrics import ApiMetrics
     from recoup.api.services import open_api_tables
     from recoup.jobs.scheduler import Scheduler
     from recoup.storage import open_store
     from recoup.timekeeping.clock import SystemClock
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    allow_private = allow_private_targets or os.environ.get(ALLOW_PRIVATE_ENV, "").lower() in _TRUE
-    guard = SsrfGuard(allow_private=allow_private, allowed_cidrs=allow_cidr or ())
-    options: dict[str, Any] = {"schema": schema} if schema else {}
-    store = open_store(db, **options)  # migrates
+    guard = ssrf_guard(allow_private_targets, allow_cidr)
+    store = open_store(db, **store_options(schema, db))  # migrates
     clock = SystemClock()
     tables = open_api_tables(store)
     metrics = ApiMetrics(
-        count_by_state=store.count_by_state, due_backlog=lambda: tables.due_backlog(clock.now())
+        count_by_state=store.count_by_state, due_backlog=lambda: store.due_backlog(clock.now())
     )
-    # The worker's store reports firing lag and outcomes to the app's /metrics.
-    scheduler = Scheduler(MeteredStore(store, metrics), clock=clock, ssrf=guard)
+    scheduler = Scheduler(store, clock=clock, ssrf=guard)
     settings = ApiSettings(
         ssrf=guard,
         max_body_bytes=max_body_bytes,
@@ -94,8 +84,11 @@ def serve_command(
         store, clock=clock, settings=settings, tables=tables, metrics=metrics, scheduler=scheduler
     )
     server = uvicorn.Server(uvicorn.Config(asgi, host=host, port=port, log_level="info"))
+    # The worker reports each attempt's firing lag and outcome to the app's /metrics.
     running = (
-        scheduler.running_worker(concurrency=concurrency) if worker else contextlib.nullcontext()
+        scheduler.running_worker(concurrency=concurrency, on_attempt=metrics.observe_attempt)
+        if worker
+        else contextlib.nullcontext()
     )
     try:
         with running:

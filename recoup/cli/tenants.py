@@ -6,6 +6,8 @@ Contract:
         → {"tenant": NAME, "token": "rcp_…", "signing_secret": "whsec_…"}
     recoup tenants list [--db URL] [--json]
         → [{"id", "name", "created_at", "active_tokens"}]
+    recoup tenants secret NAME [--json]
+        → {"tenant": NAME, "signing_secret": "whsec_…"}   (`default`: made on first use)
     recoup tokens create TENANT [--label TEXT] [--json]
         → {"tenant", "token", "id", "prefix"}
     recoup tokens list [--tenant T] [--json]
@@ -28,9 +30,9 @@ from typing import Annotated, Any
 import typer
 
 from recoup.api.tokens import TokenInfo, issue_token, new_signing_secret
-from recoup.cli._app import app, print_json
+from recoup.cli._app import DbOption, JsonOption, SchemaOption, app, print_json, store_options
 from recoup.errors import Conflict, InvalidInput, NotFound
-from recoup.jobs.model import Tenant
+from recoup.jobs.model import DEFAULT_TENANT, Tenant
 from recoup.timekeeping.clock import SystemClock
 from recoup.timekeeping.instants import format_utc
 
@@ -47,20 +49,13 @@ tokens_app = typer.Typer(
 app.add_typer(tenants_app, name="tenants")
 app.add_typer(tokens_app, name="tokens")
 
-Db = Annotated[
-    str,
-    typer.Option("--db", envvar="RECOUP_DB", help="Database URL (sqlite:///… or postgresql://…)."),
-]
-Schema = Annotated[str | None, typer.Option(help="PostgreSQL schema holding Recoup's tables.")]
-Json = Annotated[bool, typer.Option("--json", help="Print JSON.")]
-
 
 @contextlib.contextmanager
 def _opened(db: str, schema: str | None) -> Iterator[tuple[Any, Any]]:
     from recoup.api.services import open_api_tables
     from recoup.storage import open_store
 
-    store = open_store(db, **({"schema": schema} if schema else {}))
+    store = open_store(db, **store_options(schema, db))
     try:
         yield store, open_api_tables(store)
     finally:
@@ -81,9 +76,9 @@ def _token_json(info: TokenInfo) -> dict[str, Any]:
 @tenants_app.command("create")
 def create_tenant(
     name: Annotated[str, typer.Argument(help="The tenant's name, which is also its id.")],
-    db: Db = "sqlite:///recoup.db",
-    schema: Schema = None,
-    json: Json = False,
+    db: DbOption = "sqlite:///recoup.db",
+    schema: SchemaOption = None,
+    json: JsonOption = False,
 ) -> None:
     """Create a tenant with a signing secret and a first API token."""
     if not TENANT_NAME.fullmatch(name):
@@ -111,7 +106,9 @@ def create_tenant(
 
 
 @tenants_app.command("list")
-def list_tenants(db: Db = "sqlite:///recoup.db", schema: Schema = None, json: Json = False) -> None:
+def list_tenants(
+    db: DbOption = "sqlite:///recoup.db", schema: SchemaOption = None, json: JsonOption = False
+) -> None:
     """Every tenant, with its number of active tokens."""
     with _opened(db, schema) as (_, tables):
         tenants = tables.list_tenants()
@@ -135,13 +132,38 @@ def list_tenants(db: Db = "sqlite:///recoup.db", schema: Schema = None, json: Js
         typer.echo(f"{row['id']}\t{row['created_at']}\t{row['active_tokens']} active token(s)")
 
 
+@tenants_app.command("secret")
+def tenant_secret(
+    name: Annotated[str, typer.Argument(help="The tenant's name (`default`: the embedded one).")],
+    db: DbOption = "sqlite:///recoup.db",
+    schema: SchemaOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Print a tenant's signing secret, for the receivers of its requests to verify them.
+
+    `default` is the tenant of jobs enqueued through the Python API; its secret is made on
+    first use, here too."""
+    from recoup.jobs.scheduler import Scheduler
+
+    with _opened(db, schema) as (store, _):
+        tenant = (
+            Scheduler(store).default_tenant() if name == DEFAULT_TENANT else store.get_tenant(name)
+        )
+    if tenant is None:
+        raise NotFound(f"no tenant {name!r}")
+    if json:
+        print_json({"tenant": tenant.id, "signing_secret": tenant.signing_secret})
+        return
+    typer.echo(tenant.signing_secret)
+
+
 @tokens_app.command("create")
 def create_token(
     tenant: Annotated[str, typer.Argument(help="The tenant the token acts for.")],
     label: Annotated[str | None, typer.Option(help="A note to tell tokens apart.")] = None,
-    db: Db = "sqlite:///recoup.db",
-    schema: Schema = None,
-    json: Json = False,
+    db: DbOption = "sqlite:///recoup.db",
+    schema: SchemaOption = None,
+    json: JsonOption = False,
 ) -> None:
     """Issue another API token for a tenant."""
     with _opened(db, schema) as (store, tables):
@@ -164,9 +186,9 @@ def create_token(
 @tokens_app.command("list")
 def list_tokens(
     tenant: Annotated[str | None, typer.Option(help="Only this tenant's tokens.")] = None,
-    db: Db = "sqlite:///recoup.db",
-    schema: Schema = None,
-    json: Json = False,
+    db: DbOption = "sqlite:///recoup.db",
+    schema: SchemaOption = None,
+    json: JsonOption = False,
 ) -> None:
     """Tokens (never their secrets), oldest first."""
     with _opened(db, schema) as (_, tables):
@@ -182,9 +204,9 @@ def list_tokens(
 @tokens_app.command("revoke")
 def revoke_token(
     token_id: Annotated[str, typer.Argument(help="The token's id (see `recoup tokens list`).")],
-    db: Db = "sqlite:///recoup.db",
-    schema: Schema = None,
-    json: Json = False,
+    db: DbOption = "sqlite:///recoup.db",
+    schema: SchemaOption = None,
+    json: JsonOption = False,
 ) -> None:
     """Revoke a token: requests with it get 401 from now on. Revoking twice is harmless."""
     with _opened(db, schema) as (_, tables):

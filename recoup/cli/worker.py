@@ -4,12 +4,14 @@ Contract:
 
     recoup worker [--db URL] [--schema NAME] [--concurrency N] [--allow-private-targets]
         [--allow-cidr CIDR ...] [--lease-seconds S] [--grace-seconds S] [--batch-size N]
-        [--worker-id ID] [--handlers module:attribute]
+        [--worker-id ID] [--handlers module:attribute] [--metrics-port N [--metrics-host H]]
 
 SIGTERM or SIGINT shuts down gracefully: no new claims, claimed jobs that have not started are
 released, running attempts get `--grace-seconds` to finish, every completion is written; exit
 0. Private, loopback and link-local targets are refused unless `--allow-private-targets`,
-`RECOUP_ALLOW_PRIVATE_TARGETS=1`, or an `--allow-cidr` block covers them.
+`RECOUP_ALLOW_PRIVATE_TARGETS=1`, or an `--allow-cidr` block covers them. With
+`--metrics-port`, Prometheus metrics (jobs by state, due backlog, this worker's firing lag and
+attempts by outcome; the names `recoup serve` uses) are served at `http://H:N/metrics`.
 """
 
 from __future__ import annotations
@@ -17,22 +19,27 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
-import os
 import signal
 from datetime import timedelta
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from recoup.cli._app import app
+from recoup.cli._app import (
+    AllowCidrOption,
+    AllowPrivateOption,
+    DbOption,
+    SchemaOption,
+    app,
+    ssrf_guard,
+    store_options,
+)
 from recoup.errors import InvalidInput
 from recoup.jobs.handlers import HandlerRegistry
-from recoup.jobs.ssrf import ALLOW_PRIVATE_ENV, SsrfGuard
 from recoup.jobs.worker import Worker
+from recoup.storage import DEFAULT_DB_URL
 
 log = logging.getLogger("recoup.worker")
-
-_TRUE = ("1", "true", "yes", "on")
 
 
 def load_handlers(spec: str) -> HandlerRegistry:
@@ -53,23 +60,11 @@ def load_handlers(spec: str) -> HandlerRegistry:
 
 @app.command("worker")
 def worker_command(
-    db: Annotated[
-        str,
-        typer.Option(
-            "--db", envvar="RECOUP_DB", help="Database URL (sqlite:///… or postgresql://…)."
-        ),
-    ] = "sqlite:///recoup.db",
-    schema: Annotated[
-        str | None, typer.Option(help="PostgreSQL schema holding Recoup's tables.")
-    ] = None,
+    db: DbOption = DEFAULT_DB_URL,
+    schema: SchemaOption = None,
     concurrency: Annotated[int, typer.Option(min=1, help="Attempts run at once.")] = 100,
-    allow_private_targets: Annotated[
-        bool,
-        typer.Option(help=f"Allow private/loopback targets (or {ALLOW_PRIVATE_ENV}=1)."),
-    ] = False,
-    allow_cidr: Annotated[
-        list[str] | None, typer.Option(help="Allow targets in this CIDR block (repeatable).")
-    ] = None,
+    allow_private_targets: AllowPrivateOption = False,
+    allow_cidr: AllowCidrOption = None,
     lease_seconds: Annotated[float, typer.Option(min=0.1, help="Lease per claimed job.")] = 30.0,
     grace_seconds: Annotated[
         float, typer.Option(min=0.0, help="Time running attempts get to finish on shutdown.")
@@ -81,16 +76,39 @@ def worker_command(
     handlers: Annotated[
         str | None, typer.Option(help="Python handlers: module:attribute of a HandlerRegistry.")
     ] = None,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(min=0, max=65535, help="Serve Prometheus metrics on this port (off: unset)."),
+    ] = None,
+    metrics_host: Annotated[
+        str, typer.Option(help="Address the metrics port listens on.")
+    ] = "127.0.0.1",
 ) -> None:
     """Run due jobs until SIGTERM/SIGINT, then shut down gracefully."""
     from recoup.storage import open_store
+    from recoup.timekeeping.clock import SystemClock
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    allow_private = allow_private_targets or os.environ.get(ALLOW_PRIVATE_ENV, "").lower() in _TRUE
-    guard = SsrfGuard(allow_private=allow_private, allowed_cidrs=allow_cidr or ())
+    guard = ssrf_guard(allow_private_targets, allow_cidr)
     registry = load_handlers(handlers) if handlers else HandlerRegistry()
-    options: dict[str, Any] = {"schema": schema} if schema else {}
-    store = open_store(db, **options)
+    store = open_store(db, **store_options(schema, db))
+    clock = SystemClock()
+    on_attempt = None
+    metrics_server = None
+    if metrics_port is not None:
+        from prometheus_client import start_http_server
+
+        from recoup.api.metrics import JobMetrics
+
+        metrics = JobMetrics(
+            count_by_state=store.count_by_state,
+            due_backlog=lambda: store.due_backlog(clock.now()),
+        )
+        on_attempt = metrics.observe_attempt
+        metrics_server, _ = start_http_server(
+            metrics_port, addr=metrics_host, registry=metrics.registry
+        )
+        log.info("metrics on http://%s:%d/metrics", metrics_host, metrics_server.server_port)
     worker = Worker(
         store,
         handlers=registry,
@@ -100,6 +118,8 @@ def worker_command(
         grace=timedelta(seconds=grace_seconds),
         batch_size=batch_size,
         ssrf=guard,
+        clock=clock,
+        on_attempt=on_attempt,
     )
 
     async def main() -> None:
@@ -112,5 +132,7 @@ def worker_command(
     try:
         asyncio.run(main())
     finally:
+        if metrics_server is not None:
+            metrics_server.shutdown()
         store.close()
     log.info("worker %s stopped: %s", worker.worker_id, worker.stats)
