@@ -77,13 +77,22 @@ class JobStore(Protocol):
         RETRY moves the job back to scheduled at `retry_at` (now if None), or to failed when its
         attempts are spent (the run is then logged as FAILED). A completion for a job cancelled
         during that attempt changes nothing but logs the run as CANCELLED; any other refused
-        completion (stale lease, other worker, other attempt) changes and logs nothing."""
+        completion (stale lease, other worker, other attempt) changes and logs nothing. Of
+        two completions of one job in a batch, only the later attempt is considered."""
         ...
 
     def heartbeat(
-        self, worker_id: str, job_ids: Sequence[str], *, lease_until: datetime
+        self,
+        worker_id: str,
+        job_ids: Sequence[str],
+        *,
+        lease_until: datetime,
+        attempts: Sequence[int] | None = None,
     ) -> list[str]:
-        """Extend the leases still held by `worker_id`; return the ids still held."""
+        """Extend the leases still held by `worker_id`; return the ids still held. With
+        `attempts` (one per id), a lease is held only while the job is still on that attempt:
+        an attempt whose lease lapsed and whose job was claimed again (even by the same worker
+        id) is not extended, and its id not returned."""
         ...
 
     def release(self, worker_id: str, job_ids: Sequence[str], *, now: datetime) -> int:
@@ -92,8 +101,13 @@ class JobStore(Protocol):
         ...
 
     def rescue_expired(self, *, now: datetime, limit: int = 1000) -> list[str]:
-        """Running jobs whose lease expired: log a `lost` run; schedule again now, or fail
-        when attempts are spent."""
+        """Running jobs whose lease expired: log a `lost` run and schedule them again now.
+        A lost attempt never consumes a job's last attempt (its worker vanished, maybe before
+        starting it: a kill -9 must not fail jobs that never ran): a job whose lost attempt
+        was its last gets one more (`max_attempts` + 1). Attempt numbers are never reused
+        (they fence stale completions and key the run log). The schema's ceiling of 100
+        attempts still applies: a job lost on its 100th attempt fails, which bounds a job that
+        kills every worker running it. At most `limit` per call."""
         ...
 
     def next_due_at(self) -> datetime | None:
@@ -131,7 +145,15 @@ class JobStore(Protocol):
 
     def list_jobs(self, query: JobFilter) -> JobPage: ...
     def runs(self, tenant: str, job_id: str) -> list[Run]: ...
-    def count_by_state(self, tenant: str | None = None) -> dict[JobState, int]: ...
+    def count_by_state(self, tenant: str | None = None) -> dict[JobState, int]:
+        """Every state's count; reads every job of the tenant (or the table): not for hot
+        paths (see `count_live`)."""
+        ...
+
+    def count_live(self) -> dict[JobState, int]:
+        """The scheduled and running jobs of all tenants, each counted through its partial
+        index (finished rows, however many, are never read)."""
+        ...
 
     # Retention
     def prune(self, *, now: datetime, keep_runs_for: timedelta, limit: int = 10_000) -> PruneResult:
@@ -145,7 +167,8 @@ class JobStore(Protocol):
 class ScheduleStore(Protocol):
     """Recurring schedules. Materialising an occurrence and advancing the schedule happen in
     one transaction, by compare-and-set on `next_fire_at`, so two schedulers never create the
-    same occurrence twice (and the unique (schedule_id, run_at) of jobs is the backstop)."""
+    same occurrence twice (and the unique (schedule_id, occurrence_at) of jobs, the immutable
+    first run_at of a schedule's job, is the backstop)."""
 
     def insert_schedule(
         self, schedule: NewSchedule, *, next_fire_at: datetime | None, now: datetime
@@ -185,7 +208,7 @@ class ScheduleStore(Protocol):
         now: datetime,
     ) -> bool:
         """If next_fire_at still equals `expected_next`: insert `jobs` (skipping any whose
-        (schedule_id, run_at) exists) and set next_fire_at = `new_next`. False if another
-        scheduler advanced it first, or the schedule was paused or deleted meanwhile. Every job's
-        `schedule_id` must be `schedule_id` (else `InvalidInput`)."""
+        occurrence, (schedule_id, first run_at), exists) and set next_fire_at = `new_next`.
+        False if another scheduler advanced it first, or the schedule was paused or deleted
+        meanwhile. Every job's `schedule_id` must be `schedule_id` (else `InvalidInput`)."""
         ...

@@ -91,9 +91,19 @@ def clip(text: str | None, limit: int) -> str | None:
     return None if text is None else text[:limit]
 
 
+def attempt_keys(job_ids: Sequence[str], attempts: Sequence[int] | None) -> list[str] | None:
+    """'id:attempt' per held attempt, as the heartbeat query matches them (None: any)."""
+    if attempts is None:
+        return None
+    if len(attempts) != len(job_ids):
+        raise InvalidInput("attempts", len(attempts), f"expected one per job id ({len(job_ids)})")
+    return [f"{job_id}:{attempt}" for job_id, attempt in zip(job_ids, attempts, strict=True)]
+
+
 __all__ = [
     "MAX_PAGE",
     "Executes",
+    "attempt_keys",
     "check_page_limit",
     "check_schedule_jobs",
     "clip",

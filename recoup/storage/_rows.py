@@ -67,7 +67,10 @@ JOB_COLUMNS = (
     "finished_at",
 )
 
-# Column order of a new job's row (state 'scheduled' and attempts 0 come from the SQL).
+# Column order of a new job's row (state 'scheduled' and attempts 0 come from the SQL; see
+# `{insert_columns}` in the .sql files). `occurrence_at` is not read back: it is the run_at a
+# schedule's job was created with (NULL for other jobs), the immutable identity of its
+# occurrence, unique per schedule.
 INSERT_COLUMNS = (
     "id",
     "tenant",
@@ -83,6 +86,7 @@ INSERT_COLUMNS = (
     "timeout_s",
     "keep_for_s",
     "schedule_id",
+    "occurrence_at",
     "created_at",
     "updated_at",
 )
@@ -290,11 +294,12 @@ class JobEncoder:
     def row(self, job: NewJob, now: Any) -> tuple[Any, ...]:
         """`now` is already encoded (it is the same for every row of a batch)."""
         max_attempts, min_s, max_s, jitter = self.retry(job.retry)
+        run_at = self._instant(job.run_at)
         return (
             job.id,
             job.tenant,
             job.name,
-            self._instant(job.run_at),
+            run_at,
             self.target(job.target),
             None if job.payload is None else self.json(job.payload),
             job.idempotency_key,
@@ -305,6 +310,7 @@ class JobEncoder:
             job.timeout.total_seconds(),
             None if job.keep_for is None else job.keep_for.total_seconds(),
             job.schedule_id,
+            None if job.schedule_id is None else run_at,  # occurrence_at
             now,
             now,
         )

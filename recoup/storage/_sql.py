@@ -3,7 +3,12 @@
 A query file holds blocks introduced by a line `-- name --` (procrastinate's style); the block
 runs until the next such line. `{job_columns}` and `{j_job_columns}` expand to the job columns
 in the order `recoup.storage._rows.JOB_COLUMNS` decodes (the second prefixed with `j.`), so every
-query that returns jobs returns them in one shape.
+query that returns jobs returns them in one shape; `{insert_columns}` to the columns of a new
+job's row, in the order `recoup.storage._rows.JobEncoder` encodes them.
+
+A block whose name starts with `_` is a fragment, not a query: `{_name}` in any later block
+expands to its text (a clause several statements share, written once per dialect). An unknown
+`{_name}` or `{…_columns}` is an error at load time.
 
 Migrations are files named `NNNN_description.sql` in a backend's `migrations` package; every
 numbered file present is applied, in order, and its number recorded in `schema_version`.
@@ -15,29 +20,39 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 
-from recoup.storage._rows import JOB_COLUMNS, SCHEDULE_COLUMNS
+from recoup.storage._rows import INSERT_COLUMNS, JOB_COLUMNS, SCHEDULE_COLUMNS
 
 _BLOCK = re.compile(r"^-- ([a-z_][a-z0-9_]*) --[ \t]*$", re.MULTILINE)
 _MIGRATION = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+# What is left of a placeholder nobody expanded (a typo, or a fragment defined too late).
+_UNEXPANDED = re.compile(r"\{(_[a-z0-9_]*|[a-z_]*_columns)\}")
 
 _EXPANSIONS = {
     "{job_columns}": ", ".join(JOB_COLUMNS),
     "{j_job_columns}": ", ".join(f"j.{c}" for c in JOB_COLUMNS),
+    "{insert_columns}": ", ".join(INSERT_COLUMNS),
     "{schedule_columns}": ", ".join(SCHEDULE_COLUMNS),
 }
 
 
 def parse_queries(text: str) -> dict[str, str]:
-    """Split a query file into its named blocks, with the column lists expanded."""
+    """Split a query file into its named blocks, with the column lists and fragments expanded
+    (fragments, `-- _name --` blocks, are not returned)."""
     parts = _BLOCK.split(text)
     queries: dict[str, str] = {}
+    fragments: dict[str, str] = {}
     # parts = [preamble, name1, body1, name2, body2, ...]
     for name, body in zip(parts[1::2], parts[2::2], strict=True):
-        if name in queries:
+        if name in queries or name in fragments:
             raise ValueError(f"query {name!r} is defined twice")
         for placeholder, columns in _EXPANSIONS.items():
             body = body.replace(placeholder, columns)
-        queries[name] = body.strip()
+        for fragment, fragment_text in fragments.items():
+            body = body.replace(f"{{{fragment}}}", fragment_text)
+        leftover = _UNEXPANDED.search(body)
+        if leftover is not None:
+            raise ValueError(f"query {name!r}: unknown placeholder {leftover.group(0)}")
+        (fragments if name.startswith("_") else queries)[name] = body.strip()
     return queries
 
 

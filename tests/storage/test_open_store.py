@@ -14,7 +14,7 @@ from recoup.cli import main
 from recoup.errors import InvalidInput
 from recoup.jobs.model import NewJob, PythonTarget
 from recoup.storage import DEFAULT_DB_URL, open_store, sqlite_path
-from recoup.storage._sql import load_migrations, parse_queries
+from recoup.storage._sql import load_migrations, load_queries, parse_queries
 from recoup.storage.sqlite.store import SqliteStore
 
 
@@ -80,6 +80,35 @@ def test_query_files_split_into_named_blocks_with_columns_expanded() -> None:
     assert queries["b_2"].startswith("SELECT id, tenant, name, run_at")
     with pytest.raises(ValueError, match="twice"):
         parse_queries("-- a --\nSELECT 1\n-- a --\nSELECT 2\n")
+
+
+def test_fragments_expand_into_later_blocks_and_are_not_queries() -> None:
+    queries = parse_queries(
+        "-- _set --\nSET x = 1\n\n-- a --\nUPDATE t {_set}\n"
+        "-- b --\nINSERT INTO t ({insert_columns})\n"
+    )
+    assert set(queries) == {"a", "b"}
+    assert queries["a"] == "UPDATE t SET x = 1"
+    assert queries["b"].startswith("INSERT INTO t (id, tenant, name, run_at,")
+    assert "occurrence_at, created_at, updated_at)" in queries["b"]
+    for unknown in ("{_nope}", "{jbo_columns}"):
+        with pytest.raises(ValueError, match="unknown placeholder"):
+            parse_queries(f"-- a --\nSELECT {unknown}\n")
+    # A fragment must come before the blocks that use it.
+    with pytest.raises(ValueError, match="unknown placeholder"):
+        parse_queries("-- a --\nUPDATE t {_set}\n-- _set --\nSET x = 1\n")
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_every_cancelling_statement_shares_one_set_clause(backend: str) -> None:
+    queries = load_queries(f"recoup.storage.{backend}")
+    cancelling = ["cancel_job", "cancel_by_name", "cancel_by_prefix", "cancel_schedule_jobs"]
+    # The SET clause of each, whitespace normalised: one text, from the `_cancel_set` fragment.
+    clauses = {
+        " ".join(queries[name].split("SET state", 1)[1].split("WHERE", 1)[0].split())
+        for name in cancelling
+    }
+    assert len(clauses) == 1
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])

@@ -70,12 +70,16 @@ def test_a_waiter_in_another_process_is_woken_through_the_counter_row(tmp_path: 
             conn.execute("UPDATE wakeups SET seq = seq + 1 WHERE id = 1")
         assert waiter.wait_for_notify(0.01) is False  # the bump came before the wait began
         woke: list[bool] = []
-        thread = threading.Thread(target=lambda: woke.append(waiter.wait_for_notify(5.0)))
+        thread = threading.Thread(target=lambda: woke.append(waiter.wait_for_notify(60.0)))
         thread.start()
-        time.sleep(0.1)
-        with writer.write() as conn:
-            conn.execute("UPDATE wakeups SET seq = seq + 1 WHERE id = 1")
-        thread.join(5.0)
+        # A bump before the waiter reads the counter goes unseen (as asserted above): bump
+        # until one lands during the wait, however late the thread starts on a busy machine.
+        deadline = time.monotonic() + 30.0
+        while thread.is_alive() and time.monotonic() < deadline:
+            with writer.write() as conn:
+                conn.execute("UPDATE wakeups SET seq = seq + 1 WHERE id = 1")
+            thread.join(0.2)
+        thread.join(30.0)
         assert woke == [True]
     finally:
         waiter.close()

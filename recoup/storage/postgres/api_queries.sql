@@ -19,12 +19,16 @@ WHERE tenant = %(tenant)s AND key = %(key)s AND status IS NULL AND locked_at = %
 RETURNING 1
 
 -- complete_key --
+-- Only by the lock's holder: a request whose key was taken over (its lock went stale) must not
+-- overwrite the taker's result.
 UPDATE idempotency_keys
 SET status = %(status)s, content_type = %(content_type)s, body = %(body)s, locked_at = NULL
-WHERE tenant = %(tenant)s AND key = %(key)s AND status IS NULL
+WHERE tenant = %(tenant)s AND key = %(key)s AND status IS NULL AND locked_at = %(locked_at)s
 
 -- release_key --
-DELETE FROM idempotency_keys WHERE tenant = %(tenant)s AND key = %(key)s AND status IS NULL
+-- Only by the lock's holder, as complete_key.
+DELETE FROM idempotency_keys
+WHERE tenant = %(tenant)s AND key = %(key)s AND status IS NULL AND locked_at = %(locked_at)s
 
 -- prune_keys --
 WITH doomed AS (

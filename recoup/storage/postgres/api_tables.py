@@ -63,7 +63,7 @@ class PostgresApiTables:
                     {**ids, "fingerprint": fingerprint, "method": method, "path": path, "now": now},
                 ).fetchone()
                 if claimed is not None:
-                    return New()
+                    return New(locked_at=now)
                 row = conn.execute(Q["get_key"], ids).fetchone()
                 if row is None:
                     continue  # released meanwhile
@@ -78,12 +78,19 @@ class PostgresApiTables:
                         Q["take_over_key"], {**ids, "now": now, "locked_at": locked_at}
                     ).fetchone()
                     if taken is not None:
-                        return New()
+                        return New(locked_at=now)
                 return InProgress(retry_after=RETRY_AFTER_SECONDS)
         return InProgress(retry_after=RETRY_AFTER_SECONDS)
 
     def complete(
-        self, *, tenant: str, key: str, status: int, body: bytes, content_type: str
+        self,
+        *,
+        tenant: str,
+        key: str,
+        locked_at: datetime,
+        status: int,
+        body: bytes,
+        content_type: str,
     ) -> None:
         with self._store.write() as conn:
             conn.execute(
@@ -91,15 +98,16 @@ class PostgresApiTables:
                 {
                     "tenant": tenant,
                     "key": key,
+                    "locked_at": locked_at,
                     "status": status,
                     "content_type": content_type,
                     "body": body,
                 },
             )
 
-    def release(self, *, tenant: str, key: str) -> None:
+    def release(self, *, tenant: str, key: str, locked_at: datetime) -> None:
         with self._store.write() as conn:
-            conn.execute(Q["release_key"], {"tenant": tenant, "key": key})
+            conn.execute(Q["release_key"], {"tenant": tenant, "key": key, "locked_at": locked_at})
 
     def prune_keys(self, *, older_than: datetime, limit: int = 10_000) -> int:
         with self._store.write() as conn:

@@ -28,71 +28,38 @@ ON CONFLICT (id) DO NOTHING
 SELECT id, name, signing_secret, created_at FROM tenants WHERE id = %(id)s
 
 -- insert_job --
-INSERT INTO jobs (id, tenant, name, run_at, target, payload, idempotency_key, max_attempts,
-                  min_backoff_s, max_backoff_s, jitter, timeout_s, keep_for_s, schedule_id,
-                  created_at, updated_at)
-VALUES (%s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+-- One placeholder per column of {insert_columns} (`_rows.JobEncoder.row`).
+INSERT INTO jobs ({insert_columns})
+VALUES (%s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT DO NOTHING
 RETURNING {job_columns}
 
 -- insert_jobs_unnest --
-INSERT INTO jobs (id, tenant, name, run_at, target, payload, idempotency_key, max_attempts,
-                  min_backoff_s, max_backoff_s, jitter, timeout_s, keep_for_s, schedule_id,
-                  created_at, updated_at)
-SELECT id, tenant, name, run_at, target::jsonb, payload::jsonb, idempotency_key, max_attempts,
-       min_backoff_s, max_backoff_s, jitter, timeout_s, keep_for_s, schedule_id,
-       %(now)s, %(now)s
+-- One array per column of {insert_columns} bar the two instants of the insert itself.
+INSERT INTO jobs ({insert_columns})
+SELECT u.*, %(now)s, %(now)s
 FROM unnest(%(id)s::text[], %(tenant)s::text[], %(name)s::text[], %(run_at)s::timestamptz[],
-            %(target)s::text[], %(payload)s::text[], %(idempotency_key)s::text[],
+            %(target)s::jsonb[], %(payload)s::jsonb[], %(idempotency_key)s::text[],
             %(max_attempts)s::int[], %(min_backoff_s)s::float8[], %(max_backoff_s)s::float8[],
             %(jitter)s::bool[], %(timeout_s)s::float8[], %(keep_for_s)s::float8[],
-            %(schedule_id)s::text[])
-    AS u(id, tenant, name, run_at, target, payload, idempotency_key, max_attempts,
-         min_backoff_s, max_backoff_s, jitter, timeout_s, keep_for_s, schedule_id)
+            %(schedule_id)s::text[], %(occurrence_at)s::timestamptz[]) AS u
 ON CONFLICT DO NOTHING
 
 -- copy_jobs --
-COPY jobs (id, tenant, name, run_at, target, payload, idempotency_key, max_attempts,
-           min_backoff_s, max_backoff_s, jitter, timeout_s, keep_for_s, schedule_id,
-           created_at, updated_at)
-FROM STDIN (FORMAT BINARY)
+COPY jobs ({insert_columns}) FROM STDIN (FORMAT BINARY)
 
 -- create_stage --
--- When a batch clashes, it is COPied into this per-session table and moved with ON CONFLICT
--- DO NOTHING (COPY itself cannot skip rows).
-CREATE TEMP TABLE IF NOT EXISTS recoup_jobs_stage (
-    id text,
-    tenant text,
-    name text,
-    run_at timestamptz,
-    target jsonb,
-    payload jsonb,
-    idempotency_key text,
-    max_attempts integer,
-    min_backoff_s double precision,
-    max_backoff_s double precision,
-    jitter boolean,
-    timeout_s double precision,
-    keep_for_s double precision,
-    schedule_id text,
-    created_at timestamptz,
-    updated_at timestamptz
-)
+-- When a batch clashes, it is COPied into this per-session table (the columns of a new job,
+-- typed as in jobs) and moved with ON CONFLICT DO NOTHING (COPY itself cannot skip rows).
+CREATE TEMP TABLE IF NOT EXISTS recoup_jobs_stage AS
+SELECT {insert_columns} FROM jobs WITH NO DATA
 
 -- copy_stage --
-COPY recoup_jobs_stage (id, tenant, name, run_at, target, payload, idempotency_key,
-                        max_attempts, min_backoff_s, max_backoff_s, jitter, timeout_s,
-                        keep_for_s, schedule_id, created_at, updated_at)
-FROM STDIN (FORMAT BINARY)
+COPY recoup_jobs_stage ({insert_columns}) FROM STDIN (FORMAT BINARY)
 
 -- insert_from_stage --
-INSERT INTO jobs (id, tenant, name, run_at, target, payload, idempotency_key, max_attempts,
-                  min_backoff_s, max_backoff_s, jitter, timeout_s, keep_for_s, schedule_id,
-                  created_at, updated_at)
-SELECT id, tenant, name, run_at, target, payload, idempotency_key, max_attempts,
-       min_backoff_s, max_backoff_s, jitter, timeout_s, keep_for_s, schedule_id,
-       created_at, updated_at
-FROM recoup_jobs_stage
+INSERT INTO jobs ({insert_columns})
+SELECT {insert_columns} FROM recoup_jobs_stage
 ON CONFLICT DO NOTHING
 
 -- empty_stage --
@@ -215,9 +182,12 @@ logged AS (
 SELECT id FROM applied
 
 -- heartbeat --
+-- %(keys)s: 'id:attempt' per held attempt (NULL: any attempt); a lapsed attempt whose job was
+-- claimed again, even under the same worker id, is not extended.
 UPDATE jobs
 SET lease_expires_at = %(lease_until)s
 WHERE id = ANY(%(ids)s::text[]) AND state = 'running' AND leased_by = %(worker_id)s
+  AND (%(keys)s::text[] IS NULL OR id || ':' || attempts IN (SELECT unnest(%(keys)s::text[])))
 RETURNING id
 
 -- release --
@@ -241,17 +211,21 @@ WITH expired AS MATERIALIZED (
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 ),
+-- A lost attempt never consumes the last one (the worker may have died before starting it):
+-- a job whose lost attempt was its last gets one more, up to the ceiling of 100 attempts
+-- (CHECK on max_attempts), which bounds a job that kills every worker that runs it.
 rescued AS (
     UPDATE jobs j
-    SET state = CASE WHEN j.attempts < j.max_attempts THEN 'scheduled' ELSE 'failed' END,
-        run_at = CASE WHEN j.attempts < j.max_attempts THEN %(now)s ELSE j.run_at END,
+    SET state = CASE WHEN j.attempts < 100 THEN 'scheduled' ELSE 'failed' END,
+        max_attempts = greatest(j.max_attempts, least(j.attempts + 1, 100)),
+        run_at = CASE WHEN j.attempts < 100 THEN %(now)s ELSE j.run_at END,
         lease_expires_at = NULL,
         leased_by = NULL,
         attempt_started_at = NULL,
         last_error = e.error,
         updated_at = %(now)s,
-        finished_at = CASE WHEN j.attempts < j.max_attempts THEN NULL ELSE %(now)s END,
-        expires_at = CASE WHEN j.attempts < j.max_attempts THEN NULL
+        finished_at = CASE WHEN j.attempts < 100 THEN NULL ELSE %(now)s END,
+        expires_at = CASE WHEN j.attempts < 100 THEN NULL
                           ELSE %(now)s + j.keep_for_s * interval '1 second' END
     FROM expired e
     WHERE j.id = e.id
@@ -273,14 +247,19 @@ SELECT pg_notify(%(channel)s, '')
 -- next_due_at --
 SELECT min(run_at) FROM jobs WHERE state = 'scheduled'
 
+-- _cancel_set --
+-- The SET clause of every cancelling statement. leased_by and attempt_started_at stay, so the
+-- completion of an attempt cancelled while it ran is logged as cancelled.
+SET state = 'cancelled',
+    lease_expires_at = NULL,
+    updated_at = %(now)s,
+    finished_at = %(now)s,
+    expires_at = %(now)s + keep_for_s * interval '1 second'
+
 -- cancel_job --
 WITH cancelled AS (
     UPDATE jobs
-    SET state = 'cancelled',
-        lease_expires_at = NULL,
-        updated_at = %(now)s,
-        finished_at = %(now)s,
-        expires_at = %(now)s + keep_for_s * interval '1 second'
+    {_cancel_set}
     WHERE tenant = %(tenant)s AND id = %(id)s AND state IN ('scheduled', 'running')
     RETURNING {job_columns}
 )
@@ -291,33 +270,21 @@ WHERE tenant = %(tenant)s AND id = %(id)s AND NOT EXISTS (SELECT 1 FROM cancelle
 
 -- cancel_by_name --
 UPDATE jobs
-SET state = 'cancelled',
-    lease_expires_at = NULL,
-    updated_at = %(now)s,
-    finished_at = %(now)s,
-    expires_at = %(now)s + keep_for_s * interval '1 second'
+{_cancel_set}
 WHERE tenant = %(tenant)s AND name = %(name)s AND state IN ('scheduled', 'running')
 
 -- cancel_by_prefix --
 -- A byte-wise range (the column's "C" collation) walks the live-name index; U+10FFFF is the
 -- greatest code point, so every name that starts with the prefix sorts before prefix || it.
 UPDATE jobs
-SET state = 'cancelled',
-    lease_expires_at = NULL,
-    updated_at = %(now)s,
-    finished_at = %(now)s,
-    expires_at = %(now)s + keep_for_s * interval '1 second'
+{_cancel_set}
 WHERE tenant = %(tenant)s
   AND name >= %(prefix)s AND name < %(prefix)s || chr(1114111)
   AND state IN ('scheduled', 'running')
 
 -- cancel_schedule_jobs --
 UPDATE jobs
-SET state = 'cancelled',
-    lease_expires_at = NULL,
-    updated_at = %(now)s,
-    finished_at = %(now)s,
-    expires_at = %(now)s + keep_for_s * interval '1 second'
+{_cancel_set}
 WHERE schedule_id = %(schedule_id)s AND state IN ('scheduled', 'running')
 
 -- list_jobs --
@@ -342,6 +309,12 @@ ORDER BY attempt
 
 -- count_by_state --
 SELECT state, count(*) FROM jobs GROUP BY state
+
+-- count_live --
+-- Each count walks its state's partial index (jobs_due, jobs_leases), never finished rows.
+SELECT 'scheduled', count(*) FROM jobs WHERE state = 'scheduled'
+UNION ALL
+SELECT 'running', count(*) FROM jobs WHERE state = 'running'
 
 -- count_by_state_of_tenant --
 SELECT state, count(*) FROM jobs WHERE tenant = %(tenant)s GROUP BY state

@@ -52,6 +52,7 @@ from recoup.jobs.schedule_model import NewSchedule, Schedule
 from recoup.jobs.store import ClaimParams, JobFilter, JobPage, PruneResult
 from recoup.storage import _rows
 from recoup.storage._common import (
+    attempt_keys,
     check_page_limit,
     check_schedule_jobs,
     clip,
@@ -92,6 +93,7 @@ _COPY_TYPES = [
     "float8",  # timeout_s
     "float8",  # keep_for_s
     "text",  # schedule_id
+    "timestamptz",  # occurrence_at
     "timestamptz",  # created_at
     "timestamptz",  # updated_at
 ]
@@ -398,6 +400,9 @@ class PostgresStore:
         rows: dict[str, list[Any]] = {}
         for completion in completions:
             run = completion.run
+            seen = rows.get(run.job_id)
+            if seen is not None and seen[1] > run.attempt:
+                continue  # rows are keyed by job: an older attempt of it could not apply anyway
             outcome_value, retry, final_state = _OUTCOME_COLUMNS[run.outcome]
             retry_at = completion.retry_at
             rows[run.job_id] = [
@@ -424,17 +429,24 @@ class PostgresStore:
         return [row[0] for row in found]
 
     def heartbeat(
-        self, worker_id: str, job_ids: Sequence[str], *, lease_until: datetime
+        self,
+        worker_id: str,
+        job_ids: Sequence[str],
+        *,
+        lease_until: datetime,
+        attempts: Sequence[int] | None = None,
     ) -> list[str]:
         if not job_ids:
             return []
+        params = {
+            "ids": list(job_ids),
+            "keys": attempt_keys(job_ids, attempts),
+            "worker_id": worker_id,
+            "lease_until": lease_until,
+        }
         with self._conn() as conn:
             conn.execute(Q["queue_plans"])
-            rows = conn.execute(
-                Q["heartbeat"],
-                {"ids": list(job_ids), "worker_id": worker_id, "lease_until": lease_until},
-                prepare=False,
-            ).fetchall()
+            rows = conn.execute(Q["heartbeat"], params, prepare=False).fetchall()
         return [row[0] for row in rows]
 
     def release(self, worker_id: str, job_ids: Sequence[str], *, now: datetime) -> int:
@@ -570,6 +582,11 @@ class PostgresStore:
             else:
                 rows = conn.execute(Q["count_by_state_of_tenant"], {"tenant": tenant}).fetchall()
         return state_counts(rows)
+
+    def count_live(self) -> dict[JobState, int]:
+        with self._conn() as conn:
+            rows = conn.execute(Q["count_live"]).fetchall()
+        return {JobState(state): int(count) for state, count in rows}
 
     # Retention
 

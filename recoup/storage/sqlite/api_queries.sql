@@ -17,12 +17,16 @@ UPDATE idempotency_keys SET locked_at = :now
 WHERE tenant = :tenant AND key = :key AND status IS NULL AND locked_at = :locked_at
 
 -- complete_key --
+-- Only by the lock's holder: a request whose key was taken over (its lock went stale) must not
+-- overwrite the taker's result.
 UPDATE idempotency_keys
 SET status = :status, content_type = :content_type, body = :body, locked_at = NULL
-WHERE tenant = :tenant AND key = :key AND status IS NULL
+WHERE tenant = :tenant AND key = :key AND status IS NULL AND locked_at = :locked_at
 
 -- release_key --
-DELETE FROM idempotency_keys WHERE tenant = :tenant AND key = :key AND status IS NULL
+-- Only by the lock's holder, as complete_key.
+DELETE FROM idempotency_keys
+WHERE tenant = :tenant AND key = :key AND status IS NULL AND locked_at = :locked_at
 
 -- prune_keys --
 DELETE FROM idempotency_keys WHERE rowid IN (

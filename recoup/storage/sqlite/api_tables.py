@@ -60,7 +60,7 @@ class SqliteApiTables:
                 {**ids, "fingerprint": fingerprint, "method": method, "path": path, "now": now_us},
             ).rowcount
             if claimed:
-                return New()
+                return New(locked_at=now)
             stored, locked_at, status, content_type, body = conn.execute(
                 Q["get_key"], ids
             ).fetchone()
@@ -71,11 +71,18 @@ class SqliteApiTables:
             if locked_at < micros(now - lock_timeout):
                 # The request that held it died mid-flight: this one takes over.
                 conn.execute(Q["take_over_key"], {**ids, "now": now_us, "locked_at": locked_at})
-                return New()
+                return New(locked_at=now)
             return InProgress(retry_after=RETRY_AFTER_SECONDS)
 
     def complete(
-        self, *, tenant: str, key: str, status: int, body: bytes, content_type: str
+        self,
+        *,
+        tenant: str,
+        key: str,
+        locked_at: datetime,
+        status: int,
+        body: bytes,
+        content_type: str,
     ) -> None:
         with self._store.write() as conn:
             conn.execute(
@@ -83,15 +90,18 @@ class SqliteApiTables:
                 {
                     "tenant": tenant,
                     "key": key,
+                    "locked_at": micros(locked_at),
                     "status": status,
                     "content_type": content_type,
                     "body": body,
                 },
             )
 
-    def release(self, *, tenant: str, key: str) -> None:
+    def release(self, *, tenant: str, key: str, locked_at: datetime) -> None:
         with self._store.write() as conn:
-            conn.execute(Q["release_key"], {"tenant": tenant, "key": key})
+            conn.execute(
+                Q["release_key"], {"tenant": tenant, "key": key, "locked_at": micros(locked_at)}
+            )
 
     def prune_keys(self, *, older_than: datetime, limit: int = 10_000) -> int:
         with self._store.write() as conn:

@@ -25,20 +25,18 @@ ON CONFLICT (id) DO NOTHING
 -- get_tenant --
 SELECT id, name, signing_secret, created_at FROM tenants WHERE id = :id
 
--- insert_job --
-INSERT INTO jobs (id, tenant, name, run_at, target, payload, idempotency_key, max_attempts,
-                  min_backoff_s, max_backoff_s, jitter, timeout_s, keep_for_s, schedule_id,
-                  created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+-- _insert_values --
+-- A new job's row: one placeholder per column of {insert_columns} (`_rows.JobEncoder.row`).
+INSERT INTO jobs ({insert_columns})
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT DO NOTHING
+
+-- insert_job --
+{_insert_values}
 RETURNING {job_columns}
 
 -- insert_job_quietly --
-INSERT INTO jobs (id, tenant, name, run_at, target, payload, idempotency_key, max_attempts,
-                  min_backoff_s, max_backoff_s, jitter, timeout_s, keep_for_s, schedule_id,
-                  created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT DO NOTHING
+{_insert_values}
 
 -- get_job_by_idempotency_key --
 SELECT {job_columns} FROM jobs WHERE tenant = :tenant AND idempotency_key = :key
@@ -108,9 +106,12 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT DO NOTHING
 
 -- heartbeat --
+-- :keys: 'id:attempt' per held attempt (NULL: any attempt); a lapsed attempt whose job was
+-- claimed again, even under the same worker id, is not extended.
 UPDATE jobs
 SET lease_expires_at = :lease_until
 WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'running' AND leased_by = :worker_id
+  AND (:keys IS NULL OR id || ':' || attempts IN (SELECT value FROM json_each(:keys)))
 RETURNING id
 
 -- release --
@@ -131,17 +132,21 @@ ORDER BY lease_expires_at
 LIMIT :limit
 
 -- rescue_job --
+-- A lost attempt never consumes the last one (the worker may have died before starting it):
+-- a job whose lost attempt was its last gets one more, up to the ceiling of 100 attempts
+-- (CHECK on max_attempts), which bounds a job that kills every worker that runs it.
 UPDATE jobs
-SET state = CASE WHEN attempts < max_attempts THEN 'scheduled' ELSE 'failed' END,
-    run_at = CASE WHEN attempts < max_attempts THEN :now ELSE run_at END,
+SET state = CASE WHEN attempts < 100 THEN 'scheduled' ELSE 'failed' END,
+    max_attempts = max(max_attempts, min(attempts + 1, 100)),
+    run_at = CASE WHEN attempts < 100 THEN :now ELSE run_at END,
     lease_expires_at = NULL,
     leased_by = NULL,
     attempt_started_at = NULL,
     last_error = :error,
     updated_at = :now,
-    finished_at = CASE WHEN attempts < max_attempts THEN NULL ELSE :now END,
+    finished_at = CASE WHEN attempts < 100 THEN NULL ELSE :now END,
     expires_at = CASE
-        WHEN attempts < max_attempts THEN NULL
+        WHEN attempts < 100 THEN NULL
         ELSE :now + CAST(keep_for_s * 1000000 AS INTEGER)
     END
 WHERE id = :id AND state = 'running' AND lease_expires_at < :now
@@ -156,44 +161,37 @@ SELECT seq FROM wakeups WHERE id = 1
 -- next_due_at --
 SELECT min(run_at) FROM jobs WHERE state = 'scheduled'
 
--- cancel_job --
-UPDATE jobs
+-- _cancel_set --
+-- The SET clause of every cancelling statement. leased_by and attempt_started_at stay, so the
+-- completion of an attempt cancelled while it ran is logged as cancelled.
 SET state = 'cancelled',
     lease_expires_at = NULL,
     updated_at = :now,
     finished_at = :now,
     expires_at = :now + CAST(keep_for_s * 1000000 AS INTEGER)
+
+-- cancel_job --
+UPDATE jobs
+{_cancel_set}
 WHERE tenant = :tenant AND id = :id AND state IN ('scheduled', 'running')
 
 -- cancel_by_name --
 UPDATE jobs
-SET state = 'cancelled',
-    lease_expires_at = NULL,
-    updated_at = :now,
-    finished_at = :now,
-    expires_at = :now + CAST(keep_for_s * 1000000 AS INTEGER)
+{_cancel_set}
 WHERE tenant = :tenant AND name = :name AND state IN ('scheduled', 'running')
 
 -- cancel_by_prefix --
 -- A byte-wise range (SQLite's BINARY collation) walks the live-name index; U+10FFFF is the
 -- greatest code point, so every name that starts with :prefix sorts before :prefix || it.
 UPDATE jobs
-SET state = 'cancelled',
-    lease_expires_at = NULL,
-    updated_at = :now,
-    finished_at = :now,
-    expires_at = :now + CAST(keep_for_s * 1000000 AS INTEGER)
+{_cancel_set}
 WHERE tenant = :tenant
   AND name >= :prefix AND name < :prefix || char(1114111)
   AND state IN ('scheduled', 'running')
 
 -- cancel_schedule_jobs --
 UPDATE jobs
-SET state = 'cancelled',
-    lease_expires_at = NULL,
-    updated_at = :now,
-    finished_at = :now,
-    expires_at = :now + CAST(keep_for_s * 1000000 AS INTEGER)
+{_cancel_set}
 WHERE schedule_id = :schedule_id AND state IN ('scheduled', 'running')
 
 -- list_jobs --
@@ -218,6 +216,12 @@ ORDER BY attempt
 
 -- count_by_state --
 SELECT state, count(*) FROM jobs GROUP BY state
+
+-- count_live --
+-- Each count walks its state's partial index (jobs_due, jobs_leases), never finished rows.
+SELECT 'scheduled', count(*) FROM jobs WHERE state = 'scheduled'
+UNION ALL
+SELECT 'running', count(*) FROM jobs WHERE state = 'running'
 
 -- count_by_state_of_tenant --
 SELECT state, count(*) FROM jobs WHERE tenant = :tenant GROUP BY state

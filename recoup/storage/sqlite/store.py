@@ -43,6 +43,7 @@ from recoup.jobs.schedule_model import NewSchedule, Schedule
 from recoup.jobs.store import ClaimParams, JobFilter, JobPage, PruneResult
 from recoup.storage import _rows
 from recoup.storage._common import (
+    attempt_keys,
     check_page_limit,
     check_schedule_jobs,
     clip,
@@ -369,15 +370,22 @@ class SqliteStore:
         return applied
 
     def heartbeat(
-        self, worker_id: str, job_ids: Sequence[str], *, lease_until: datetime
+        self,
+        worker_id: str,
+        job_ids: Sequence[str],
+        *,
+        lease_until: datetime,
+        attempts: Sequence[int] | None = None,
     ) -> list[str]:
         if not job_ids:
             return []
+        keys = attempt_keys(job_ids, attempts)
         with self._write() as conn:
             rows = conn.execute(
                 Q["heartbeat"],
                 {
                     "ids": json.dumps(list(job_ids)),
+                    "keys": None if keys is None else json.dumps(keys),
                     "worker_id": worker_id,
                     "lease_until": micros(lease_until),
                 },
@@ -548,6 +556,11 @@ class SqliteStore:
             else:
                 rows = conn.execute(Q["count_by_state_of_tenant"], {"tenant": tenant}).fetchall()
         return state_counts(rows)
+
+    def count_live(self) -> dict[JobState, int]:
+        with self._connection() as conn:
+            rows = conn.execute(Q["count_live"]).fetchall()
+        return {JobState(state): int(count) for state, count in rows}
 
     # Retention
 

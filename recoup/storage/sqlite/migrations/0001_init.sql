@@ -25,6 +25,9 @@ CREATE TABLE jobs (
     timeout_s REAL NOT NULL CHECK (timeout_s > 0),
     keep_for_s REAL CHECK (keep_for_s IS NULL OR keep_for_s >= 0),
     schedule_id TEXT,
+    -- the occurrence a schedule's job stands for: its first run_at, never changed (retries and
+    -- rescues move run_at, so run_at cannot identify the occurrence)
+    occurrence_at INTEGER,
     state TEXT NOT NULL DEFAULT 'scheduled'
         CHECK (state IN ('scheduled', 'running', 'succeeded', 'failed', 'cancelled')),
     attempts INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0 AND attempts <= max_attempts),
@@ -46,7 +49,9 @@ CREATE TABLE jobs (
     CONSTRAINT scheduled_has_attempt_left CHECK (state <> 'scheduled' OR attempts < max_attempts),
     CONSTRAINT final_iff_finished
         CHECK ((state IN ('succeeded', 'failed', 'cancelled')) = (finished_at IS NOT NULL)),
-    CONSTRAINT expires_only_when_finished CHECK (expires_at IS NULL OR finished_at IS NOT NULL)
+    CONSTRAINT expires_only_when_finished CHECK (expires_at IS NULL OR finished_at IS NOT NULL),
+    CONSTRAINT occurrence_iff_scheduled
+        CHECK ((schedule_id IS NULL) = (occurrence_at IS NULL))
 ) STRICT;
 
 -- Due jobs: the claim walks this in run_at order; finished jobs never enter it, so claims
@@ -58,8 +63,9 @@ CREATE UNIQUE INDEX jobs_live_name ON jobs (tenant, name)
 CREATE INDEX jobs_name ON jobs (tenant, name, created_at) WHERE name IS NOT NULL;
 CREATE UNIQUE INDEX jobs_idempotency_key ON jobs (tenant, idempotency_key)
     WHERE idempotency_key IS NOT NULL;
--- One job per schedule occurrence, whatever two schedulers do.
-CREATE UNIQUE INDEX jobs_schedule_occurrence ON jobs (schedule_id, run_at)
+-- One job per schedule occurrence, whatever two schedulers do. On occurrence_at, not run_at:
+-- two occurrences retried or rescued to the same instant stay two jobs.
+CREATE UNIQUE INDEX jobs_schedule_occurrence ON jobs (schedule_id, occurrence_at)
     WHERE schedule_id IS NOT NULL;
 CREATE INDEX jobs_leases ON jobs (lease_expires_at) WHERE state = 'running';
 CREATE INDEX jobs_expiry ON jobs (expires_at) WHERE expires_at IS NOT NULL;
