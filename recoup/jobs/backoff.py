@@ -3,13 +3,14 @@
 The rule, for the attempt numbered `n` (1-based: the first attempt is 1) that has just failed
 with a retryable error, under a policy with `min_backoff = b` and `max_backoff = c`:
 
-    ceiling(n) = min(c, b · 2^(n−1))            # b, 2b, 4b, … up to c
-    delay(n)   = uniform(b, ceiling(n))         # with jitter ("full jitter" above the floor)
-    delay(n)   = ceiling(n)                      # without jitter
+    delay(n) = uniform(b, min(c, b · 2^n))       # with jitter ("full jitter" above the floor)
+    delay(n) = min(c, b · 2^(n−1))               # without jitter: b, 2b, 4b, … up to c
 
-So the first retry waits exactly `b`, and every delay lies in `[b, c]`. The floor is `b`
-rather than 0 (AWS's "full jitter" draws from `[0, ceiling]`) because a zero delay means no
-backoff at all (akash-network/console#3727).
+So every delay lies in `[b, c]`, and with jitter even the first retry is spread over
+`[b, 2b]`: jobs that failed together (a target's outage) do not all retry at one instant. The
+jittered range of attempt n ends where the unjittered delay of attempt n + 1 is, so the mean
+still grows by ×2 per attempt. The floor is `b` rather than 0 (AWS's "full jitter" draws from
+`[0, ceiling]`) because a zero delay means no backoff at all (akash-network/console#3727).
 
 A target's `Retry-After` (delta-seconds or an HTTP-date, RFC 9110 §10.2.3) is a lower bound:
 the delay is the later of the backoff and `Retry-After`. So that a target cannot park a job
@@ -29,10 +30,11 @@ _MAX_DOUBLINGS = 62  # 2^62 · any useful min_backoff exceeds every max_backoff;
 
 
 def backoff_ceiling(policy: RetryPolicy, attempt: int) -> timedelta:
-    """`min(max_backoff, min_backoff · 2^(attempt−1))`: the longest delay after `attempt`."""
+    """The longest delay after `attempt`: `min(max_backoff, min_backoff · 2^attempt)` with
+    jitter, `min(max_backoff, min_backoff · 2^(attempt−1))` (the delay itself) without."""
     if attempt < 1:
         raise ValueError(f"attempt numbers start at 1, got {attempt}")
-    doublings = min(attempt - 1, _MAX_DOUBLINGS)
+    doublings = min(attempt if policy.jitter else attempt - 1, _MAX_DOUBLINGS)
     ceiling_s = policy.min_backoff.total_seconds() * (2**doublings)
     return min(policy.max_backoff, timedelta(seconds=min(ceiling_s, 1e9)))
 

@@ -8,6 +8,16 @@ failure, retried with the job's backoff until its attempts are spent.
 Sync handlers run in a worker thread unless registered with `inline=True`, which declares them
 cheap and non-blocking: they then run on the event loop itself, with no task or thread per
 job (what a no-op or a counter wants).
+
+The job's per-attempt `timeout` bounds a handler's attempt; running out of it is a retryable
+failure ("timed out after N s"). An async handler is cancelled at the timeout. A sync handler
+in a thread cannot be killed: the worker stops waiting for it and frees its slot, but the
+thread runs on until the handler returns (holding one of the event loop's default-executor
+threads meanwhile, and keeping the process from exiting), so a handler that may block should
+bound its own waits too. An inline handler cannot be interrupted at all, and the timeout does
+not apply to it: it blocks the whole worker while it runs, which is why inline is only for
+handlers that take microseconds. (Recording an overrun after the fact would not stop it, and
+retrying an attempt whose effects are done would only run them twice.)
 """
 
 from __future__ import annotations
@@ -57,7 +67,8 @@ class HandlerRegistry:
         self._handlers: dict[str, RegisteredHandler] = {}
 
     def add(self, name: str, fn: Handler, *, inline: bool = False) -> None:
-        """Register `fn` as `name`; a name already taken → `InvalidInput`."""
+        """Register `fn` as `name`; a name already taken → `InvalidInput`. `inline=True`
+        (sync only) runs it on the event loop, outside the job's timeout (module docstring)."""
         if not name or len(name) > 200:
             raise InvalidInput("handler", name, "expected a name of 1–200 characters")
         if name in self._handlers:

@@ -57,6 +57,14 @@ WORKER_START_TIMEOUT = 10.0  # seconds to wait for an embedded worker to start
 _HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _HEADER_VALUE = re.compile(r"([\x21-\x7e]([ \t]*[\x21-\x7e])*)?")
 _URL_FORBIDDEN = re.compile(r"[\x00-\x20\x7f]")  # whitespace and control characters
+# Headers a target may not set (compared case-insensitively): framing and routing, which the
+# HTTP client derives from the URL and body (a forged Host or Content-Length smuggles
+# requests), and what each delivery stamps itself: its Idempotency-Key and the Standard Webhooks
+# headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) that receivers verify.
+RESERVED_HEADERS = frozenset(
+    {"host", "content-length", "transfer-encoding", "connection", "idempotency-key"}
+)
+RESERVED_HEADER_PREFIXES = ("webhook-",)
 
 
 def check_url_text(url: str) -> None:
@@ -74,14 +82,24 @@ def check_url_text(url: str) -> None:
 
 def check_headers(headers: Mapping[str, str]) -> None:
     """`InvalidInput` naming `target.headers` for a header that cannot be sent: a name that
-    is not an RFC 9110 token, or a value with CR, LF, NUL, other controls, non-ASCII
-    characters, or leading or trailing whitespace."""
+    is not an RFC 9110 token, a reserved name (`RESERVED_HEADERS`, `webhook-*`, in any case),
+    or a value with CR, LF, NUL, other controls, non-ASCII characters, or leading or trailing
+    whitespace."""
     for name, value in headers.items():
         if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
             raise InvalidInput(
                 "target.headers",
                 name,
                 "expected header names made of letters, digits and !#$%&'*+-.^_`|~",
+            )
+        lowered = name.lower()
+        if lowered in RESERVED_HEADERS or lowered.startswith(RESERVED_HEADER_PREFIXES):
+            raise InvalidInput(
+                "target.headers",
+                name,
+                f"header {name!r} is set by Recoup itself and cannot be overridden (reserved: "
+                "Host, Content-Length, Transfer-Encoding, Connection, Idempotency-Key, "
+                "webhook-*)",
             )
         if not isinstance(value, str) or not _HEADER_VALUE.fullmatch(value):
             raise InvalidInput(
@@ -90,6 +108,19 @@ def check_headers(headers: Mapping[str, str]) -> None:
                 "expected header values of printable ASCII without CR, LF or control "
                 "characters, and no leading or trailing whitespace",
             )
+
+
+def check_job_name(job: NewJob) -> None:
+    """`InvalidInput` naming `name` for a one-off job named with '@': `{schedule}@{instant}`
+    names a schedule's occurrences, and a one-off job holding such a name would take (and
+    hide) the occurrence's live name."""
+    if job.schedule_id is None and job.name is not None and "@" in job.name:
+        raise InvalidInput(
+            "name",
+            job.name,
+            "expected no '@' in a job's name ('{schedule}@{instant}' names the occurrences "
+            "of schedules)",
+        )
 
 
 class Scheduler:
@@ -177,6 +208,7 @@ class Scheduler:
 
     def submit(self, job: NewJob) -> Job:
         """Insert a prepared `NewJob` (after the same checks as `enqueue`)."""
+        check_job_name(job)
         self.check_target(job.target)
         self._ensure_tenant(job.tenant)
         stored = self.store.insert(job, now=self.clock.now())
@@ -264,9 +296,14 @@ class Scheduler:
             raise TypeError("this store does not keep schedules")
         return self.store
 
-    def create_schedule(self, schedule: NewSchedule) -> Schedule:
+    def create_schedule(self, schedule: NewSchedule, *, existing_ok: bool = False) -> Schedule:
         """Store a recurring schedule; its first occurrence is the first after now. A schedule
-        of the tenant with the same name → `Conflict`."""
+        of the tenant with the same name → `Conflict`.
+
+        With `existing_ok`, a schedule of the tenant that already has `schedule.id` is returned
+        as stored (for ids derived from a request, `recoup.idempotency.derived_id`: it is an
+        earlier try of the same request), its first occurrence materialised if that try
+        stopped between the two transactions."""
         validate_schedule_name(schedule.name)
         rule = validate_rule(schedule.rule)
         self.check_target(schedule.target)
@@ -274,7 +311,10 @@ class Scheduler:
         if rule != schedule.rule:
             schedule = NewSchedule(**{**_fields(schedule), "rule": rule})
         now = self.clock.now()
-        stored: Schedule = self._schedules.insert_schedule(
+        found: Schedule | None = (
+            self._schedules.get_schedule(schedule.tenant, schedule.id) if existing_ok else None
+        )
+        stored: Schedule = found or self._schedules.insert_schedule(
             schedule, next_fire_at=next_after(rule, now), now=now
         )
         if stored.next_fire_at is not None and stored.next_fire_at <= now + SCHEDULE_HORIZON:

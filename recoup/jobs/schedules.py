@@ -4,7 +4,8 @@ Each occurrence becomes an ordinary job named `{schedule}@{occurrence instant, I
 (`nightly@2026-03-08T07:30:00Z`), inserted together with the schedule's advance by
 `ScheduleStore.advance_schedule`, a compare-and-set on `next_fire_at`: two materialisers
 (two workers) can never create the same occurrence twice, and the unique
-(schedule_id, run_at) of jobs is the backstop.
+(schedule_id, occurrence_at) of jobs is the backstop (`occurrence_at` is the job's first
+run_at and never changes, so retries and rescues that move run_at cannot collide).
 
 Occurrences come from the time core and are never derived from "when the job happened to run":
 cron via `recoup.timekeeping.cron` (Debian's DST rule), billing anchors via

@@ -3,8 +3,12 @@
 A target URL is refused when its scheme is not http/https, or when its host (an address
 literal, or every address it resolves to) is loopback, private, link-local, multicast,
 unspecified, reserved or otherwise not globally routable, IPv4 and IPv6 alike. Addresses that
-embed an IPv4 address (IPv4-mapped `::ffff:a.b.c.d`, 6to4, Teredo) are judged by the embedded
-address too, so `::ffff:127.0.0.1` is loopback.
+embed an IPv4 address (IPv4-mapped `::ffff:a.b.c.d`, 6to4 `2002::/16`, Teredo, NAT64
+`64:ff9b::/96`) are judged by the embedded address, so `::ffff:127.0.0.1` is loopback and
+`64:ff9b::a00:1` (10.0.0.1 through a NAT64 gateway) is private. Ranges `ipaddress` counts as
+global, or classifies differently from one Python version to the next, are listed explicitly
+(`EXTRA_RULES`): IPv6 site-local `fec0::/10`, CGNAT `100.64.0.0/10`, the IETF protocol block
+`192.0.0.0/24`, benchmarking `198.18.0.0/15`, local-use NAT64 `64:ff9b:1::/48`.
 
 It is checked twice: when a job is created (`check_url`, so the caller hears at once) and when
 the worker opens each connection (`resolve_host`, called by the HTTP client's network backend
@@ -33,9 +37,21 @@ ALLOWED_SCHEMES = ("http", "https")
 ALLOW_PRIVATE_ENV = "RECOUP_ALLOW_PRIVATE_TARGETS"  # read by the shell, never by this module
 
 
+# Non-public ranges checked explicitly, with the rule each breaks (see the module docstring).
+EXTRA_RULES: tuple[tuple[IPNetwork, str], ...] = (
+    (ipaddress.ip_network("fec0::/10"), "site-local"),  # RFC 3879: deprecated, still internal
+    (ipaddress.ip_network("100.64.0.0/10"), "not-global"),  # RFC 6598 shared (CGNAT) space
+    (ipaddress.ip_network("192.0.0.0/24"), "reserved"),  # RFC 6890 IETF protocol assignments
+    (ipaddress.ip_network("198.18.0.0/15"), "reserved"),  # RFC 2544 benchmarking
+    (ipaddress.ip_network("64:ff9b:1::/48"), "private"),  # RFC 8215 local-use NAT64
+)
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")  # RFC 6052 well-known prefix: v4 in the low 32 bits
+
+
 class TargetRefused(InvalidInput):
     """A target the SSRF guard refuses. `rule` names the rule broken (`scheme`, `loopback`,
-    `private`, `link-local`, `multicast`, `unspecified`, `reserved`, `not-global`, `host`)."""
+    `private`, `link-local`, `site-local`, `multicast`, `unspecified`, `reserved`,
+    `not-global`, `host`)."""
 
     def __init__(self, value: object, rule: str, reason: str, *, field: str = "target.url"):
         self.rule = rule
@@ -46,8 +62,13 @@ def address_rule(ip: IPAddress) -> str | None:
     """The name of the first rule `ip` breaks, or None for a public address."""
     if isinstance(ip, ipaddress.IPv6Address):
         embedded = ip.ipv4_mapped or ip.sixtofour or (ip.teredo[1] if ip.teredo else None)
+        if embedded is None and ip in _NAT64:
+            embedded = ipaddress.IPv4Address(int(ip) & 0xFFFF_FFFF)
         if embedded is not None:
             return address_rule(embedded)
+    for network, rule in EXTRA_RULES:
+        if ip.version == network.version and ip in network:
+            return rule
     if ip.is_loopback:
         return "loopback"
     if ip.is_link_local:

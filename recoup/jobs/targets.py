@@ -12,6 +12,7 @@ Outcome rules (issue 4):
 | Python handler returned                         | succeeded                         |
 | Python handler raised `PermanentError`          | failed, no retry                  |
 | Python handler raised anything else             | retry                             |
+| Python handler outlived the job's timeout       | retry (inline handlers: no limit) |
 | no handler of that name in this process         | retry (another deploy may have it)|
 
 "retry" becomes "failed" in the worker once the job's attempts are spent.
@@ -200,11 +201,7 @@ class HttpExecutor:
             async with asyncio.timeout(job.timeout.total_seconds()):
                 return await self._send(job, target, secret, started)
         except TimeoutError:
-            return AttemptResult(
-                AttemptOutcome.RETRY,
-                duration_ms=_ms_since(started),
-                error=f"timed out after {job.timeout.total_seconds():g} s",
-            )
+            return timed_out(job, started)
         except httpx.TimeoutException as exc:
             return AttemptResult(
                 AttemptOutcome.RETRY, duration_ms=_ms_since(started), error=describe(exc)
@@ -291,6 +288,15 @@ def _ms_since(started: float) -> float:
     return round((time.perf_counter() - started) * 1000.0, 3)
 
 
+def timed_out(job: Job, started: float) -> AttemptResult:
+    """The attempt outlived `job.timeout`: retried, like any timeout."""
+    return AttemptResult(
+        AttemptOutcome.RETRY,
+        duration_ms=_ms_since(started),
+        error=f"timed out after {job.timeout.total_seconds():g} s",
+    )
+
+
 def handler_context(job: Job) -> HandlerContext:
     return HandlerContext(
         job_id=job.id,
@@ -324,23 +330,43 @@ def missing_handler(name: str) -> AttemptResult:
     )
 
 
-async def run_handler(registry: HandlerRegistry, name: str, job: Job) -> AttemptResult:
+async def run_handler(
+    registry: HandlerRegistry, name: str, job: Job, *, bounded: bool = True
+) -> AttemptResult:
     """One attempt of a Python handler (async, or sync in a thread). Never raises for the
-    handler's failures; cancellation propagates."""
+    handler's failures; cancellation propagates.
+
+    `job.timeout` bounds the attempt (a retryable "timed out after N s" when it runs out): an
+    async handler is cancelled there; a sync handler's thread cannot be stopped, so the worker
+    stops waiting for it and the thread runs on, unobserved, until the handler returns (it
+    keeps one of the loop's default-executor threads, and the process does not exit before it
+    returns). An inline handler runs on the loop and cannot be interrupted: the timeout does
+    not apply to it (see `HandlerRegistry.add`). `bounded=False` leaves an async handler's
+    timeout to the caller (the worker's consumers enforce it without a timer per attempt)."""
     registered = registry.get(name)
     if registered is None:
         return missing_handler(name)
     ctx = handler_context(job)
     started = time.perf_counter()
+    if registered.inline or (registered.is_async and not bounded):
+        try:
+            value = await registered.fn(ctx) if registered.is_async else registered.fn(ctx)
+        except Exception as exc:
+            return result_of_exception(exc, started)
+        return result_of_return(value, started)
+    deadline = asyncio.timeout(job.timeout.total_seconds())
     try:
-        if registered.is_async:
-            value = await registered.fn(ctx)
-        elif registered.inline:
-            value = registered.fn(ctx)
-        else:
-            value = await asyncio.to_thread(registered.fn, ctx)
+        async with deadline:
+            if registered.is_async:
+                value = await registered.fn(ctx)
+            else:
+                value = await asyncio.to_thread(registered.fn, ctx)
     except Exception as exc:
+        if deadline.expired():  # ours, not a TimeoutError the handler raised itself
+            return timed_out(job, started)
         return result_of_exception(exc, started)
+    if deadline.expired():  # the handler swallowed the cancellation and returned late
+        return timed_out(job, started)
     return result_of_return(value, started)
 
 

@@ -13,18 +13,29 @@ waits on the database. The moving parts:
   LISTEN/NOTIFY on PostgreSQL, watched by one dedicated thread), whichever is first; never
   longer than `max_sleep` (1 s), for writers that cannot notify (SQLite in another process).
 - **Concurrency.** Up to `concurrency` attempts run at once; jobs whose instant has come wait in
-  a FIFO for a slot. Async handlers and HTTP targets run as tasks; sync handlers in a thread,
-  or inline on the loop when registered `inline=True` (no task, no thread: the no-op path).
+  a FIFO for a slot. A claim takes no more than the free slots plus those freed since the
+  previous claim (`_claim_room`): a saturated worker leaves due jobs to idle ones. Async
+  handlers and HTTP targets run as tasks; sync handlers in a thread, or inline on the loop
+  when registered `inline=True` (no task, no thread: the no-op path).
+  Each attempt but an inline one is bounded by the job's `timeout` (`HttpExecutor.send`,
+  `run_handler`; on consumers, one timer for all, `_time_out_attempts`): past it, it is
+  cancelled (a sync handler's thread is left to finish unobserved) and retried.
 - **Leases.** Every job this worker holds (claimed and not yet reported) is heartbeat in one
-  store call every `lease / 3`; a job the store says we no longer hold (cancelled, or rescued
-  after a stall) is dropped if not started, and its attempt is interrupted if it is running.
+  store call every `lease / 3`, attempt by attempt; a job the store says we no longer hold
+  (cancelled, rescued after a stall, or claimed again since) is dropped if not started, and
+  its attempt is interrupted if it is running (its completion is still written: the store
+  logs it as cancelled, or refuses it). When no heartbeat has succeeded for 80 % of a lease,
+  every held job is given up the same way before another worker can rescue it. A job claimed
+  again by this worker replaces (and interrupts) its older attempt; a batch of completions
+  carries one attempt per job.
 - **Batched completions.** Outcomes queue in memory; one flusher writes them with one
   `complete_many` call as soon as `flush_size` are waiting or `flush_interval` after the first
   one, whichever comes first; a flush in flight lets the next batch grow meanwhile.
 - **Rescue, schedules, retention.** Every `lease / 2` the worker rescues expired leases
   (anyone's); every `schedule_interval` it materialises schedule occurrences due within
   `schedule_horizon`; every `prune_interval` it deletes finished jobs past their `keep_for`
-  and runs older than `keep_runs_for` (None turns pruning off).
+  and runs older than `keep_runs_for` (None turns pruning off). A failing step is logged and
+  tried again at its next turn; claiming goes on meanwhile.
 - **Graceful shutdown** (`request_stop()`, wired to SIGTERM/SIGINT by the CLI): stop claiming,
   release claimed jobs not yet started, let running attempts finish for up to `grace`, then
   interrupt the rest (reported as retryable), flush every completion.
@@ -39,13 +50,14 @@ import asyncio
 import contextlib
 import functools
 import logging
+import math
 import os
 import random
 import socket
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -74,6 +86,7 @@ from recoup.jobs.targets import (
     describe,
     run_handler,
     run_inline,
+    timed_out,
 )
 from recoup.timekeeping.clock import Clock, SystemClock
 
@@ -85,14 +98,19 @@ DEFAULT_LEASE = timedelta(seconds=30)
 DEFAULT_HORIZON = timedelta(milliseconds=500)  # claim this far ahead; fire from memory
 DEFAULT_GRACE = timedelta(seconds=30)  # running attempts may finish this long after stop
 MAX_SLEEP = 1.0  # seconds; the longest idle sleep without a notification
+MIN_REARM = 0.0002  # seconds; the least a timer that fired early waits again
 MIN_SLEEP = 0.002  # seconds; the shortest idle sleep, so a contended claim cannot spin
 ERROR_PAUSE = 1.0  # seconds to wait after a store error before trying again
+FLUSH_RETRY_PAUSE = 0.05  # seconds before the first retry of a failed flush (then doubling)
 NOTIFY_WAIT = 0.1  # seconds each `wait_for_notify` call blocks (and stop waits for the listener)
 SECRET_TTL = 60.0  # seconds a tenant's signing secret is cached
 SCHEDULE_INTERVAL = timedelta(seconds=5)  # how often the materialiser runs
 PRUNE_INTERVAL = timedelta(minutes=10)  # how often finished jobs past keep_for are deleted
 KEEP_RUNS_FOR = timedelta(days=30)  # run-log retention (kept after their job is deleted)
 PRUNE_LIMIT = 10_000  # rows deleted per prune call (each its own short transaction)
+RESCUE_LIMIT = 1000  # expired leases rescued per call (each its own short transaction)
+
+LEASE_MARGIN = 0.2  # held jobs are given up when no heartbeat succeeded for 80 % of a lease
 
 _WAITING, _READY, _RUNNING, _DONE, _REVOKED = range(5)
 CONSUMER_STREAK = 64  # attempts a consumer runs back to back before yielding to the loop
@@ -104,13 +122,17 @@ _INTERRUPTED = AttemptResult(
 class _Held:
     """A job this worker holds a lease on, from claim until its completion is written."""
 
-    __slots__ = ("job", "started_at", "state", "task")
+    __slots__ = ("expires", "job", "revoked", "started_at", "state", "task", "timed_out")
 
     def __init__(self, job: Job) -> None:
         self.job = job
         self.state = _WAITING
         self.task: asyncio.Task[None] | None = None
         self.started_at: datetime | None = None
+        # An async handler's attempt: the loop time its timeout ends, and whether it did.
+        self.expires = math.inf
+        self.timed_out = False
+        self.revoked = False  # the store took it back while it ran (not reported on_attempt)
 
 
 @dataclass
@@ -131,6 +153,20 @@ class WorkerStats:
     materialised: int = 0  # schedule occurrences turned into jobs
     claim_seconds: float = 0.0  # wall time spent in claim calls
     flush_seconds: float = 0.0  # wall time spent in complete_many calls
+
+
+def _latest_attempts(
+    done: list[tuple[_Held, AttemptResult, datetime, datetime]],
+) -> list[tuple[_Held, AttemptResult, datetime, datetime]]:
+    """The queued completions with at most one per job: its latest attempt. An older attempt
+    of a job this worker claimed again is stale (the store would refuse it), and a batch
+    keyed by job id must not carry two rows for one job."""
+    if len({held.job.id for held, _, _, _ in done}) == len(done):
+        return done  # the usual case: no job twice
+    latest: dict[str, int] = {}
+    for held, _, _, _ in done:
+        latest[held.job.id] = max(latest.get(held.job.id, 0), held.job.attempts)
+    return [item for item in done if item[0].job.attempts == latest[item[0].job.id]]
 
 
 def default_worker_id() -> str:
@@ -188,6 +224,8 @@ class Worker:
             raise ValueError("batch_size must be ≥ 1")
         if lease <= timedelta(0):
             raise ValueError("lease must be positive")
+        if heartbeat_interval is not None and heartbeat_interval >= lease * (1 - LEASE_MARGIN):
+            raise ValueError("heartbeat_interval must be well within the lease")
         self.store = store
         self.clock: Clock = clock or SystemClock()
         self.handlers = handlers or HandlerRegistry()
@@ -225,6 +263,7 @@ class Worker:
         self._timers: dict[datetime, asyncio.TimerHandle] = {}
         self._unstarted = 0  # held jobs in _WAITING or _READY
         self._running = 0
+        self._freed = 0  # slots freed since the previous claim (see `_claim_room`)
         # Started attempts of async Python handlers waiting for a consumer (`_consume`), the
         # consumers alive, and how many of them are not awaiting a handler.
         self._runq: deque[_Held] = deque()
@@ -241,6 +280,10 @@ class Worker:
         self._flush_lock: asyncio.Lock | None = None
         self._idle: asyncio.Event | None = None
         self._listener_stop = threading.Event()
+        self._timeouts: asyncio.TimerHandle | None = None  # see `_time_out_attempts`
+        self._timeouts_at = math.inf  # the loop time it fires at
+        self._lease_ok_at = 0.0  # monotonic: when the last heartbeat that succeeded began
+        self._lease_watch: asyncio.TimerHandle | None = None
 
     # -- public entry points ---------------------------------------------------------------
 
@@ -256,26 +299,28 @@ class Worker:
             try:
                 while not self._stopping:
                     try:
+                        # Each maintenance deadline advances before its call, and a failing
+                        # call is logged and skipped: it must never keep the loop from claiming.
                         mono = time.monotonic()
                         if mono >= next_rescue:
-                            await self._rescue(self.clock.now())
                             next_rescue = mono + self.rescue_interval.total_seconds()
+                            await self._maintain("rescue", self._rescue)
                         if mono >= next_schedules:
-                            if self.schedules:
-                                await self._materialise(self.clock.now())
                             next_schedules = (
                                 mono + self.schedule_interval.total_seconds()
                                 if self.schedules
                                 else never
                             )
+                            if self.schedules:
+                                await self._maintain("materialise", self._materialise)
                         if mono >= next_prune:
-                            if self.prune_interval is not None:
-                                await self._prune(self.clock.now())
                             next_prune = (
                                 mono + self.prune_interval.total_seconds()
                                 if self.prune_interval is not None
                                 else never
                             )
+                            if self.prune_interval is not None:
+                                await self._maintain("prune", self._prune)
                         if await self._claim_once():
                             continue  # a full batch: more may be due, claim again at once
                         deadline = min(next_rescue, next_schedules, next_prune)
@@ -377,6 +422,9 @@ class Worker:
             await asyncio.gather(flusher, return_exceptions=True)
             await self._http.aclose()
             self._executor.shutdown(wait=True)
+            if self._timeouts is not None:  # a timer of this loop: the next session arms anew
+                self._timeouts.cancel()
+            self._timeouts, self._timeouts_at = None, math.inf
             self._loop = None
 
     async def _call(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
@@ -418,13 +466,25 @@ class Worker:
     async def _claim_once(self) -> bool:
         """Claim what is due within the horizon, up to the room left; True when a full batch
         came back (so more may be waiting)."""
-        room = min(self.batch_size, self.prefetch - self._unstarted)
+        room = self._claim_room()
         if room <= 0:
             return False
+        self._freed = 0
         jobs = await self._claim(self.clock.now(), self.horizon, room)
         if jobs:
             self._accept(jobs)
         return len(jobs) == room
+
+    def _claim_room(self) -> int:
+        """How many jobs the next claim may take: the free slots (not running nor promised to
+        a job whose instant has come), plus as many as were freed since the previous claim
+        (what this worker gets through in one claim's time: so quick handlers are claimed in
+        large batches while slow ones are not), within `batch_size` and `prefetch`. A
+        saturated worker does not sit on due jobs that idle workers could run. Jobs claimed
+        ahead, not due yet, do not take slots: a burst due at one instant is still claimed
+        ahead in full, in several claims."""
+        free = self.concurrency - self._running - len(self._ready) + self._freed
+        return min(self.batch_size, self.prefetch - self._unstarted, free)
 
     async def _claim(self, now: datetime, horizon: timedelta, limit: int) -> list[Job]:
         params = ClaimParams(
@@ -442,6 +502,11 @@ class Worker:
         now = self.clock.now()
         due: list[_Held] = []
         for job in jobs:
+            old = self._held.get(job.id)
+            if old is not None and old.state != _DONE:
+                # We claimed it again, so the store took the older attempt back (our lease
+                # lapsed during a stall and it was rescued): stop that one first.
+                self._revoke(old)
             held = _Held(job)
             self._held[job.id] = held
             self._unstarted += 1
@@ -464,6 +529,14 @@ class Worker:
             loop.call_soon(self._fire, due)
 
     def _fire_bucket(self, run_at: datetime) -> None:
+        # The timer was armed from a wall-clock delta on the loop's monotonic clock: it may
+        # come a hair early by our clock. Never start a job before its instant: wait again.
+        early = (run_at - self.clock.now()).total_seconds()
+        if early > 0:
+            self._timers[run_at] = asyncio.get_running_loop().call_later(
+                max(early, MIN_REARM), self._fire_bucket, run_at
+            )
+            return
         self._timers.pop(run_at, None)
         self._fire(self._buckets.pop(run_at, []))
 
@@ -516,10 +589,13 @@ class Worker:
         runs inside its consumer's task, so `asyncio.timeout` and `current_task` work in it.
 
         Revoking an attempt cancels its consumer; the consumer reports it interrupted, takes
-        the cancellation back (`uncancel`) and goes on. Any other cancellation (shutdown past
-        its grace) ends the consumer, interrupting the attempts still queued too."""
+        the cancellation back (`uncancel`) and goes on. An attempt past its job's timeout is
+        cancelled the same way (`_time_out_attempts`, as `asyncio.timeout` would but without a
+        timer per attempt) and reported timed out. Any other cancellation (shutdown past its
+        grace) ends the consumer, interrupting the attempts still queued too."""
         task = asyncio.current_task()
         assert task is not None
+        loop = asyncio.get_running_loop()
         runq = self._runq
         streak = 0
         try:
@@ -533,11 +609,19 @@ class Worker:
                 job = held.job
                 target = job.target
                 assert isinstance(target, PythonTarget)
+                held.expires = loop.time() + job.timeout.total_seconds()
+                if held.expires < self._timeouts_at:
+                    self._watch_timeouts(held.expires)
                 held.task = task
+                began = time.perf_counter()
                 try:
-                    result = await run_handler(self.handlers, target.handler, job)
+                    result = await run_handler(self.handlers, target.handler, job, bounded=False)
                 except asyncio.CancelledError:
                     held.task = None
+                    if held.timed_out and task.uncancel() == 0:  # the timeout's alone
+                        self._free += 1
+                        self._finish(held, timed_out(job, began))
+                        continue
                     revoked = held.state == _REVOKED
                     self._free += 1
                     self._finish(held, _INTERRUPTED)
@@ -548,6 +632,9 @@ class Worker:
                     log.exception("worker %s: attempt of job %s crashed", self.worker_id, job.id)
                     result = AttemptResult(AttemptOutcome.RETRY, error=describe(exc))
                 held.task = None
+                if held.timed_out:  # the handler swallowed its timeout and returned late
+                    task.uncancel()
+                    result = timed_out(job, began)
                 if held.state == _REVOKED and task.cancelling():
                     task.uncancel()  # the handler swallowed its revocation
                 self._free += 1
@@ -563,6 +650,34 @@ class Worker:
             raise
         finally:
             self._free -= 1
+
+    def _watch_timeouts(self, when: float) -> None:
+        """(Re-)arm the one timer that enforces async handlers' timeouts at loop time `when`.
+        Attempts on consumers do not arm one each: an attempt whose timeout ends after the
+        armed instant is found by `_time_out_attempts` when it fires (the no-op path then
+        costs a comparison, not a timer)."""
+        if self._timeouts is not None:
+            self._timeouts.cancel()
+        self._timeouts = asyncio.get_running_loop().call_at(when, self._time_out_attempts)
+        self._timeouts_at = when
+
+    def _time_out_attempts(self) -> None:
+        """Cancel every consumer-run attempt past its timeout (its consumer reports it timed
+        out), and arm the timer again for the earliest timeout still ahead."""
+        self._timeouts, self._timeouts_at = None, math.inf
+        now = asyncio.get_running_loop().time()
+        ahead = math.inf
+        for held in self._held.values():
+            if held.state != _RUNNING or held.task is None or held.expires == math.inf:
+                continue  # not running on a consumer now
+            if held.expires <= now:
+                if not held.timed_out:
+                    held.timed_out = True
+                    held.task.cancel()
+            else:
+                ahead = min(ahead, held.expires)
+        if ahead < math.inf:
+            self._watch_timeouts(ahead)
 
     async def _attempt(self, held: _Held) -> None:
         job = held.job
@@ -587,21 +702,26 @@ class Worker:
         """An attempt ended: queue its completion, give its slot to the next ready job."""
         if held.state not in (_RUNNING, _REVOKED):
             return
-        revoked = held.state == _REVOKED
+        held.revoked = held.state == _REVOKED
         held.state = _DONE
         self._running -= 1
+        self._freed += 1
         assert held.started_at is not None
-        if not revoked:
-            self._done.append((held, result, held.started_at, self.clock.now()))
-            assert self._flush_wanted is not None
-            self._flush_wanted.set()
-        else:
-            self._held.pop(held.job.id, None)
+        # A revoked attempt is reported too: the store logs it as cancelled when the job was
+        # cancelled during it, and refuses it (logging nothing) when the lease was lost.
+        self._done.append((held, result, held.started_at, self.clock.now()))
+        assert self._flush_wanted is not None
+        self._flush_wanted.set()
         while self._ready and self._running < self.concurrency and not self._stopping:
             nxt = self._ready.popleft()
             if nxt.state == _READY:
                 self._start(nxt)
         self._check_idle()
+
+    def _forget(self, held: _Held) -> None:
+        """Stop holding this attempt (not a newer attempt of its job that replaced it)."""
+        if self._held.get(held.job.id) is held:
+            del self._held[held.job.id]
 
     def _check_idle(self) -> None:
         if self._running == 0 and self._unstarted == 0 and self._idle is not None:
@@ -611,6 +731,7 @@ class Worker:
 
     async def _flush_loop(self) -> None:
         assert self._flush_wanted is not None
+        pause = FLUSH_RETRY_PAUSE
         while True:
             await self._flush_wanted.wait()
             if len(self._done) < self.flush_size:
@@ -621,14 +742,20 @@ class Worker:
                 raise
             except Exception:
                 log.exception("worker %s: writing completions failed; retrying", self.worker_id)
-                await asyncio.sleep(ERROR_PAUSE)
+                # The batch is queued again: try again after a pause (doubling up to
+                # ERROR_PAUSE) even if no other completion comes to ask for a flush.
+                await asyncio.sleep(pause)
+                pause = min(2 * pause, ERROR_PAUSE)
+                self._flush_wanted.set()
+            else:
+                pause = FLUSH_RETRY_PAUSE
 
     async def _flush(self) -> None:
         """Write every queued completion (one `complete_many` call per batch)."""
         assert self._flush_lock is not None and self._flush_wanted is not None
         async with self._flush_lock:
             while self._done:
-                batch, self._done = self._done, []
+                batch, self._done = _latest_attempts(self._done), []
                 self._flush_wanted.clear()
                 completions = [self._completion(*item) for item in batch]
                 began = time.perf_counter()
@@ -640,7 +767,7 @@ class Worker:
                 self.stats.flush_seconds += time.perf_counter() - began
                 self.stats.flushes += 1
                 for held, _, _, _ in batch:
-                    self._held.pop(held.job.id, None)
+                    self._forget(held)
                 if self.on_attempt is not None:  # one test per batch when nobody observes
                     self._report_attempts(batch, completions)
                 if self._wake is not None:
@@ -654,6 +781,8 @@ class Worker:
         observe = self.on_attempt
         assert observe is not None
         for (held, _, _, _), completion in zip(batch, completions, strict=True):
+            if held.revoked:
+                continue
             try:
                 observe(held.job, completion.run)
             except Exception:  # an observer's bug must not stop the worker or lose a batch
@@ -705,30 +834,73 @@ class Worker:
 
     async def _heartbeat_loop(self) -> None:
         interval = self.heartbeat_interval.total_seconds()
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                await self._heartbeat()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("worker %s: heartbeat failed", self.worker_id)
+        self._lease_ok_at = time.monotonic()
+        self._watch_leases()
+        try:
+            while True:
+                await asyncio.sleep(interval)
+                try:
+                    await self._heartbeat()
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.exception("worker %s: heartbeat failed", self.worker_id)
+        finally:
+            if self._lease_watch is not None:
+                self._lease_watch.cancel()
+                self._lease_watch = None
 
     async def _heartbeat(self) -> None:
         # Finished attempts whose completion is not written yet are still ours: keep their
         # leases too, or a slow flush would let another worker rescue and rerun them.
-        ids = list(self._held)
-        if not ids:
-            return
-        lease_until = self.clock.now() + self.lease
-        still = set(
-            await self._call(self.store.heartbeat, self.worker_id, ids, lease_until=lease_until)
-        )
-        for jid in ids:
-            if jid not in still:
-                held = self._held.get(jid)
-                if held is not None and held.state != _DONE:
-                    self._revoke(held)
+        began = time.monotonic()
+        held = list(self._held.values())
+        if held:
+            lease_until = self.clock.now() + self.lease
+            ids = [h.job.id for h in held]
+            attempts = [h.job.attempts for h in held]
+            still = set(
+                await self._call(
+                    self.store.heartbeat,
+                    self.worker_id,
+                    ids,
+                    lease_until=lease_until,
+                    attempts=attempts,
+                )
+            )
+            for h in held:
+                if h.job.id not in still and h.state in (_WAITING, _READY, _RUNNING):
+                    self._revoke(h)
+        self._lease_ok_at = began  # every lease we hold now runs past began + lease
+        self._watch_leases()
+
+    def _watch_leases(self) -> None:
+        """(Re-)arm the lease watchdog: it fires `lease × (1 − LEASE_MARGIN)` after the last
+        heartbeat that succeeded began (see `_leases_lapsing`)."""
+        if self._lease_watch is not None:
+            self._lease_watch.cancel()
+        safe = self.lease.total_seconds() * (1 - LEASE_MARGIN)
+        delay = max(0.0, self._lease_ok_at + safe - time.monotonic())
+        self._lease_watch = asyncio.get_running_loop().call_later(delay, self._leases_lapsing)
+
+    def _leases_lapsing(self) -> None:
+        """No heartbeat succeeded for most of a lease: our leases may lapse any moment and
+        another worker then rescue and rerun these jobs. Give them up first: interrupt the
+        running attempts (the store retries them once rescued), drop the unstarted ones."""
+        self._lease_watch = None
+        live = [h for h in self._held.values() if h.state in (_WAITING, _READY, _RUNNING)]
+        if live:
+            log.warning(
+                "worker %s: no heartbeat succeeded for %.1f s; giving up %d held jobs",
+                self.worker_id,
+                time.monotonic() - self._lease_ok_at,
+                len(live),
+            )
+            for held in live:
+                self._revoke(held)
+        # Whatever we hold from now on is claimed from now on, under a fresh lease.
+        self._lease_ok_at = time.monotonic()
+        self._watch_leases()
 
     def _revoke(self, held: _Held) -> None:
         """The store says we no longer hold this job: do not start it, stop its attempt."""
@@ -736,18 +908,28 @@ class Worker:
         if held.state in (_WAITING, _READY):
             held.state = _REVOKED
             self._unstarted -= 1
-            self._held.pop(held.job.id, None)
+            self._forget(held)
             self._check_idle()
         elif held.state == _RUNNING:
             held.state = _REVOKED
             if held.task is not None:
                 held.task.cancel()
 
+    async def _maintain(self, what: str, step: Callable[[datetime], Awaitable[None]]) -> None:
+        """Run one maintenance step of the main loop; a failure is logged, not raised (the
+        step runs again at its next deadline, and claiming goes on meanwhile)."""
+        try:
+            await step(self.clock.now())
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("worker %s: %s failed; claiming goes on", self.worker_id, what)
+
     async def _rescue(self, now: datetime) -> None:
         while True:
-            rescued = await self._call(self.store.rescue_expired, now=now)
+            rescued = await self._call(self.store.rescue_expired, now=now, limit=RESCUE_LIMIT)
             self.stats.rescued += len(rescued)
-            if len(rescued) < 1000:
+            if len(rescued) < RESCUE_LIMIT:
                 return
 
     async def _prune(self, now: datetime) -> None:
@@ -784,7 +966,7 @@ class Worker:
         """Sleep until the earliest known due instant (minus the horizon), a deadline, a
         notification or a poke."""
         timeout = min(self.max_sleep, max(until_deadline, 0.0))
-        if self.prefetch - self._unstarted > 0:
+        if self._claim_room() > 0:
             next_due = await self._call(self.store.next_due_at)
             if next_due is not None:
                 ahead = (next_due - self.horizon - self.clock.now()).total_seconds()
@@ -815,7 +997,7 @@ class Worker:
         self._ready.clear()
         for held in unstarted:
             held.state = _REVOKED
-            self._held.pop(held.job.id, None)
+            self._forget(held)
         self._unstarted = 0
         if unstarted:
             ids = [h.job.id for h in unstarted]

@@ -20,6 +20,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes = b"ok"
     delay: float = 0.0  # seconds to wait before answering
+    gate: threading.Event | None = None  # when set, answer once it is set (at most 60 s)
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,8 @@ class Receiver:
                     receiver.arrived.notify_all()
                 if reply.delay:
                     time.sleep(reply.delay)
+                if reply.gate is not None:
+                    reply.gate.wait(60)
                 try:
                     self.send_response(reply.status)
                     for name, value in reply.headers.items():

@@ -79,9 +79,26 @@ def test_without_jitter_the_delay_doubles_from_min_backoff_up_to_the_cap() -> No
     assert delays == [2, 4, 8, 16, 20, 20]
 
 
-def test_the_first_retry_waits_exactly_min_backoff_even_with_jitter() -> None:
+def test_with_jitter_the_first_retry_is_spread_over_min_backoff_to_twice_it() -> None:
+    # A thousand jobs that failed together (one target's outage) must not retry in lockstep.
     policy = RetryPolicy(min_backoff=timedelta(seconds=3), max_backoff=timedelta(minutes=5))
-    assert backoff_delay(policy, 1, rng=random.Random(7)) == timedelta(seconds=3)
+    rng = random.Random(7)
+    delays = [backoff_delay(policy, 1, rng=rng).total_seconds() for _ in range(1000)]
+    assert all(3 <= d <= 6 for d in delays)
+    assert len(set(delays)) > 990
+    assert min(delays) < 3.1 and max(delays) > 5.9
+
+
+@given(policies, st.integers(min_value=1, max_value=12), st.integers())
+def test_a_jittered_delay_lies_between_min_backoff_and_min_backoff_times_two_to_the_n(
+    policy: RetryPolicy, attempt: int, seed: int
+) -> None:
+    delay = backoff_delay(policy, attempt, rng=random.Random(seed))
+    top = min(policy.max_backoff, policy.min_backoff * 2**attempt)
+    if policy.jitter:
+        assert policy.min_backoff <= delay <= top
+    else:
+        assert delay == min(policy.max_backoff, policy.min_backoff * 2 ** (attempt - 1))
 
 
 def test_huge_attempt_numbers_do_not_overflow() -> None:

@@ -12,6 +12,7 @@ import recoup.jobs
 from recoup.errors import Conflict, InvalidInput, NotFound
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry
 from recoup.jobs.model import HttpTarget, JobState, PythonTarget
+from recoup.jobs.schedule_model import CronRule, NewSchedule
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard, TargetRefused
 from recoup.timekeeping.clock import VirtualClock
@@ -220,6 +221,59 @@ def test_embedded_users_get_the_same_target_checks_as_the_api(
         make(jobstore).enqueue(target)
     assert caught.value.field == field
     assert jobstore.count_by_state().get(JobState.SCHEDULED, 0) == 0
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["Host", "host", "CONTENT-LENGTH", "Transfer-Encoding", "connection", "Idempotency-Key",
+     "webhook-id", "Webhook-Timestamp", "WEBHOOK-SIGNATURE"],
+)  # fmt: skip
+def test_reserved_headers_are_refused_in_any_case_naming_the_header(
+    jobstore: Any, name: str
+) -> None:
+    target = HttpTarget(url="https://93.184.216.34/", headers={name: "x"})
+    with pytest.raises(InvalidInput) as caught:
+        make(jobstore).enqueue(target)
+    assert caught.value.field == "target.headers" and caught.value.value == name
+    assert name in str(caught.value)
+    with pytest.raises(InvalidInput):
+        make(jobstore).create_schedule(
+            NewSchedule(name="n", rule=CronRule(expression="* * * * *", timezone="UTC"),
+                        target=target)
+        )  # fmt: skip
+    assert jobstore.count_by_state().get(JobState.SCHEDULED, 0) == 0
+
+
+def test_a_one_off_job_named_like_an_occurrence_is_refused_naming_name(jobstore: Any) -> None:
+    # `nightly@…` is what the schedule "nightly" names its occurrences: a one-off job holding
+    # that live name would make the occurrence's insert a silent no-op.
+    scheduler = make(jobstore)
+    with pytest.raises(InvalidInput) as caught:
+        scheduler.enqueue(NOOP, name="nightly@2026-03-01T12:00:00Z")
+    assert caught.value.field == "name"
+    assert jobstore.count_by_state().get(JobState.SCHEDULED, 0) == 0
+    assert scheduler.enqueue(NOOP, name="nightly-2026-03-01").name == "nightly-2026-03-01"
+
+
+def test_an_existing_schedule_id_is_returned_and_its_first_job_made_when_existing_ok(
+    jobstore: Any,
+) -> None:
+    # An earlier try of the same request stored the schedule, then stopped before making its
+    # first job (the two are separate transactions).
+    scheduler = make(jobstore)
+    every_minute = NewSchedule(
+        name="minutely", rule=CronRule(expression="* * * * *", timezone="UTC"), target=NOOP
+    )
+    first_fire = START + timedelta(minutes=1)
+    stored = jobstore.insert_schedule(every_minute, next_fire_at=first_fire, now=START)
+    with pytest.raises(Conflict):
+        scheduler.create_schedule(every_minute)
+    again = scheduler.create_schedule(every_minute, existing_ok=True)
+    assert again.id == stored.id and again.created_at == stored.created_at
+    (first_job,) = scheduler.list(schedule_id=stored.id).jobs
+    assert first_job.run_at == first_fire
+    assert scheduler.create_schedule(every_minute, existing_ok=True).id == stored.id
+    assert len(scheduler.list(schedule_id=stored.id).jobs) == 1
 
 
 def test_an_extreme_run_at_is_refused_naming_run_at(jobstore: Any) -> None:

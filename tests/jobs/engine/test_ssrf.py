@@ -29,6 +29,9 @@ from recoup.jobs.ssrf import SsrfGuard, TargetRefused, address_rule
         ("http://[::ffff:10.0.0.1]/", "private"),
         ("http://[fe80::1]/", "link-local"),
         ("http://[fc00::1]/", "private"),  # unique local
+        ("http://[fec0::1]/", "site-local"),  # deprecated site-local
+        ("http://[64:ff9b::a9fe:a9fe]/", "link-local"),  # NAT64 of the metadata address
+        ("http://198.18.0.1/", "reserved"),  # benchmarking
         ("http://[ff02::1]/", "multicast"),
         ("http://[2002:7f00:1::]/", "loopback"),  # 6to4 wrapping 127.0.0.1
         ("ftp://example.com/", "scheme"),
@@ -102,7 +105,27 @@ def test_at_connection_time_a_name_resolving_to_a_private_address_is_refused() -
 
 @pytest.mark.parametrize(
     ("address", "rule"),
-    [("8.8.8.8", None), ("2001:4860:4860::8888", None), ("192.0.2.1", "private")],
+    [
+        ("8.8.8.8", None),
+        ("2001:4860:4860::8888", None),
+        ("192.0.2.1", "private"),
+        ("fec0::1", "site-local"),  # deprecated IPv6 site-local, which `ipaddress` calls global
+        ("feff:ffff::1", "site-local"),  # the top of fec0::/10
+        ("100.64.0.1", "not-global"),  # CGNAT
+        ("100.127.255.254", "not-global"),
+        ("192.0.0.1", "reserved"),  # IETF protocol assignments
+        ("192.0.0.9", "reserved"),  # … including the anycast ones `ipaddress` calls global
+        ("198.18.0.1", "reserved"),  # benchmarking
+        ("198.19.255.254", "reserved"),
+        ("64:ff9b::a00:1", "private"),  # NAT64 of 10.0.0.1
+        ("64:ff9b::7f00:1", "loopback"),  # NAT64 of 127.0.0.1
+        ("64:ff9b::a9fe:a9fe", "link-local"),  # NAT64 of the cloud metadata address
+        ("64:ff9b::808:808", None),  # NAT64 of 8.8.8.8: public
+        ("64:ff9b:1::a00:1", "private"),  # local-use NAT64
+        ("2002:a00:1::1", "private"),  # 6to4 of 10.0.0.1
+        ("2002:c0a8:101::1", "private"),  # 6to4 of 192.168.1.1
+        ("2002:808:808::1", None),  # 6to4 of 8.8.8.8: public
+    ],
 )
 def test_address_rules(address: str, rule: str | None) -> None:
     assert address_rule(ipaddress.ip_address(address)) == rule

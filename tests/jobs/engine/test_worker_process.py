@@ -1,4 +1,7 @@
-"""`recoup worker` as a real process: kill -9 mid-attempt loses no job; SIGTERM is graceful."""
+"""`recoup worker` as a real process: kill -9 mid-attempt loses no job; SIGTERM is graceful.
+
+Every wait is on a condition with a generous deadline (`DEADLINE`): on a loaded 2-core machine a
+worker takes seconds to start, and only a failing test ever waits the whole deadline."""
 
 from __future__ import annotations
 
@@ -6,10 +9,13 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 import pytest
 from standardwebhooks import Webhook
@@ -22,13 +28,34 @@ from tests.jobs.engine.support import SECRET, Database, Receiver, Reply
 pytestmark = pytest.mark.slow
 
 LEASE_SECONDS = "1.5"  # short, so a killed worker's job is rescued quickly
+DEADLINE = 60.0  # seconds any one wait may take before the test fails
+
+
+@dataclass
+class WorkerProcess:
+    """A `recoup worker` process. Its stderr goes to a file: an unread pipe fills up and then
+    blocks the worker's logging (and the worker with it)."""
+
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def output(self) -> str:
+        """For failure messages: the exit status so far and everything the worker logged."""
+        text = self.log.read_text(errors="replace")
+        return f"worker exit status {self.process.poll()}; its stderr:\n{text}"
+
+    def exit_status(self) -> int:
+        try:
+            return self.process.wait(DEADLINE)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the worker did not exit within {DEADLINE:g} s; {self.output()}")
 
 
 @pytest.fixture
-def start_worker(database: Database) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
-    started: list[subprocess.Popen[bytes]] = []
+def start_worker(database: Database, tmp_path: Path) -> Iterator[Callable[..., WorkerProcess]]:
+    started: list[tuple[subprocess.Popen[bytes], IO[bytes]]] = []
 
-    def start(*extra: str) -> subprocess.Popen[bytes]:
+    def start(*extra: str, lease: str = LEASE_SECONDS) -> WorkerProcess:
         command = [
             sys.executable,
             "-m",
@@ -36,22 +63,23 @@ def start_worker(database: Database) -> Iterator[Callable[..., subprocess.Popen[
             "worker",
             *database.cli_args(),
             "--lease-seconds",
-            LEASE_SECONDS,
+            lease,
             "--allow-private-targets",
             *extra,
         ]
         env = {k: v for k, v in os.environ.items() if k != "RECOUP_ALLOW_PRIVATE_TARGETS"}
-        process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE)
-        started.append(process)
-        return process
+        log = tmp_path / f"worker-{len(started)}.log"
+        stderr = log.open("wb")
+        process = subprocess.Popen(command, env=env, stderr=stderr)
+        started.append((process, stderr))
+        return WorkerProcess(process, log)
 
     yield start
-    for process in started:
+    for process, stderr in started:
         if process.poll() is None:
             process.kill()
-        process.wait(10)
-        if process.stderr is not None:
-            process.stderr.close()
+        process.wait(DEADLINE)
+        stderr.close()
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float) -> bool:
@@ -64,7 +92,7 @@ def wait_until(predicate: Callable[[], bool], timeout: float) -> bool:
 
 
 def test_kill_9_mid_attempt_loses_no_job_and_it_completes_once(
-    jobstore: Any, receiver: Receiver, start_worker: Callable[..., subprocess.Popen[bytes]]
+    jobstore: Any, receiver: Receiver, start_worker: Callable[..., WorkerProcess]
 ) -> None:
     receiver.reply(Reply(200, delay=30.0))  # the first delivery hangs until the worker dies
     scheduler = Scheduler(jobstore, ssrf=SsrfGuard(allow_private=True))
@@ -74,14 +102,16 @@ def test_kill_9_mid_attempt_loses_no_job_and_it_completes_once(
         timeout=timedelta(seconds=60),
     )
     first = start_worker()
-    assert len(receiver.wait_for(1, timeout=20)) == 1
-    first.send_signal(signal.SIGKILL)
-    first.wait(10)
+    assert len(receiver.wait_for(1, timeout=DEADLINE)) == 1, first.output()
+    first.process.send_signal(signal.SIGKILL)
+    first.process.wait(DEADLINE)
 
     second = start_worker("--worker-id", "second")
-    assert wait_until(lambda: scheduler.get(job.id).state is JobState.SUCCEEDED, timeout=30)
-    second.send_signal(signal.SIGTERM)
-    assert second.wait(20) == 0
+    assert wait_until(lambda: scheduler.get(job.id).state is JobState.SUCCEEDED, DEADLINE), (
+        second.output()
+    )
+    second.process.send_signal(signal.SIGTERM)
+    assert second.exit_status() == 0, second.output()
 
     runs = scheduler.runs(job.id)
     assert [r.outcome for r in runs] == [RunOutcome.LOST, RunOutcome.SUCCEEDED]
@@ -94,23 +124,40 @@ def test_kill_9_mid_attempt_loses_no_job_and_it_completes_once(
 
 
 def test_sigterm_lets_the_running_attempt_finish_then_exits_cleanly(
-    jobstore: Any, receiver: Receiver, start_worker: Callable[..., subprocess.Popen[bytes]]
+    jobstore: Any, receiver: Receiver, start_worker: Callable[..., WorkerProcess]
 ) -> None:
-    receiver.reply(Reply(200, delay=1.5))
+    answer = threading.Event()
+    receiver.reply(Reply(200, gate=answer))  # the attempt runs until the test lets it finish
     scheduler = Scheduler(jobstore, ssrf=SsrfGuard(allow_private=True))
-    slow = scheduler.enqueue(HttpTarget(url=receiver.url))
+    # Two due jobs and one slot: one attempt runs, the other job is claimed and waits for it.
+    due = {scheduler.enqueue(HttpTarget(url=receiver.url)).id for _ in range(2)}
     later = scheduler.enqueue(HttpTarget(url=receiver.url), delay=timedelta(hours=1))
-    worker = start_worker("--grace-seconds", "10")
-    assert len(receiver.wait_for(1, timeout=20)) == 1
-    worker.send_signal(signal.SIGTERM)
-    assert worker.wait(15) == 0
-    assert scheduler.get(slow.id).state is JobState.SUCCEEDED
-    assert [r.outcome for r in scheduler.runs(slow.id)] == [RunOutcome.SUCCEEDED]
+    # A lease far longer than the test, so a starved heartbeat cannot lose the running job.
+    worker = start_worker("--concurrency", "1", "--grace-seconds", "60", lease="60")
+    requests = receiver.wait_for(1, timeout=DEADLINE)
+    assert len(requests) == 1, worker.output()
+    slow = requests[0].headers["webhook-id"]
+    (waiting,) = due - {slow}
+    assert scheduler.get(waiting).state is JobState.RUNNING  # claimed in the same batch
+
+    worker.process.send_signal(signal.SIGTERM)
+    # It releases what has not started, and waits for the attempt in flight.
+    assert wait_until(lambda: scheduler.get(waiting).state is JobState.SCHEDULED, DEADLINE), (
+        worker.output()
+    )
+    assert worker.process.poll() is None, worker.output()
+    answer.set()
+    assert worker.exit_status() == 0, worker.output()
+
+    assert scheduler.get(slow).state is JobState.SUCCEEDED
+    assert [r.outcome for r in scheduler.runs(slow)] == [RunOutcome.SUCCEEDED]
+    assert scheduler.get(waiting).attempts == 0 and scheduler.runs(waiting) == []
     assert scheduler.get(later.id).state is JobState.SCHEDULED
+    assert len(receiver.requests) == 1
 
 
 def test_a_worker_alone_serves_its_attempt_metrics_with_metrics_port(
-    jobstore: Any, receiver: Receiver, start_worker: Callable[..., subprocess.Popen[bytes]]
+    jobstore: Any, receiver: Receiver, start_worker: Callable[..., WorkerProcess]
 ) -> None:
     import socket
 
@@ -123,7 +170,9 @@ def test_a_worker_alone_serves_its_attempt_metrics_with_metrics_port(
     scheduler = Scheduler(jobstore, ssrf=SsrfGuard(allow_private=True))
     job = scheduler.enqueue(HttpTarget(url=receiver.url))
     worker = start_worker("--metrics-port", str(port))
-    assert wait_until(lambda: scheduler.get(job.id).state is JobState.SUCCEEDED, timeout=30)
+    assert wait_until(lambda: scheduler.get(job.id).state is JobState.SUCCEEDED, DEADLINE), (
+        worker.output()
+    )
 
     def scraped() -> str:
         try:
@@ -132,10 +181,12 @@ def test_a_worker_alone_serves_its_attempt_metrics_with_metrics_port(
             return ""
 
     # The completion is written before the hook runs: wait for the counter, not the state.
-    assert wait_until(lambda: 'recoup_attempts_total{outcome="succeeded"} 1.0' in scraped(), 10)
+    assert wait_until(
+        lambda: 'recoup_attempts_total{outcome="succeeded"} 1.0' in scraped(), DEADLINE
+    ), worker.output()
     text = scraped()
     assert "recoup_firing_lag_seconds_count 1.0" in text
     assert "recoup_jobs_due 0.0" in text
     assert 'recoup_jobs{state="succeeded"} 1.0' in text
-    worker.send_signal(signal.SIGTERM)
-    assert worker.wait(15) == 0
+    worker.process.send_signal(signal.SIGTERM)
+    assert worker.exit_status() == 0, worker.output()
