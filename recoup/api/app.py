@@ -107,7 +107,9 @@ def create_app(
     scheduler = scheduler or Scheduler(store, clock=clock, ssrf=settings.ssrf)
     services = Services(scheduler, tables or open_api_tables(store))
     metrics = metrics or ApiMetrics(
-        count_by_state=store.count_by_state, due_backlog=services.due_backlog
+        count_by_state=store.count_by_state,
+        due_backlog=services.due_backlog,
+        count_live=store.count_live,
     )
 
     @contextlib.asynccontextmanager
@@ -197,8 +199,9 @@ def create_app(
                     name=body.name,
                     retry=body.retry.to_policy(),
                     timeout=timedelta(seconds=body.timeout_seconds),
-                    # The job carries the key too: a retry after a lost response finds it.
-                    idempotency_key=ctx.key,
+                    # The job carries the key (with the request's fingerprint) too: a retry
+                    # after a lost response or a 5xx finds it.
+                    idempotency_key=ctx.operation_key,
                     tenant=ctx.tenant,
                 )
             ),
@@ -265,7 +268,9 @@ def create_app(
         """A recurring schedule: `cron` in `timezone`, or a billing `anchor`."""
         rule = body.rule()
         services.check_rule(rule)
-        schedule_id = new_id()
+        # Under a key, the id is derived from the request: a retry after a 5xx (which frees
+        # the key) or a lost response finds the schedule the first attempt stored.
+        schedule_id = ctx.derived_id("schedule") or new_id()
         schedule = NewSchedule(
             # Without a name, a schedule is named by its id (unique, and free of '@').
             name=body.name or schedule_id,
@@ -277,7 +282,12 @@ def create_app(
             missed=MissedPolicy(body.missed),
             id=schedule_id,
         )
-        return ctx.run(201, lambda: ScheduleOut.of(scheduler.create_schedule(schedule)))
+        return ctx.run(
+            201,
+            lambda: ScheduleOut.of(
+                scheduler.create_schedule(schedule, existing_ok=ctx.key is not None)
+            ),
+        )
 
     @v1.get("/schedules", response_model=ScheduleListOut, tags=["schedules"])
     def list_schedules(tenant: Tenant) -> Response:

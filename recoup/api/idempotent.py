@@ -8,8 +8,9 @@ decision: success, or a 4xx the operation decided on the state it found (a live-
 itself found (422: a target the SSRF guard refuses, a bad cron expression), and 5xx answers.
 For those the key is released, so the corrected or retried request with the same key runs
 afresh. Re-running after a 5xx is safe because the operations are themselves idempotent where
-it matters: a job carries the request's key, and the job store answers a second insert with
-that key with the first job.
+it matters: a job carries `operation_key` (the request's key and fingerprint), and the job store
+answers a second insert with that key with the first job; a schedule's id is `derived_id`, and
+a retry finds the schedule the first attempt stored.
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ from recoup.idempotency import (
     Mismatch,
     New,
     Replay,
+    derived_id,
     fingerprint,
+    operation_key,
     parse_key,
 )
 from recoup.timekeeping.clock import Clock
@@ -58,6 +61,18 @@ class PostContext:
     store: IdempotencyStore
     clock: Clock
     lock_timeout: timedelta
+
+    @property
+    def operation_key(self) -> str | None:
+        """The idempotency key of a job this request creates (None without a key)."""
+        return None if self.key is None else operation_key(self.key, self.fingerprint)
+
+    def derived_id(self, kind: str) -> str | None:
+        """The id of the `kind` of record this request creates, the same on every retry of
+        it (None without a key: the caller mints a fresh one)."""
+        if self.key is None:
+            return None
+        return derived_id(kind, self.tenant, self.key, self.fingerprint)
 
     def run(self, status: int, operation: Callable[[], BaseModel]) -> Response:
         """Run `operation` once per key and answer its result as JSON with `status`; a
@@ -103,7 +118,7 @@ class PostContext:
                         )
                     ],
                 )
-            case New():
+            case New(locked_at=locked_at):
                 pass
             case _:
                 assert_never(outcome)
@@ -115,14 +130,15 @@ class PostContext:
             # Invalid input and 5xx are no decision worth replaying: the key is freed.
             keep = not isinstance(exc, InvalidInput) and exc.http_status < 500
         except BaseException:
-            self.store.release(tenant=self.tenant, key=self.key)
+            self.store.release(tenant=self.tenant, key=self.key, locked_at=locked_at)
             raise
         if not keep:
-            self.store.release(tenant=self.tenant, key=self.key)
+            self.store.release(tenant=self.tenant, key=self.key, locked_at=locked_at)
         else:
             self.store.complete(
                 tenant=self.tenant,
                 key=self.key,
+                locked_at=locked_at,
                 status=response.status_code,
                 body=bytes(response.body),
                 content_type=response.media_type or JSON,

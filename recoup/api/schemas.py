@@ -84,8 +84,9 @@ class TargetIn(_Strict):
 
 class RetryIn(_Strict):
     max_attempts: int = Field(default=5, ge=1, le=100, description="Every attempt, the first too.")
-    min_backoff_seconds: float = Field(default=1.0, ge=0, le=7 * 86_400)
-    max_backoff_seconds: float = Field(default=3600.0, ge=0, le=7 * 86_400)
+    # At least 0.1 s: a zero backoff retries at once, which is no backoff at all.
+    min_backoff_seconds: float = Field(default=1.0, ge=0.1, le=7 * 86_400)
+    max_backoff_seconds: float = Field(default=3600.0, ge=0.1, le=7 * 86_400)
 
     def to_policy(self) -> RetryPolicy:
         return RetryPolicy(

@@ -72,7 +72,9 @@ def serve_command(
     clock = SystemClock()
     tables = open_api_tables(store)
     metrics = ApiMetrics(
-        count_by_state=store.count_by_state, due_backlog=lambda: store.due_backlog(clock.now())
+        count_by_state=store.count_by_state,
+        due_backlog=lambda: store.due_backlog(clock.now()),
+        count_live=store.count_live,
     )
     scheduler = Scheduler(store, clock=clock, ssrf=guard)
     settings = ApiSettings(

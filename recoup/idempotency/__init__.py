@@ -11,7 +11,9 @@ from recoup.idempotency.keys import (
     Outcome,
     Replay,
     canonical_json,
+    derived_id,
     fingerprint,
+    operation_key,
     parse_key,
 )
 
@@ -25,6 +27,8 @@ __all__ = [
     "Outcome",
     "Replay",
     "canonical_json",
+    "derived_id",
     "fingerprint",
+    "operation_key",
     "parse_key",
 ]

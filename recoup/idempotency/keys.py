@@ -8,12 +8,22 @@ tenant can never read another's cached response) and the UNIQUE (tenant, key) co
 the backing table decides a race between concurrent first requests.
 
 Retention: a key is kept `DEFAULT_RETENTION` (24 hours, Stripe's floor) after its first use and
-then pruned; a key reused after pruning is a new request.
+then pruned; a key reused after pruning is a new request: it runs again. What it creates is
+named by the key *and* the request's fingerprint (`operation_key`, `derived_id`), so:
+
+- the same request again (same method, path and body) finds what the first one created, while
+  that still exists (a job keeps its key until it is pruned itself): retrying late never
+  duplicates work;
+- a different request under a pruned key creates something new, as a new request should; it
+  never gets the old request's result back.
 
 Crashes: an in-flight key whose lock is older than `DEFAULT_LOCK_TIMEOUT` is taken to belong to
 a process that died mid-request, and the next request with it proceeds (`New`). The operations
-behind a key are themselves idempotent by design (a job carries the key too), so re-running one
-after a crash finds what the first run committed instead of doing it twice.
+behind a key are themselves idempotent by design (a job carries `operation_key`, a schedule's id
+is `derived_id`), so re-running one after a crash, or after a 5xx freed the key, finds what the
+first run committed instead of doing it twice. Each `New` carries its lock (`locked_at`), and
+`complete` and `release` act only while the lock is still theirs: a request whose key was taken
+over cannot overwrite or free the taker's.
 """
 
 from __future__ import annotations
@@ -21,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -38,7 +49,10 @@ _KEY_CHARS = re.compile(r"[!#-\[\]-~]+")
 
 @dataclass(frozen=True, kw_only=True)
 class New:
-    """The key was free (or abandoned): process the request, then `complete` or `release`."""
+    """The key was free (or abandoned): process the request, then `complete` or `release`
+    with `locked_at`, the lock this request holds (the instant it claimed or took it over)."""
+
+    locked_at: datetime
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,14 +98,23 @@ class IdempotencyStore(Protocol):
         ...
 
     def complete(
-        self, *, tenant: str, key: str, status: int, body: bytes, content_type: str
+        self,
+        *,
+        tenant: str,
+        key: str,
+        locked_at: datetime,
+        status: int,
+        body: bytes,
+        content_type: str,
     ) -> None:
-        """Store the response of the request that holds `key`, and unlock it."""
+        """Store the response of the request that holds `key` under the lock `locked_at` (its
+        `New`), and unlock it. Nothing happens if the lock is no longer that one (taken over)."""
         ...
 
-    def release(self, *, tenant: str, key: str) -> None:
+    def release(self, *, tenant: str, key: str, locked_at: datetime) -> None:
         """Forget an in-flight key (the request failed before a result worth keeping), so a
-        retry with the same key runs afresh. A completed key is left alone."""
+        retry with the same key runs afresh. Only under the caller's lock `locked_at`: a key
+        taken over by another request, or completed, is left alone."""
         ...
 
     def prune_keys(self, *, older_than: datetime, limit: int = 10_000) -> int:
@@ -117,6 +140,24 @@ def parse_key(header: str) -> str:
             'or backslashes, bare or as a quoted string (e.g. "8e03978e-40d5-43e8-bc93-...")',
         )
     return text
+
+
+# Namespace of `derived_id` (a uuid5 of this text under the URL namespace; any fixed UUID works).
+_DERIVED_IDS = uuid.uuid5(uuid.NAMESPACE_URL, "https://recoup.invalid/idempotency")
+
+
+def operation_key(key: str, fingerprint: str) -> str:
+    """The idempotency key stored with what a request under `key` creates (a job): the key and
+    the request's fingerprint, so a pruned key reused for another request is a new operation
+    (see the module docstring), while the same request retried finds the first one's result."""
+    return f"{key}#{fingerprint[:32]}"
+
+
+def derived_id(kind: str, tenant: str, key: str, fingerprint: str) -> str:
+    """A UUID (version 5) for the `kind` of record ("schedule") that the request under `key` of
+    `tenant`, with this fingerprint, creates: a retry of it computes the same id and finds the
+    record instead of creating a second one."""
+    return str(uuid.uuid5(_DERIVED_IDS, "\x00".join((kind, tenant, key, fingerprint))))
 
 
 def canonical_json(value: Any) -> bytes:

@@ -17,7 +17,9 @@ def test_idempotency_exports() -> None:
         "Outcome",
         "Replay",
         "canonical_json",
+        "derived_id",
         "fingerprint",
+        "operation_key",
         "parse_key",
     ]
 

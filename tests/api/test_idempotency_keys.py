@@ -111,54 +111,95 @@ def keys(store: Any, tables: ApiTables) -> ApiTables:
 
 
 def test_a_key_goes_new_then_in_progress_then_replay(keys: ApiTables) -> None:
-    assert _begin(keys) == New()
+    assert _begin(keys) == New(locked_at=NOW)
     assert _begin(keys) == InProgress(retry_after=1)
     keys.complete(
-        tenant="a", key="k", status=201, body=b'{"id":"x"}', content_type="application/json"
+        tenant="a",
+        key="k",
+        locked_at=NOW,
+        status=201,
+        body=b'{"id":"x"}',
+        content_type="application/json",
     )
     assert _begin(keys) == Replay(status=201, body=b'{"id":"x"}', content_type="application/json")
 
 
 def test_another_fingerprint_is_a_mismatch_in_flight_and_after(keys: ApiTables) -> None:
-    assert _begin(keys) == New()
+    assert _begin(keys) == New(locked_at=NOW)
     assert _begin(keys, fp="f2") == Mismatch()
-    keys.complete(tenant="a", key="k", status=201, body=b"{}", content_type="application/json")
+    keys.complete(
+        tenant="a", key="k", locked_at=NOW, status=201, body=b"{}", content_type="application/json"
+    )
     assert _begin(keys, fp="f2") == Mismatch()
 
 
 def test_keys_are_scoped_per_tenant(keys: ApiTables) -> None:
-    assert _begin(keys, tenant="a") == New()
-    assert _begin(keys, tenant="b", fp="other") == New()
+    assert _begin(keys, tenant="a") == New(locked_at=NOW)
+    assert _begin(keys, tenant="b", fp="other") == New(locked_at=NOW)
 
 
 def test_a_released_key_can_be_claimed_again(keys: ApiTables) -> None:
-    assert _begin(keys) == New()
-    keys.release(tenant="a", key="k")
-    assert _begin(keys, fp="f2") == New()
+    assert _begin(keys) == New(locked_at=NOW)
+    keys.release(tenant="a", key="k", locked_at=NOW)
+    assert _begin(keys, fp="f2") == New(locked_at=NOW)
 
 
 def test_release_leaves_a_completed_key_alone(keys: ApiTables) -> None:
-    assert _begin(keys) == New()
-    keys.complete(tenant="a", key="k", status=200, body=b"{}", content_type="application/json")
-    keys.release(tenant="a", key="k")
+    assert _begin(keys) == New(locked_at=NOW)
+    keys.complete(
+        tenant="a", key="k", locked_at=NOW, status=200, body=b"{}", content_type="application/json"
+    )
+    keys.release(tenant="a", key="k", locked_at=NOW)
     assert isinstance(_begin(keys), Replay)
 
 
 def test_an_abandoned_key_is_taken_over_after_the_lock_timeout(keys: ApiTables) -> None:
-    assert _begin(keys) == New()
+    assert _begin(keys) == New(locked_at=NOW)
     just_before = NOW + DEFAULT_LOCK_TIMEOUT - timedelta(seconds=1)
     assert _begin(keys, now=just_before) == InProgress(retry_after=1)
     later = NOW + DEFAULT_LOCK_TIMEOUT + timedelta(seconds=1)
-    assert _begin(keys, now=later) == New()
+    assert _begin(keys, now=later) == New(locked_at=later)
     assert _begin(keys, now=later) == InProgress(retry_after=1)  # the taker holds it now
 
 
+def test_a_request_whose_key_was_taken_over_can_neither_complete_nor_release_it(
+    keys: ApiTables,
+) -> None:
+    # The first request stalls past the lock timeout; a retry takes the key over.
+    first = _begin(keys)
+    assert first == New(locked_at=NOW)
+    later = NOW + DEFAULT_LOCK_TIMEOUT + timedelta(seconds=1)
+    second = _begin(keys, now=later)
+    assert second == New(locked_at=later)
+    # The stalled first request finishes: its release and its completion change nothing.
+    keys.release(tenant="a", key="k", locked_at=first.locked_at)
+    keys.complete(
+        tenant="a", key="k", locked_at=first.locked_at, status=500, body=b"x", content_type="t"
+    )
+    assert _begin(keys, now=later) == InProgress(retry_after=1)  # still the second's
+    keys.complete(
+        tenant="a", key="k", locked_at=second.locked_at, status=201, body=b"{}", content_type="t"
+    )
+    assert _begin(keys, now=later) == Replay(status=201, body=b"{}", content_type="t")
+
+
 def test_prune_deletes_keys_older_than_the_cutoff_only(keys: ApiTables) -> None:
-    assert _begin(keys, key="old", now=NOW) == New()
-    assert _begin(keys, key="new", now=NOW + timedelta(hours=2)) == New()
-    keys.complete(tenant="a", key="new", status=201, body=b"{}", content_type="application/json")
+    assert _begin(keys, key="old", now=NOW) == New(locked_at=NOW)
+    assert _begin(keys, key="new", now=NOW + timedelta(hours=2)) == New(
+        locked_at=NOW + timedelta(hours=2)
+    )
+    keys.complete(
+        tenant="a",
+        key="new",
+        locked_at=NOW + timedelta(hours=2),
+        status=201,
+        body=b"{}",
+        content_type="application/json",
+    )
     assert keys.prune_keys(older_than=NOW + timedelta(hours=1)) == 1
-    assert _begin(keys, key="old", fp="another", now=NOW + timedelta(hours=3)) == New()
+    assert _begin(keys, key="old", fp="another", now=NOW + timedelta(hours=3)) == New(
+        locked_at=NOW + timedelta(hours=3)
+    )
     assert isinstance(_begin(keys, key="new", now=NOW + timedelta(hours=3)), Replay)
 
 
@@ -177,7 +218,7 @@ def test_the_unique_key_lets_one_of_many_concurrent_first_requests_through(
         thread.start()
     for thread in threads:
         thread.join()
-    assert outcomes.count(New()) == 1
+    assert outcomes.count(New(locked_at=NOW)) == 1
     assert outcomes.count(InProgress(retry_after=1)) == 15
 
 

@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from recoup.api.tokens import issue_token
+from recoup.errors import StorageError
 from recoup.idempotency import Mismatch, New
 from tests.api.conftest import TARGET, Api
 
@@ -217,6 +218,64 @@ def test_the_same_key_with_another_request_is_422(api: Api) -> None:
     assert_problem(http.post("/v1/schedules", json=schedule_body(), headers=headers), 422)
 
 
+def _fail_once_after_commit(monkeypatch: pytest.MonkeyPatch, store: Any, method: str) -> None:
+    """The store's `method` commits, then its first call raises as a lost connection would."""
+    original = getattr(store, method)
+    failed: list[bool] = []
+
+    def commit_then_fail(*args: Any, **kwargs: Any) -> Any:
+        result = original(*args, **kwargs)
+        if not failed:
+            failed.append(True)
+            raise StorageError("the connection dropped after the commit")
+        return result
+
+    monkeypatch.setattr(store, method, commit_then_fail)
+
+
+@pytest.mark.parametrize(
+    ("path", "method", "body", "listing"),
+    [
+        ("/v1/schedules", "insert_schedule", schedule_body(), "schedules"),
+        ("/v1/schedules", "insert_schedule", schedule_body(name="nightly"), "schedules"),
+        ("/v1/jobs", "insert", job_body(), "jobs"),
+        ("/v1/jobs", "insert", job_body(name="once"), "jobs"),
+    ],
+)
+def test_a_retry_after_a_5xx_that_followed_the_commit_creates_nothing_twice(
+    api: Api,
+    monkeypatch: pytest.MonkeyPatch,
+    path: str,
+    method: str,
+    body: dict[str, Any],
+    listing: str,
+) -> None:
+    http = api.http(api.tenant())
+    _fail_once_after_commit(monkeypatch, api.store, method)
+    headers = {"Idempotency-Key": "lost-response"}
+    assert_problem(http.post(path, json=body, headers=headers), 503)  # the 5xx frees the key
+    retry = http.post(path, json=body, headers=headers)
+    assert retry.status_code == 201, retry.text
+    assert [item["id"] for item in http.get(path).json()[listing]] == [retry.json()["id"]]
+
+
+def test_a_pruned_key_reused_for_another_request_is_a_new_request(api: Api) -> None:
+    http = api.http(api.tenant())
+    headers = {"Idempotency-Key": "reused"}
+    first = http.post("/v1/jobs", json=job_body(name="first"), headers=headers)
+    assert first.status_code == 201
+    assert api.tables.prune_keys(older_than=datetime.now(UTC) + timedelta(days=1)) >= 1
+    # Another body under the pruned key: a fresh job, not the old one answered as if new.
+    other = http.post("/v1/jobs", json=job_body(name="second"), headers=headers)
+    assert other.status_code == 201
+    assert other.json()["id"] != first.json()["id"] and other.json()["name"] == "second"
+    # The very first request again (its key pruned too by now): the job it created, not a twin.
+    api.tables.prune_keys(older_than=datetime.now(UTC) + timedelta(days=1))
+    again = http.post("/v1/jobs", json=job_body(name="first"), headers=headers)
+    assert again.status_code == 201 and again.json()["id"] == first.json()["id"]
+    assert len(http.get("/v1/jobs").json()["jobs"]) == 2
+
+
 def test_a_key_in_flight_is_409_with_retry_after(api: Api) -> None:
     caller = api.tenant()
     http = api.http(caller)
@@ -232,7 +291,7 @@ def test_a_key_in_flight_is_409_with_retry_after(api: Api) -> None:
         path="/v1/jobs",
         now=datetime.now(UTC),
     )
-    assert outcome == New()
+    assert isinstance(outcome, New)
     response = http.post(
         "/v1/jobs",
         content=body,
@@ -422,6 +481,18 @@ VALIDATION_CASES: list[tuple[str, str, dict[str, Any], str]] = [
         "max backoff below min",
         job_body(retry={"min_backoff_seconds": 10, "max_backoff_seconds": 1}),
         "retry.max_backoff_seconds",
+    ),
+    (
+        "/v1/jobs",
+        "zero min backoff",
+        job_body(retry={"min_backoff_seconds": 0}),
+        "retry.min_backoff_seconds",
+    ),
+    (
+        "/v1/jobs",
+        "a name shaped like a schedule occurrence",
+        job_body(name="nightly@2026-03-01T12:00:00Z"),
+        "name",
     ),
     ("/v1/jobs", "zero timeout", job_body(timeout_seconds=0), "timeout_seconds"),
     ("/v1/jobs", "timeout over an hour", job_body(timeout_seconds=3601), "timeout_seconds"),
@@ -659,14 +730,11 @@ def test_the_app_prunes_keys_past_their_retention(make_api: Callable[..., Api]) 
     long_ago = datetime.now(UTC) - timedelta(hours=25)
     for key, when in (("old", long_ago), ("fresh", datetime.now(UTC))):
         begin = {"fingerprint": "f", "method": "POST", "path": "/v1/jobs", "now": when}
-        assert api.tables.begin(tenant=caller.tenant, key=key, **begin) == New()
+        assert api.tables.begin(tenant=caller.tenant, key=key, **begin) == New(locked_at=when)
     deadline = time.monotonic() + 10
-    while (
-        api.tables.begin(
-            tenant=caller.tenant, key="old", fingerprint="g", method="POST", path="/", now=long_ago
-        )
-        != New()
-    ):  # a mismatch while the old key exists; New once it was pruned
+    while api.tables.begin(
+        tenant=caller.tenant, key="old", fingerprint="g", method="POST", path="/", now=long_ago
+    ) != New(locked_at=long_ago):  # a mismatch while the old key exists; New once it was pruned
         assert time.monotonic() < deadline
         time.sleep(0.05)
     fresh = api.tables.begin(
