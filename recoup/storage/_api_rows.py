@@ -1,12 +1,15 @@
-"""The mapping between the HTTP API's records (tokens, tenants) and table rows, shared by the
-SQLite and PostgreSQL `api_tables`; as in `_rows`, only the instant codec differs by backend."""
+"""The mapping between the HTTP API's records (tokens, tenants) and table rows, and the table
+operations (`SqlApiTables`), shared by the SQLite and PostgreSQL `api_tables`; as in `_rows`,
+only the instant codec (and the SQL of each query) differs by backend."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, ClassVar
 
 from recoup.api.tokens import TenantInfo, TokenInfo
+from recoup.storage._base import SqlStore
 from recoup.storage._rows import DecodeInstant
 
 RETRY_AFTER_SECONDS = 1  # an in-flight request usually ends within milliseconds
@@ -27,3 +30,117 @@ def token_from_row(row: Sequence[Any], instant: DecodeInstant) -> TokenInfo:
 def tenant_info_from_row(row: Sequence[Any], instant: DecodeInstant) -> TenantInfo:
     """A row of `id, name, created_at` (the `list_tenants` query)."""
     return TenantInfo(id=row[0], name=row[1], created_at=instant(row[2]))
+
+
+class SqlApiTables:
+    """The backend-independent part of `SqliteApiTables` and `PostgresApiTables`: every
+    operation but `begin` (whose concurrency handling is per-dialect), written against the job
+    store's `read()` / `write()`, the backend's `Q` and its instant codec."""
+
+    Q: ClassVar[Mapping[str, str]]
+
+    def __init__(self, store: SqlStore) -> None:
+        self._store = store
+
+    @staticmethod
+    def _encode_instant(value: datetime, /) -> Any:
+        """An instant as a query parameter."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _decode_instant(value: Any, /) -> datetime:
+        """An instant from a column."""
+        raise NotImplementedError
+
+    def ping(self) -> None:
+        """Raise `StorageError` unless the database answers."""
+        with self._store.read() as conn:
+            conn.execute("SELECT 1").fetchone()
+
+    # Idempotency keys (`begin` is per backend)
+
+    def complete(
+        self,
+        *,
+        tenant: str,
+        key: str,
+        locked_at: datetime,
+        status: int,
+        body: bytes,
+        content_type: str,
+    ) -> None:
+        with self._store.write() as conn:
+            conn.execute(
+                self.Q["complete_key"],
+                {
+                    "tenant": tenant,
+                    "key": key,
+                    "locked_at": self._encode_instant(locked_at),
+                    "status": status,
+                    "content_type": content_type,
+                    "body": body,
+                },
+            )
+
+    def release(self, *, tenant: str, key: str, locked_at: datetime) -> None:
+        params = {"tenant": tenant, "key": key, "locked_at": self._encode_instant(locked_at)}
+        with self._store.write() as conn:
+            conn.execute(self.Q["release_key"], params)
+
+    def prune_keys(self, *, older_than: datetime, limit: int = 10_000) -> int:
+        params = {"before": self._encode_instant(older_than), "limit": limit}
+        with self._store.write() as conn:
+            pruned: int = conn.execute(self.Q["prune_keys"], params).rowcount
+        return pruned
+
+    # API tokens and tenants
+
+    def add_token(
+        self,
+        *,
+        token_id: str,
+        tenant: str,
+        token_hash: str,
+        prefix: str,
+        label: str | None,
+        now: datetime,
+    ) -> TokenInfo:
+        with self._store.write() as conn:
+            row = conn.execute(
+                self.Q["insert_token"],
+                {
+                    "id": token_id,
+                    "tenant": tenant,
+                    "token_hash": token_hash,
+                    "prefix": prefix,
+                    "label": label,
+                    "now": self._encode_instant(now),
+                },
+            ).fetchone()
+        assert row is not None  # INSERT … RETURNING returns the row or raises
+        return token_from_row(row, self._decode_instant)
+
+    def tenant_for_token_hash(self, token_hash: str) -> str | None:
+        with self._store.read() as conn:
+            row = conn.execute(
+                self.Q["tenant_for_token_hash"], {"token_hash": token_hash}
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def list_tokens(self, tenant: str | None = None) -> list[TokenInfo]:
+        with self._store.read() as conn:
+            rows = conn.execute(self.Q["list_tokens"], {"tenant": tenant}).fetchall()
+        instant = self._decode_instant
+        return [token_from_row(row, instant) for row in rows]
+
+    def revoke_token(self, token_id: str, *, now: datetime) -> TokenInfo | None:
+        with self._store.write() as conn:
+            conn.execute(self.Q["revoke_token"], {"id": token_id, "now": self._encode_instant(now)})
+            row = conn.execute(self.Q["get_token"], {"id": token_id}).fetchone()
+        return None if row is None else token_from_row(row, self._decode_instant)
+
+    def list_tenants(self) -> list[TenantInfo]:
+        with self._store.read() as conn:
+            rows = conn.execute(self.Q["list_tenants"]).fetchall()
+        instant = self._decode_instant
+        return [tenant_info_from_row(row, instant) for row in rows]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from recoup.api.tokens import TenantInfo, TokenInfo
 from recoup.idempotency.keys import (
     DEFAULT_LOCK_TIMEOUT,
     InProgress,
@@ -21,7 +20,7 @@ from recoup.idempotency.keys import (
     Outcome,
     Replay,
 )
-from recoup.storage._api_rows import RETRY_AFTER_SECONDS, tenant_info_from_row, token_from_row
+from recoup.storage._api_rows import RETRY_AFTER_SECONDS, SqlApiTables
 from recoup.storage._rows import aware_utc
 from recoup.storage._sql import load_queries
 from recoup.storage.postgres.store import PostgresStore
@@ -31,16 +30,18 @@ Q = load_queries("recoup.storage.postgres", "api_queries.sql")
 BEGIN_TRIES = 5  # a key released between our insert and our read: look again, briefly
 
 
-class PostgresApiTables:
+class PostgresApiTables(SqlApiTables):
     """`IdempotencyStore` and `TokenStore` in the schema of a `PostgresStore`."""
 
-    def __init__(self, store: PostgresStore) -> None:
-        self._store = store
+    Q = Q
+    _decode_instant = staticmethod(aware_utc)
 
-    def ping(self) -> None:
-        """Raise `StorageError` unless the database answers."""
-        with self._store.read() as conn:
-            conn.execute("SELECT 1").fetchone()
+    def __init__(self, store: PostgresStore) -> None:
+        super().__init__(store)
+
+    @staticmethod
+    def _encode_instant(value: datetime) -> datetime:
+        return value  # psycopg sends datetimes as timestamptz
 
     # Idempotency keys
 
@@ -81,82 +82,3 @@ class PostgresApiTables:
                         return New(locked_at=now)
                 return InProgress(retry_after=RETRY_AFTER_SECONDS)
         return InProgress(retry_after=RETRY_AFTER_SECONDS)
-
-    def complete(
-        self,
-        *,
-        tenant: str,
-        key: str,
-        locked_at: datetime,
-        status: int,
-        body: bytes,
-        content_type: str,
-    ) -> None:
-        with self._store.write() as conn:
-            conn.execute(
-                Q["complete_key"],
-                {
-                    "tenant": tenant,
-                    "key": key,
-                    "locked_at": locked_at,
-                    "status": status,
-                    "content_type": content_type,
-                    "body": body,
-                },
-            )
-
-    def release(self, *, tenant: str, key: str, locked_at: datetime) -> None:
-        with self._store.write() as conn:
-            conn.execute(Q["release_key"], {"tenant": tenant, "key": key, "locked_at": locked_at})
-
-    def prune_keys(self, *, older_than: datetime, limit: int = 10_000) -> int:
-        with self._store.write() as conn:
-            return conn.execute(Q["prune_keys"], {"before": older_than, "limit": limit}).rowcount
-
-    # API tokens and tenants
-
-    def add_token(
-        self,
-        *,
-        token_id: str,
-        tenant: str,
-        token_hash: str,
-        prefix: str,
-        label: str | None,
-        now: datetime,
-    ) -> TokenInfo:
-        with self._store.write() as conn:
-            row = conn.execute(
-                Q["insert_token"],
-                {
-                    "id": token_id,
-                    "tenant": tenant,
-                    "token_hash": token_hash,
-                    "prefix": prefix,
-                    "label": label,
-                    "now": now,
-                },
-            ).fetchone()
-        assert row is not None  # INSERT … RETURNING returns the row or raises
-        return token_from_row(row, aware_utc)
-
-    def tenant_for_token_hash(self, token_hash: str) -> str | None:
-        with self._store.read() as conn:
-            row = conn.execute(Q["tenant_for_token_hash"], {"token_hash": token_hash}).fetchone()
-        return None if row is None else str(row[0])
-
-    def list_tokens(self, tenant: str | None = None) -> list[TokenInfo]:
-        with self._store.read() as conn:
-            rows = conn.execute(Q["list_tokens"], {"tenant": tenant}).fetchall()
-        return [token_from_row(row, aware_utc) for row in rows]
-
-    def revoke_token(self, token_id: str, *, now: datetime) -> TokenInfo | None:
-        with self._store.write() as conn:
-            conn.execute(Q["revoke_token"], {"id": token_id, "now": now})
-            row = conn.execute(Q["get_token"], {"id": token_id}).fetchone()
-        return None if row is None else token_from_row(row, aware_utc)
-
-    def list_tenants(self) -> list[TenantInfo]:
-        with self._store.read() as conn:
-            rows = conn.execute(Q["list_tenants"]).fetchall()
-        return [tenant_info_from_row(row, aware_utc) for row in rows]

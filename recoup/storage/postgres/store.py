@@ -24,9 +24,9 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -43,24 +43,12 @@ from recoup.jobs.model import (
     RESPONSE_EXCERPT_LIMIT,
     Completion,
     Job,
-    JobState,
     NewJob,
-    Run,
-    Tenant,
 )
-from recoup.jobs.schedule_model import NewSchedule, Schedule
-from recoup.jobs.store import ClaimParams, JobFilter, JobPage, PruneResult
+from recoup.jobs.store import ClaimParams
 from recoup.storage import _rows
-from recoup.storage._common import (
-    attempt_keys,
-    check_page_limit,
-    check_schedule_jobs,
-    clip,
-    insert_conflict,
-    job_page,
-    schedule_conflict,
-    state_counts,
-)
+from recoup.storage._base import SqlStore
+from recoup.storage._common import attempt_keys, clip, insert_conflict
 from recoup.storage._rows import FINAL_STATE_OF, aware_utc
 from recoup.storage._sql import Migration, load_migrations, load_queries
 
@@ -144,11 +132,14 @@ def valid_schema_name(name: str) -> bool:
     return bool(_SCHEMA_NAME.match(name))
 
 
-class PostgresStore:
+class PostgresStore(SqlStore):
     """JobStore and ScheduleStore on PostgreSQL, every table in `schema`."""
 
     backend = "postgresql"
     migrations_package = "recoup.storage.postgres.migrations"
+    Q = Q
+    _row_instant = staticmethod(aware_utc)
+    _decode_instant = staticmethod(aware_utc)
 
     def __init__(
         self,
@@ -238,6 +229,26 @@ class PostgresStore:
         store reads the same on both backends."""
         return self._conn()
 
+    @staticmethod
+    def _encode_instant(value: datetime) -> datetime:
+        return value  # psycopg sends datetimes as timestamptz
+
+    def _plan_queue(self, conn: psycopg.Connection[Any]) -> None:
+        conn.execute(Q["queue_plans"])
+
+    def _execute_batch(
+        self, conn: psycopg.Connection[Any], query: str, params: Mapping[str, Any]
+    ) -> psycopg.Cursor[Any]:
+        return conn.execute(query, params, prepare=False)
+
+    def _prepare_jobs(self, jobs: Sequence[NewJob], now: datetime) -> Sequence[NewJob]:
+        return jobs  # encoded as they stream into `_insert_rows`
+
+    def _insert_prepared(
+        self, conn: psycopg.Connection[Any], prepared: Sequence[NewJob], now: datetime
+    ) -> int:
+        return self._insert_rows(conn, prepared, now)
+
     def close(self) -> None:
         self._closing = True
         with self._listener_lock:
@@ -281,28 +292,6 @@ class PostgresStore:
             conn.execute(
                 Q["record_migration"], {"version": migration.version, "name": migration.name}
             )
-
-    # Tenants
-
-    def ensure_tenant(self, tenant: Tenant) -> Tenant:
-        with self._conn() as conn:
-            conn.execute(
-                Q["ensure_tenant"],
-                {
-                    "id": tenant.id,
-                    "name": tenant.name,
-                    "signing_secret": tenant.signing_secret,
-                    "created_at": tenant.created_at,
-                },
-            )
-            row = conn.execute(Q["get_tenant"], {"id": tenant.id}).fetchone()
-        assert row is not None
-        return _rows.tenant_from_row(row, aware_utc)
-
-    def get_tenant(self, tenant_id: str) -> Tenant | None:
-        with self._conn() as conn:
-            row = conn.execute(Q["get_tenant"], {"id": tenant_id}).fetchone()
-        return None if row is None else _rows.tenant_from_row(row, aware_utc)
 
     # Writing jobs
 
@@ -518,181 +507,6 @@ class PostgresStore:
                 Q["cancel_job"], {"tenant": tenant, "id": job_id, "now": now}
             ).fetchone()
         return None if row is None else _rows.job_from_row(row, aware_utc)
-
-    def cancel_by_name(self, tenant: str, name: str, *, now: datetime) -> int:
-        with self._conn() as conn:
-            return conn.execute(
-                Q["cancel_by_name"], {"tenant": tenant, "name": name, "now": now}
-            ).rowcount
-
-    def cancel_by_prefix(self, tenant: str, prefix: str, *, now: datetime) -> int:
-        if not prefix:
-            raise InvalidInput("prefix", prefix, "expected a non-empty name prefix")
-        with self._conn() as conn:
-            return conn.execute(
-                Q["cancel_by_prefix"], {"tenant": tenant, "prefix": prefix, "now": now}
-            ).rowcount
-
-    # Reading
-
-    def get(self, tenant: str, job_id: str) -> Job | None:
-        with self._conn() as conn:
-            row = conn.execute(Q["get_job"], {"tenant": tenant, "id": job_id}).fetchone()
-        return None if row is None else _rows.job_from_row(row, aware_utc)
-
-    def get_by_name(self, tenant: str, name: str) -> Job | None:
-        params = {"tenant": tenant, "name": name}
-        with self._conn() as conn:
-            row = conn.execute(Q["get_live_job_by_name"], params).fetchone()
-            if row is None:
-                row = conn.execute(Q["get_latest_job_by_name"], params).fetchone()
-        return None if row is None else _rows.job_from_row(row, aware_utc)
-
-    def list_jobs(self, query: JobFilter) -> JobPage:
-        check_page_limit(query.limit)
-        cursor_created: datetime | None = None
-        cursor_id: str | None = None
-        if query.cursor is not None:
-            cursor_created, cursor_id = _rows.decode_cursor(query.cursor)
-        with self._conn() as conn:
-            rows = conn.execute(
-                Q["list_jobs"],
-                {
-                    "tenant": query.tenant,
-                    "state": None if query.state is None else query.state.value,
-                    "prefix": query.name_prefix,
-                    "schedule_id": query.schedule_id,
-                    "cursor_created": cursor_created,
-                    "cursor_id": cursor_id,
-                    "limit": query.limit + 1,  # one more says whether a next page exists
-                },
-                prepare=False,
-            ).fetchall()
-        return job_page(rows, query.limit, lambda row: _rows.job_from_row(row, aware_utc))
-
-    def runs(self, tenant: str, job_id: str) -> list[Run]:
-        with self._conn() as conn:
-            rows = conn.execute(Q["runs"], {"tenant": tenant, "job_id": job_id}).fetchall()
-        return [_rows.run_from_row(row, aware_utc) for row in rows]
-
-    def count_by_state(self, tenant: str | None = None) -> dict[JobState, int]:
-        with self._conn() as conn:
-            if tenant is None:
-                rows = conn.execute(Q["count_by_state"]).fetchall()
-            else:
-                rows = conn.execute(Q["count_by_state_of_tenant"], {"tenant": tenant}).fetchall()
-        return state_counts(rows)
-
-    def count_live(self) -> dict[JobState, int]:
-        with self._conn() as conn:
-            rows = conn.execute(Q["count_live"]).fetchall()
-        return {JobState(state): int(count) for state, count in rows}
-
-    # Retention
-
-    def prune(self, *, now: datetime, keep_runs_for: timedelta, limit: int = 10_000) -> PruneResult:
-        """Deletes at most `limit` jobs and `limit` runs, each batch its own short transaction;
-        call again while a count equals `limit`."""
-        with self._conn() as conn:
-            conn.execute(Q["queue_plans"])
-            jobs = conn.execute(
-                Q["prune_jobs"], {"now": now, "limit": limit}, prepare=False
-            ).rowcount
-        with self._conn() as conn:
-            conn.execute(Q["queue_plans"])
-            runs = conn.execute(
-                Q["prune_runs"], {"before": now - keep_runs_for, "limit": limit}, prepare=False
-            ).rowcount
-        return PruneResult(jobs=jobs, runs=runs)
-
-    # Schedules
-
-    def insert_schedule(
-        self, schedule: NewSchedule, *, next_fire_at: datetime | None, now: datetime
-    ) -> Schedule:
-        values = _rows.schedule_values(schedule, next_fire_at=next_fire_at, now=now, instant=_utc)
-        with self._conn() as conn:
-            row = conn.execute(Q["insert_schedule"], values).fetchone()
-        if row is None:
-            raise schedule_conflict(schedule)
-        return _rows.schedule_from_row(row, aware_utc)
-
-    def get_schedule(self, tenant: str, schedule_id: str) -> Schedule | None:
-        """Deleted schedules are returned too, with `deleted=True` (their jobs still name them)."""
-        with self._conn() as conn:
-            row = conn.execute(Q["get_schedule"], {"tenant": tenant, "id": schedule_id}).fetchone()
-        return None if row is None else _rows.schedule_from_row(row, aware_utc)
-
-    def list_schedules(self, tenant: str) -> list[Schedule]:
-        with self._conn() as conn:
-            rows = conn.execute(Q["list_schedules"], {"tenant": tenant}).fetchall()
-        return [_rows.schedule_from_row(row, aware_utc) for row in rows]
-
-    def set_schedule_paused(
-        self,
-        tenant: str,
-        schedule_id: str,
-        *,
-        paused: bool,
-        now: datetime,
-        next_fire_at: datetime | None = None,
-    ) -> Schedule | None:
-        with self._conn() as conn:
-            row = conn.execute(
-                Q["set_schedule_paused"],
-                {
-                    "tenant": tenant,
-                    "id": schedule_id,
-                    "paused": paused,
-                    "next_fire_at": next_fire_at,
-                    "now": now,
-                },
-            ).fetchone()
-        return None if row is None else _rows.schedule_from_row(row, aware_utc)
-
-    def delete_schedule(self, tenant: str, schedule_id: str, *, now: datetime) -> bool:
-        with self._conn() as conn:
-            deleted = conn.execute(
-                Q["delete_schedule"], {"tenant": tenant, "id": schedule_id, "now": now}
-            ).rowcount
-            if deleted:
-                conn.execute(Q["cancel_schedule_jobs"], {"schedule_id": schedule_id, "now": now})
-        return bool(deleted)
-
-    def due_schedules(self, *, now: datetime, horizon: timedelta, limit: int) -> list[Schedule]:
-        with self._conn() as conn:
-            rows = conn.execute(
-                Q["due_schedules"], {"until": now + horizon, "limit": limit}
-            ).fetchall()
-        return [_rows.schedule_from_row(row, aware_utc) for row in rows]
-
-    def advance_schedule(
-        self,
-        schedule_id: str,
-        *,
-        expected_next: datetime,
-        new_next: datetime | None,
-        jobs: Sequence[NewJob],
-        now: datetime,
-    ) -> bool:
-        check_schedule_jobs(schedule_id, jobs)
-        with self._conn() as conn:
-            # The UPDATE locks the schedule's row: a second scheduler waits here, then finds
-            # next_fire_at moved and changes nothing.
-            advanced = conn.execute(
-                Q["advance_schedule"],
-                {
-                    "id": schedule_id,
-                    "expected_next": expected_next,
-                    "new_next": new_next,
-                    "now": now,
-                },
-            ).rowcount
-            if not advanced:
-                return False
-            if jobs:
-                self._insert_rows(conn, jobs, now)
-        return True
 
 
 # Per run outcome: (outcome, retries?, the job's final state), as complete_many sends them.

@@ -24,7 +24,7 @@ import time
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from recoup.errors import InvalidInput, StorageError
@@ -37,21 +37,11 @@ from recoup.jobs.model import (
     NewJob,
     Run,
     RunOutcome,
-    Tenant,
 )
-from recoup.jobs.schedule_model import NewSchedule, Schedule
-from recoup.jobs.store import ClaimParams, JobFilter, JobPage, PruneResult
+from recoup.jobs.store import ClaimParams
 from recoup.storage import _rows
-from recoup.storage._common import (
-    attempt_keys,
-    check_page_limit,
-    check_schedule_jobs,
-    clip,
-    insert_conflict,
-    job_page,
-    schedule_conflict,
-    state_counts,
-)
+from recoup.storage._base import SqlStore
+from recoup.storage._common import attempt_keys, clip, insert_conflict
 from recoup.storage._rows import FINAL_STATE_OF, LOST_ERROR, ONE_US, from_micros, micros
 from recoup.storage._sql import Migration, load_migrations, load_queries
 
@@ -105,11 +95,15 @@ def _forget(
     conn.close()
 
 
-class SqliteStore:
+class SqliteStore(SqlStore):
     """JobStore and ScheduleStore on one SQLite file (or `:memory:`)."""
 
     backend = "sqlite"
     migrations_package = "recoup.storage.sqlite.migrations"
+    Q = Q
+    _encode_instant = staticmethod(micros)
+    _row_instant = staticmethod(micros)
+    _decode_instant = staticmethod(from_micros)
 
     def __init__(
         self,
@@ -204,6 +198,24 @@ class SqliteStore:
         translation as the job store's own writes, for this backend's other table modules."""
         return self._write()
 
+    @staticmethod
+    def _encode_bool(value: bool) -> int:
+        return int(value)
+
+    def _prepare_jobs(self, jobs: Sequence[NewJob], now: datetime) -> list[tuple[Any, ...]]:
+        # Encoded before the write transaction, so that the write lock is held the shorter.
+        encoder = _rows.JobEncoder(micros)
+        now_us = micros(now)
+        return [encoder.row(job, now_us) for job in jobs]
+
+    def _insert_prepared(
+        self, conn: sqlite3.Connection, prepared: Sequence[Any], now: datetime
+    ) -> int:
+        return self._insert_rows(conn, list(prepared))
+
+    def _jobs_inserted(self) -> None:
+        self._wakeups.notify()
+
     def close(self) -> None:
         self._closed = True
         with self._all_lock:
@@ -249,27 +261,6 @@ class SqliteStore:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
-
-    # Tenants
-
-    def ensure_tenant(self, tenant: Tenant) -> Tenant:
-        with self._write() as conn:
-            conn.execute(
-                Q["ensure_tenant"],
-                {
-                    "id": tenant.id,
-                    "name": tenant.name,
-                    "signing_secret": tenant.signing_secret,
-                    "created_at": micros(tenant.created_at),
-                },
-            )
-            row = conn.execute(Q["get_tenant"], {"id": tenant.id}).fetchone()
-        return _rows.tenant_from_row(row, from_micros)
-
-    def get_tenant(self, tenant_id: str) -> Tenant | None:
-        with self._connection() as conn:
-            row = conn.execute(Q["get_tenant"], {"id": tenant_id}).fetchone()
-        return None if row is None else _rows.tenant_from_row(row, from_micros)
 
     # Writing jobs
 
@@ -490,185 +481,6 @@ class SqliteStore:
             conn.execute(Q["cancel_job"], {"tenant": tenant, "id": job_id, "now": micros(now)})
             row = conn.execute(Q["get_job"], {"tenant": tenant, "id": job_id}).fetchone()
         return None if row is None else _rows.job_from_row(row, from_micros)
-
-    def cancel_by_name(self, tenant: str, name: str, *, now: datetime) -> int:
-        with self._write() as conn:
-            cursor = conn.execute(
-                Q["cancel_by_name"], {"tenant": tenant, "name": name, "now": micros(now)}
-            )
-            return cursor.rowcount
-
-    def cancel_by_prefix(self, tenant: str, prefix: str, *, now: datetime) -> int:
-        if not prefix:
-            raise InvalidInput("prefix", prefix, "expected a non-empty name prefix")
-        with self._write() as conn:
-            cursor = conn.execute(
-                Q["cancel_by_prefix"], {"tenant": tenant, "prefix": prefix, "now": micros(now)}
-            )
-            return cursor.rowcount
-
-    # Reading
-
-    def get(self, tenant: str, job_id: str) -> Job | None:
-        with self._connection() as conn:
-            row = conn.execute(Q["get_job"], {"tenant": tenant, "id": job_id}).fetchone()
-        return None if row is None else _rows.job_from_row(row, from_micros)
-
-    def get_by_name(self, tenant: str, name: str) -> Job | None:
-        with self._connection() as conn:
-            params = {"tenant": tenant, "name": name}
-            row = conn.execute(Q["get_live_job_by_name"], params).fetchone()
-            if row is None:
-                row = conn.execute(Q["get_latest_job_by_name"], params).fetchone()
-        return None if row is None else _rows.job_from_row(row, from_micros)
-
-    def list_jobs(self, query: JobFilter) -> JobPage:
-        check_page_limit(query.limit)
-        cursor_created: int | None = None
-        cursor_id: str | None = None
-        if query.cursor is not None:
-            created, cursor_id = _rows.decode_cursor(query.cursor)
-            cursor_created = micros(created)
-        with self._connection() as conn:
-            rows = conn.execute(
-                Q["list_jobs"],
-                {
-                    "tenant": query.tenant,
-                    "state": None if query.state is None else query.state.value,
-                    "prefix": query.name_prefix,
-                    "schedule_id": query.schedule_id,
-                    "cursor_created": cursor_created,
-                    "cursor_id": cursor_id,
-                    "limit": query.limit + 1,  # one more says whether a next page exists
-                },
-            ).fetchall()
-        return job_page(rows, query.limit, lambda row: _rows.job_from_row(row, from_micros))
-
-    def runs(self, tenant: str, job_id: str) -> list[Run]:
-        with self._connection() as conn:
-            rows = conn.execute(Q["runs"], {"tenant": tenant, "job_id": job_id}).fetchall()
-        return [_rows.run_from_row(row, from_micros) for row in rows]
-
-    def count_by_state(self, tenant: str | None = None) -> dict[JobState, int]:
-        with self._connection() as conn:
-            if tenant is None:
-                rows = conn.execute(Q["count_by_state"]).fetchall()
-            else:
-                rows = conn.execute(Q["count_by_state_of_tenant"], {"tenant": tenant}).fetchall()
-        return state_counts(rows)
-
-    def count_live(self) -> dict[JobState, int]:
-        with self._connection() as conn:
-            rows = conn.execute(Q["count_live"]).fetchall()
-        return {JobState(state): int(count) for state, count in rows}
-
-    # Retention
-
-    def prune(self, *, now: datetime, keep_runs_for: timedelta, limit: int = 10_000) -> PruneResult:
-        """Deletes at most `limit` jobs and `limit` runs, each batch its own short transaction
-        (so pruning never holds the write lock for long); call again while a count equals
-        `limit`."""
-        now_us = micros(now)
-        with self._write() as conn:
-            jobs = conn.execute(Q["prune_jobs"], {"now": now_us, "limit": limit}).rowcount
-        with self._write() as conn:
-            runs = conn.execute(
-                Q["prune_runs"],
-                {"before": micros(now - keep_runs_for), "limit": limit},
-            ).rowcount
-        return PruneResult(jobs=jobs, runs=runs)
-
-    # Schedules
-
-    def insert_schedule(
-        self, schedule: NewSchedule, *, next_fire_at: datetime | None, now: datetime
-    ) -> Schedule:
-        values = _rows.schedule_values(schedule, next_fire_at=next_fire_at, now=now, instant=micros)
-        with self._write() as conn:
-            row = conn.execute(Q["insert_schedule"], values).fetchone()
-        if row is None:
-            raise schedule_conflict(schedule)
-        return _rows.schedule_from_row(row, from_micros)
-
-    def get_schedule(self, tenant: str, schedule_id: str) -> Schedule | None:
-        """Deleted schedules are returned too, with `deleted=True` (their jobs still name them)."""
-        with self._connection() as conn:
-            row = conn.execute(Q["get_schedule"], {"tenant": tenant, "id": schedule_id}).fetchone()
-        return None if row is None else _rows.schedule_from_row(row, from_micros)
-
-    def list_schedules(self, tenant: str) -> list[Schedule]:
-        with self._connection() as conn:
-            rows = conn.execute(Q["list_schedules"], {"tenant": tenant}).fetchall()
-        return [_rows.schedule_from_row(row, from_micros) for row in rows]
-
-    def set_schedule_paused(
-        self,
-        tenant: str,
-        schedule_id: str,
-        *,
-        paused: bool,
-        now: datetime,
-        next_fire_at: datetime | None = None,
-    ) -> Schedule | None:
-        with self._write() as conn:
-            row = conn.execute(
-                Q["set_schedule_paused"],
-                {
-                    "tenant": tenant,
-                    "id": schedule_id,
-                    "paused": int(paused),
-                    "next_fire_at": None if next_fire_at is None else micros(next_fire_at),
-                    "now": micros(now),
-                },
-            ).fetchone()
-        return None if row is None else _rows.schedule_from_row(row, from_micros)
-
-    def delete_schedule(self, tenant: str, schedule_id: str, *, now: datetime) -> bool:
-        now_us = micros(now)
-        with self._write() as conn:
-            deleted = conn.execute(
-                Q["delete_schedule"], {"tenant": tenant, "id": schedule_id, "now": now_us}
-            ).rowcount
-            if deleted:
-                conn.execute(Q["cancel_schedule_jobs"], {"schedule_id": schedule_id, "now": now_us})
-        return bool(deleted)
-
-    def due_schedules(self, *, now: datetime, horizon: timedelta, limit: int) -> list[Schedule]:
-        with self._connection() as conn:
-            rows = conn.execute(
-                Q["due_schedules"], {"until": micros(now + horizon), "limit": limit}
-            ).fetchall()
-        return [_rows.schedule_from_row(row, from_micros) for row in rows]
-
-    def advance_schedule(
-        self,
-        schedule_id: str,
-        *,
-        expected_next: datetime,
-        new_next: datetime | None,
-        jobs: Sequence[NewJob],
-        now: datetime,
-    ) -> bool:
-        check_schedule_jobs(schedule_id, jobs)
-        now_us = micros(now)
-        encoder = _rows.JobEncoder(micros)
-        rows = [encoder.row(job, now_us) for job in jobs]
-        with self._write() as conn:
-            advanced = conn.execute(
-                Q["advance_schedule"],
-                {
-                    "id": schedule_id,
-                    "expected_next": micros(expected_next),
-                    "new_next": None if new_next is None else micros(new_next),
-                    "now": now_us,
-                },
-            ).rowcount
-            if not advanced:
-                return False
-            inserted = self._insert_rows(conn, rows) if rows else 0
-        if inserted:
-            self._wakeups.notify()
-        return True
 
 
 def _run_values(run: Run, outcome: RunOutcome) -> tuple[Any, ...]:
