@@ -7,8 +7,8 @@ import sys
 import typer
 
 # Typer ≥ 0.26 vendors click and raises its own copies of click's exceptions, which
-# `click.UsageError` does not catch; this is where they live.
-from typer._click import exceptions as cli_errors
+# `click.UsageError` does not catch; their public common base is TyperException.
+from typer.exceptions import TyperException
 
 from recoup.cli._app import EXIT_USAGE, app
 from recoup.errors import InvalidInput, RecoupError
@@ -29,14 +29,12 @@ def main(argv: list[str] | None = None) -> int:
     command = typer.main.get_command(app)
     try:
         result = command.main(args=argv, prog_name="recoup", standalone_mode=False)
-    except cli_errors.NoArgsIsHelpError as exc:
-        # Typer's rich formatter prints the help while building this error and leaves its
-        # message empty; the plain formatter returns it as the message instead.
-        if exc.format_message().strip():
-            typer.echo(exc.format_message(), err=True)
-        return EXIT_USAGE
-    except cli_errors.UsageError as exc:
-        typer.echo(f"error: {exc.format_message()}", err=True)
+    except TyperException as exc:
+        # A usage error (bad or missing option), or `recoup` with no arguments, whose help
+        # Typer's rich formatter has already printed, leaving the message empty.
+        message = exc.format_message().strip()
+        if message:
+            typer.echo(f"error: {message}", err=True)
         return EXIT_USAGE
     except InvalidInput as exc:
         typer.echo(f"error: {exc}", err=True)
