@@ -48,6 +48,14 @@ class ProviderUnavailable(PaymentError):
     http_status = 503
 
 
+class IdempotencyKeyMismatch(PaymentError, InvalidInput):
+    """The key was already used for a different charge (another amount, currency or invoice).
+    Nothing was charged; the caller has a bug, so retrying with this key cannot help."""
+
+    def __init__(self, idempotency_key: str, allowed: str) -> None:
+        InvalidInput.__init__(self, "idempotency_key", idempotency_key, allowed)
+
+
 @dataclass(frozen=True, kw_only=True)
 class ChargeRequest:
     """One charge of `amount` minor units of `currency` for an invoice, under the provider's
@@ -111,6 +119,7 @@ __all__ = [
     "Charge",
     "ChargeRequest",
     "ChargeStatus",
+    "IdempotencyKeyMismatch",
     "PaymentError",
     "PaymentProvider",
     "ProviderTimeout",
