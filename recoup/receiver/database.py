@@ -1,0 +1,246 @@
+"""The handler's own database as the receiver uses it: SQLite (a file) or PostgreSQL (a
+connection pool), the receiver's two tables in it, and one write transaction at a time.
+
+The receiver's tables (`receiver_idempotency_keys`, `receiver_charges`) live next to the
+user's invoice table, so that a charge can lock the invoice, read the ledger, record the
+result and mark the invoice paid in one transaction. The user's callbacks (`InvoiceBook`)
+receive the very connection of that transaction, typed by the backend: `sqlite3.Connection`
+or `psycopg.Connection`.
+
+- `SqliteDatabase(path)`: one short-lived connection per transaction (opening one costs
+  microseconds, and no connection outlives its thread), `BEGIN IMMEDIATE`, so a transaction
+  holds the database's write lock from its first statement: that is the "lock" of an invoice on
+  SQLite, and it makes all charges of one database run one at a time. WAL mode, set by
+  `ensure_schema`, lets readers go on meanwhile. A file path is required: `:memory:` would be a
+  new, empty database per connection.
+- `PostgresDatabase.connect(conninfo)` or `PostgresDatabase(pool)`: each transaction takes a
+  pooled connection; the user's lock query takes the invoice row (`SELECT … FOR UPDATE`) and
+  the receiver adds its own transaction-scoped advisory lock on the invoice id, so charges of
+  different invoices run in parallel and charges of one invoice run one at a time.
+
+Database errors leave as `StorageError` (answered 503, so Recoup retries the attempt).
+SQL lives in `sqlite.sql` and `postgres.sql` next to this module, in named blocks.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
+from datetime import UTC, datetime, timedelta
+from importlib import resources
+from typing import Any, Final, Generic, TypeVar
+
+import psycopg
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from recoup.errors import StorageError
+from recoup.timekeeping.instants import require_aware
+
+C = TypeVar("C")
+
+DEFAULT_BUSY_TIMEOUT: Final = 30.0  # seconds a SQLite transaction waits for the write lock
+POOL_TIMEOUT: Final = 30.0  # seconds to wait for a pooled PostgreSQL connection
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_BLOCK: Final = re.compile(r"^-- ([a-z_]+) --[ \t]*$", re.MULTILINE)
+
+
+def load_queries(filename: str) -> dict[str, str]:
+    """The named blocks (`-- name --` up to the next such line) of one of this package's
+    `.sql` files."""
+    text = resources.files("recoup.receiver").joinpath(filename).read_text("utf-8")
+    parts = _BLOCK.split(text)  # [preamble, name1, body1, name2, body2, ...]
+    return {name: body.strip() for name, body in zip(parts[1::2], parts[2::2], strict=True)}
+
+
+class Database(ABC, Generic[C]):
+    """A database holding the receiver's tables; `C` is its connection type."""
+
+    queries: Mapping[str, str]
+
+    @abstractmethod
+    def transaction(self) -> AbstractContextManager[C]:
+        """A write transaction, committed when the block ends, rolled back if it raises."""
+
+    @abstractmethod
+    def fetch(self, conn: C, name: str, params: Mapping[str, object]) -> list[tuple[Any, ...]]:
+        """The rows of the named query."""
+
+    @abstractmethod
+    def run(self, conn: C, name: str, params: Mapping[str, object]) -> int:
+        """Run the named statement; return how many rows it changed."""
+
+    @abstractmethod
+    def lock_invoice(self, conn: C, invoice_id: str) -> None:
+        """Hold the receiver's own lock on `invoice_id` until the transaction ends."""
+
+    @abstractmethod
+    def encode_instant(self, instant: datetime) -> object:
+        """An instant as this backend stores it."""
+
+    @abstractmethod
+    def decode_instant(self, value: Any) -> datetime:
+        """A stored instant, aware and in UTC."""
+
+    @abstractmethod
+    def ensure_schema(self) -> None:
+        """Create the receiver's tables and indexes where they are missing (safe to repeat)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release connections this object opened."""
+
+
+class SqliteDatabase(Database[sqlite3.Connection]):
+    """The receiver's tables in the SQLite file at `path` (see the module docstring)."""
+
+    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT):
+        self.path = os.fspath(path)
+        if self.path in ("", ":memory:") or self.path.startswith("file::memory:"):
+            raise ValueError(f"path: {self.path!r}: expected a file (each connection is new)")
+        self.busy_timeout = busy_timeout
+        self.queries = load_queries("sqlite.sql")
+
+    def _connect(self) -> sqlite3.Connection:
+        # isolation_level=None: the module issues no implicit BEGIN; ours is explicit.
+        return sqlite3.connect(
+            self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+        )
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        try:
+            conn = self._connect()
+        except sqlite3.Error as exc:
+            raise StorageError(f"SQLite {self.path}: {exc}") from exc
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                # SQLite may have rolled back already (a full disk): no transaction to end.
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise StorageError(f"SQLite {self.path}: {exc}") from exc
+        finally:
+            conn.close()
+
+    def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        return self._transaction()
+
+    def fetch(
+        self, conn: sqlite3.Connection, name: str, params: Mapping[str, object]
+    ) -> list[tuple[Any, ...]]:
+        try:
+            return conn.execute(self.queries[name], params).fetchall()
+        except sqlite3.Error as exc:
+            raise StorageError(f"SQLite {self.path} ({name}): {exc}") from exc
+
+    def run(self, conn: sqlite3.Connection, name: str, params: Mapping[str, object]) -> int:
+        try:
+            return conn.execute(self.queries[name], params).rowcount
+        except sqlite3.Error as exc:
+            raise StorageError(f"SQLite {self.path} ({name}): {exc}") from exc
+
+    def lock_invoice(self, conn: sqlite3.Connection, invoice_id: str) -> None:
+        # BEGIN IMMEDIATE already holds the database's write lock: nothing more to take.
+        return None
+
+    def encode_instant(self, instant: datetime) -> int:
+        return (require_aware("instant", instant) - _EPOCH) // timedelta(microseconds=1)
+
+    def decode_instant(self, value: Any) -> datetime:
+        return _EPOCH + timedelta(microseconds=int(value))
+
+    def ensure_schema(self) -> None:
+        conn = self._connect()
+        try:
+            # WAL: readers (the user's pages) are not blocked by a charge in progress.
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.executescript(self.queries["schema"])
+        except sqlite3.Error as exc:
+            raise StorageError(f"SQLite {self.path}: {exc}") from exc
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        return None  # no connection outlives its transaction
+
+
+class PostgresDatabase(Database["psycopg.Connection[Any]"]):
+    """The receiver's tables in a PostgreSQL database reached through `pool` (the user's own
+    pool, whose `search_path` decides the schema). `connect()` builds a pool of its own."""
+
+    def __init__(self, pool: ConnectionPool[Any], *, owns_pool: bool = False) -> None:
+        self.pool = pool
+        self._owns_pool = owns_pool
+        self.queries = load_queries("postgres.sql")
+
+    @classmethod
+    def connect(
+        cls, conninfo: str, *, schema: str | None = None, max_size: int = 8
+    ) -> PostgresDatabase:
+        """A pool of up to `max_size` connections to `conninfo`, with `search_path` set to
+        `schema` when one is given (it must exist). Closed by `close()`."""
+        if schema is not None and not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", schema):
+            raise ValueError(f"schema: {schema!r}: expected a lower-case SQL identifier")
+        kwargs: dict[str, Any] = {} if schema is None else {"options": f"-c search_path={schema}"}
+        pool: ConnectionPool[Any] = ConnectionPool(
+            conninfo, min_size=1, max_size=max_size, kwargs=kwargs, open=False
+        )
+        try:
+            pool.open(wait=True, timeout=POOL_TIMEOUT)
+        except PoolTimeout as exc:
+            pool.close()
+            raise StorageError(f"cannot connect to PostgreSQL: {exc}") from exc
+        return cls(pool, owns_pool=True)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[psycopg.Connection[Any]]:
+        try:
+            # transaction() works whatever the pool's autocommit setting: BEGIN … COMMIT.
+            with self.pool.connection(timeout=POOL_TIMEOUT) as conn, conn.transaction():
+                yield conn
+        except PoolTimeout as exc:
+            raise StorageError(f"no PostgreSQL connection available: {exc}") from exc
+        except psycopg.Error as exc:
+            raise StorageError(f"PostgreSQL: {exc}") from exc
+
+    def transaction(self) -> AbstractContextManager[psycopg.Connection[Any]]:
+        return self._transaction()
+
+    def fetch(
+        self, conn: psycopg.Connection[Any], name: str, params: Mapping[str, object]
+    ) -> list[tuple[Any, ...]]:
+        return conn.execute(self.queries[name], params).fetchall()
+
+    def run(self, conn: psycopg.Connection[Any], name: str, params: Mapping[str, object]) -> int:
+        return conn.execute(self.queries[name], params).rowcount
+
+    def lock_invoice(self, conn: psycopg.Connection[Any], invoice_id: str) -> None:
+        conn.execute(self.queries["lock_invoice"], {"invoice_id": invoice_id})
+
+    def encode_instant(self, instant: datetime) -> datetime:
+        return require_aware("instant", instant).astimezone(UTC)
+
+    def decode_instant(self, value: Any) -> datetime:
+        if not isinstance(value, datetime):
+            raise TypeError(f"expected a timestamptz, got {value!r}")
+        return value.astimezone(UTC)
+
+    def ensure_schema(self) -> None:
+        with self._transaction() as conn:
+            conn.execute(self.queries["schema"])
+
+    def close(self) -> None:
+        if self._owns_pool:
+            self.pool.close()
+
+
+__all__ = ["DEFAULT_BUSY_TIMEOUT", "Database", "PostgresDatabase", "SqliteDatabase"]
