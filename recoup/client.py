@@ -211,6 +211,7 @@ class Client:
         headers: Mapping[str, str] | None = None,
         body: Any = None,
         name: str | None = None,
+        group: str | None = None,
         retry: Mapping[str, float] | None = None,
         timeout_seconds: float | None = None,
         idempotency_key: str | None = None,
@@ -221,7 +222,7 @@ class Client:
             payload["run_at"] = run_at.isoformat()
         if delay_seconds is not None:
             payload["delay_seconds"] = delay_seconds
-        _put(payload, name=name, retry=dict(retry) if retry else None)
+        _put(payload, name=name, group=group, retry=dict(retry) if retry else None)
         _put(payload, timeout_seconds=timeout_seconds)
         return self._post(JobOut, "/v1/jobs", payload, idempotency_key)
 
@@ -233,20 +234,33 @@ class Client:
         *,
         state: str | None = None,
         name_prefix: str | None = None,
+        group: str | None = None,
         limit: int | None = None,
         cursor: str | None = None,
     ) -> JobPageOut:
-        params = {"state": state, "name_prefix": name_prefix, "limit": limit, "cursor": cursor}
+        """A page of jobs, newest first; `group` matches exactly."""
+        params = {
+            "state": state,
+            "name_prefix": name_prefix,
+            "group": group,
+            "limit": limit,
+            "cursor": cursor,
+        }
         return self._get(JobPageOut, "/v1/jobs", params)
 
     def iter_jobs(
-        self, *, state: str | None = None, name_prefix: str | None = None, page_size: int = 100
+        self,
+        *,
+        state: str | None = None,
+        name_prefix: str | None = None,
+        group: str | None = None,
+        page_size: int = 100,
     ) -> Iterator[JobOut]:
         """Every job matching, page after page."""
         cursor: str | None = None
         while True:
             page = self.list_jobs(
-                state=state, name_prefix=name_prefix, limit=page_size, cursor=cursor
+                state=state, name_prefix=name_prefix, group=group, limit=page_size, cursor=cursor
             )
             yield from page.jobs
             if page.next_cursor is None:
@@ -265,11 +279,13 @@ class Client:
         *,
         name: str | None = None,
         name_prefix: str | None = None,
+        group: str | None = None,
         idempotency_key: str | None = None,
     ) -> int:
-        """Cancel the live job named `name`, or all whose names start with `name_prefix`."""
+        """Cancel the live job named `name`, all whose names start with `name_prefix`, or
+        all of exactly `group` (give one of the three)."""
         payload: dict[str, Any] = {}
-        _put(payload, name=name, name_prefix=name_prefix)
+        _put(payload, name=name, name_prefix=name_prefix, group=group)
         return self._post(CancelledOut, "/v1/jobs/cancel", payload, idempotency_key).cancelled
 
     # Schedules

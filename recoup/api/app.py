@@ -197,6 +197,7 @@ def create_app(
                     body.target.to_target(),
                     run_at=run_at,
                     name=body.name,
+                    group=body.group,
                     retry=body.retry.to_policy(),
                     timeout=timedelta(seconds=body.timeout_seconds),
                     # The job carries the key (with the request's fingerprint) too: a retry
@@ -214,12 +215,18 @@ def create_app(
         name_prefix: Annotated[
             str | None, Query(min_length=1, max_length=200, pattern=NO_NUL)
         ] = None,
+        group: Annotated[str | None, Query(min_length=1, max_length=200, pattern=NO_NUL)] = None,
         limit: Annotated[int, Query(ge=1, le=500)] = 50,
         cursor: Annotated[str | None, Query(min_length=1, max_length=500, pattern=NO_NUL)] = None,
     ) -> Response:
-        """Jobs of the tenant, newest first, a page at a time."""
+        """Jobs of the tenant, newest first, a page at a time; `group` matches exactly."""
         page = scheduler.list(
-            tenant=tenant, state=state, name_prefix=name_prefix, limit=limit, cursor=cursor
+            tenant=tenant,
+            state=state,
+            name_prefix=name_prefix,
+            group=group,
+            limit=limit,
+            cursor=cursor,
         )
         return json_response(
             200,
@@ -228,10 +235,17 @@ def create_app(
 
     @v1.post("/jobs/cancel", response_model=CancelledOut, tags=["jobs"])
     def cancel_jobs(body: CancelIn, ctx: Post) -> Response:
-        """Cancel the live job named `name`, or every live job whose name starts with
-        `name_prefix`."""
-        if (body.name is None) == (body.name_prefix is None):
-            raise ExactlyOne("name", "name_prefix")
+        """Cancel the live job named `name`, every live job whose name starts with
+        `name_prefix`, or every live job of exactly `group`."""
+        given = [body.name, body.name_prefix, body.group]
+        if sum(value is not None for value in given) != 1:
+            raise ExactlyOne("name", "name_prefix", "group")
+        if body.group is not None:
+            group = body.group
+            return ctx.run(
+                200,
+                lambda: CancelledOut(cancelled=scheduler.cancel_group(group, tenant=ctx.tenant)),
+            )
         if body.name is not None:
             name = body.name
             return ctx.run(

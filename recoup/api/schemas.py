@@ -29,11 +29,12 @@ HttpMethod = Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
 
 
 class ExactlyOne(InvalidInput):
-    """Two fields of which exactly one must be given: the problem names both."""
+    """Fields of which exactly one must be given: the problem names each."""
 
     def __init__(self, *fields: str) -> None:
         self.fields = fields
-        super().__init__(fields[0], None, f"expected exactly one of {' and '.join(fields)}")
+        names = " and ".join(fields) if len(fields) == 2 else ", ".join(fields)
+        super().__init__(fields[0], None, f"expected exactly one of {names}")
 
 
 def _no_nul(value: str) -> str:
@@ -103,6 +104,12 @@ class JobIn(_Strict):
     delay_seconds: float | None = Field(default=None, ge=0, le=MAX_DELAY_SECONDS)
     target: TargetIn
     name: Text | None = Field(default=None, min_length=1, max_length=200)
+    group: Text | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="Jobs that belong together: listed and cancelled by this exact value.",
+    )
     retry: RetryIn = Field(default_factory=RetryIn)
     timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
 
@@ -117,10 +124,12 @@ class JobIn(_Strict):
 
 
 class CancelIn(_Strict):
-    """Exactly one of `name` (the live job with that name) and `name_prefix`."""
+    """Exactly one of `name` (the live job with that name), `name_prefix` and `group` (the
+    live jobs of exactly that group)."""
 
     name: Text | None = Field(default=None, min_length=1, max_length=200)
     name_prefix: Text | None = Field(default=None, min_length=1, max_length=200)
+    group: Text | None = Field(default=None, min_length=1, max_length=200)
 
 
 class AnchorIn(_Strict):
@@ -215,6 +224,8 @@ class JobOut(BaseModel):
     attempts: int
     last_error: str | None
     schedule_id: str | None
+    # A default, so that the client still reads the jobs of a server from before groups.
+    group: str | None = None
     created_at: datetime
     updated_at: datetime
     finished_at: datetime | None
@@ -232,6 +243,7 @@ class JobOut(BaseModel):
             attempts=job.attempts,
             last_error=job.last_error,
             schedule_id=job.schedule_id,
+            group=job.group,
             created_at=job.created_at,
             updated_at=job.updated_at,
             finished_at=job.finished_at,

@@ -147,6 +147,9 @@ class NewJob:
     timeout: timedelta = timedelta(seconds=30)
     keep_for: timedelta | None = timedelta(days=7)  # after completion; None keeps forever
     schedule_id: str | None = None
+    # Jobs that belong together (an invoice's attempts): listed and cancelled by exact
+    # equality, never as a prefix, so "inv_1" never reaches "inv_1-x".
+    group: str | None = None
     id: str = field(default_factory=new_id)
 
     def __post_init__(self) -> None:
@@ -155,6 +158,8 @@ class NewJob:
             raise InvalidInput("timeout_seconds", self.timeout.total_seconds(), "expected 0–3600")
         if self.name is not None and not 1 <= len(self.name) <= 200:
             raise InvalidInput("name", self.name, "expected 1–200 characters")
+        if self.group is not None and not 1 <= len(self.group) <= 200:
+            raise InvalidInput("group", self.group, "expected 1–200 characters")
         if self.keep_for is not None and self.keep_for < timedelta(0):
             raise InvalidInput("keep_for", self.keep_for, "expected ≥ 0")
 
@@ -180,6 +185,7 @@ class Job:
     created_at: datetime
     updated_at: datetime
     finished_at: datetime | None
+    group: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("run_at", "created_at", "updated_at"):

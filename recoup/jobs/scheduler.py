@@ -186,9 +186,11 @@ class Scheduler:
         timeout: timedelta = timedelta(seconds=30),
         keep_for: timedelta | None = _KEEP_DEFAULT,
         tenant: str = DEFAULT_TENANT,
+        group: str | None = None,
     ) -> Job:
         """Schedule one job at `run_at`, or `delay` from now, or now (not both). A live job of
-        the tenant with the same name → `Conflict`; the same idempotency key → that job."""
+        the tenant with the same name → `Conflict`; the same idempotency key → that job.
+        `group` (1–200 characters) lets `list(group=…)` and `cancel_group` find it."""
         if run_at is not None and delay is not None:
             raise InvalidInput("run_at", run_at, "give run_at or delay, not both")
         now = self.clock.now()
@@ -203,6 +205,7 @@ class Scheduler:
             retry=retry or RetryPolicy(),
             timeout=timeout,
             keep_for=keep_for,
+            group=group,
         )
         return self.submit(job)
 
@@ -252,9 +255,11 @@ class Scheduler:
         state: JobState | None = None,
         name_prefix: str | None = None,
         schedule_id: str | None = None,
+        group: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
     ) -> JobPage:
+        """Jobs of the tenant, newest first, a page at a time; `group` matches exactly."""
         if not 1 <= limit <= 1000:
             raise InvalidInput("limit", limit, "expected 1–1000")
         return self.store.list_jobs(
@@ -263,6 +268,7 @@ class Scheduler:
                 state=state,
                 name_prefix=name_prefix,
                 schedule_id=schedule_id,
+                group=group,
                 limit=limit,
                 cursor=cursor,
             )
@@ -287,6 +293,12 @@ class Scheduler:
         if not prefix:
             raise InvalidInput("prefix", prefix, "expected a non-empty name prefix")
         return self.store.cancel_by_prefix(tenant, prefix, now=self.clock.now())
+
+    def cancel_group(self, group: str, *, tenant: str = DEFAULT_TENANT) -> int:
+        """Cancel the live jobs of exactly `group` (not a prefix); return how many."""
+        if not 1 <= len(group) <= 200:
+            raise InvalidInput("group", group, "expected 1–200 characters")
+        return self.store.cancel_group(tenant, group, now=self.clock.now())
 
     # -- schedules ---------------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ class JobFilter:
     state: JobState | None = None
     name_prefix: str | None = None
     schedule_id: str | None = None
+    group: str | None = None  # exact equality, never a prefix
     limit: int = 50
     cursor: str | None = None  # opaque; from the previous page
 
@@ -135,6 +136,11 @@ class JobStore(Protocol):
     def cancel_by_prefix(self, tenant: str, prefix: str, *, now: datetime) -> int:
         """Cancel the live jobs whose name starts with `prefix` (taken literally; an empty
         prefix → `InvalidInput`); return how many."""
+        ...
+
+    def cancel_group(self, tenant: str, group: str, *, now: datetime) -> int:
+        """Cancel the live jobs of exactly that group (equality, not a prefix: "inv_1" does
+        not reach "inv_1-x"); return how many."""
         ...
 
     # Reading

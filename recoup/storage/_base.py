@@ -122,6 +122,12 @@ class SqlStore:
             cancelled: int = conn.execute(self.Q["cancel_by_prefix"], params).rowcount
             return cancelled
 
+    def cancel_group(self, tenant: str, group: str, *, now: datetime) -> int:
+        params = {"tenant": tenant, "group": group, "now": self._encode_instant(now)}
+        with self.write() as conn:
+            cancelled: int = conn.execute(self.Q["cancel_group"], params).rowcount
+            return cancelled
+
     # Reading
 
     def get(self, tenant: str, job_id: str) -> Job | None:
@@ -145,15 +151,18 @@ class SqlStore:
         if query.cursor is not None:
             created, cursor_id = _rows.decode_cursor(query.cursor)
             cursor_created = self._encode_instant(created)
+        # A group's listing is its own statement, so that it walks the group's index.
+        statement = self.Q["list_jobs" if query.group is None else "list_group_jobs"]
         with self.read() as conn:
             rows = self._execute_batch(
                 conn,
-                self.Q["list_jobs"],
+                statement,
                 {
                     "tenant": query.tenant,
                     "state": None if query.state is None else query.state.value,
                     "prefix": query.name_prefix,
                     "schedule_id": query.schedule_id,
+                    "group": query.group,
                     "cursor_created": cursor_created,
                     "cursor_id": cursor_id,
                     "limit": query.limit + 1,  # one more says whether a next page exists

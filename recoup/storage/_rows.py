@@ -3,6 +3,7 @@
 - target, payload and schedule rules are JSON text (jsonb in PostgreSQL);
 - enums are stored as their string values;
 - durations are float seconds (`*_s` columns);
+- a job's `group` is the column `job_group` (GROUP is an SQL keyword);
 - the retry policy is four columns, not JSON, because SQL needs `max_attempts` (rescue fails a
   job whose attempts are spent) and CHECK constraints can then hold the policy's invariants;
 - instants are backend-specific (SQLite: integer microseconds since the Unix epoch, UTC;
@@ -57,6 +58,7 @@ JOB_COLUMNS = (
     "timeout_s",
     "keep_for_s",
     "schedule_id",
+    "job_group",
     "state",
     "attempts",
     "lease_expires_at",
@@ -86,6 +88,7 @@ INSERT_COLUMNS = (
     "timeout_s",
     "keep_for_s",
     "schedule_id",
+    "job_group",
     "occurrence_at",
     "created_at",
     "updated_at",
@@ -310,6 +313,7 @@ class JobEncoder:
             job.timeout.total_seconds(),
             None if job.keep_for is None else job.keep_for.total_seconds(),
             job.schedule_id,
+            job.group,
             None if job.schedule_id is None else run_at,  # occurrence_at
             now,
             now,
@@ -364,6 +368,7 @@ def job_from_row(row: Sequence[Any], instant: DecodeInstant) -> Job:
         timeout_s,
         keep_for_s,
         schedule_id,
+        job_group,
         state,
         attempts,
         lease_expires_at,
@@ -395,6 +400,7 @@ def job_from_row(row: Sequence[Any], instant: DecodeInstant) -> Job:
             "created_at": instant(created_at),
             "updated_at": instant(updated_at),
             "finished_at": None if finished_at is None else instant(finished_at),
+            "group": job_group,
         },
     )
 

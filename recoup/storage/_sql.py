@@ -6,6 +6,9 @@ in the order `recoup.storage._rows.JOB_COLUMNS` decodes (the second prefixed wit
 query that returns jobs returns them in one shape; `{insert_columns}` to the columns of a new
 job's row, in the order `recoup.storage._rows.JobEncoder` encodes them.
 
+A query file of other tables passes its own column lists (`expansions`, placeholder → text),
+under names that end `_columns` too.
+
 A block whose name starts with `_` is a fragment, not a query: `{_name}` in any later block
 expands to its text (a clause several statements share, written once per dialect). An unknown
 `{_name}` or `{…_columns}` is an error at load time.
@@ -17,6 +20,7 @@ numbered file present is applied, in order, and its number recorded in `schema_v
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 
@@ -35,17 +39,18 @@ _EXPANSIONS = {
 }
 
 
-def parse_queries(text: str) -> dict[str, str]:
-    """Split a query file into its named blocks, with the column lists and fragments expanded
-    (fragments, `-- _name --` blocks, are not returned)."""
+def parse_queries(text: str, expansions: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Split a query file into its named blocks, with the column lists (the jobs' and
+    `expansions`) and fragments expanded (fragments, `-- _name --` blocks, are not returned)."""
     parts = _BLOCK.split(text)
     queries: dict[str, str] = {}
     fragments: dict[str, str] = {}
+    placeholders = {**_EXPANSIONS, **(expansions or {})}
     # parts = [preamble, name1, body1, name2, body2, ...]
     for name, body in zip(parts[1::2], parts[2::2], strict=True):
         if name in queries or name in fragments:
             raise ValueError(f"query {name!r} is defined twice")
-        for placeholder, columns in _EXPANSIONS.items():
+        for placeholder, columns in placeholders.items():
             body = body.replace(placeholder, columns)
         for fragment, fragment_text in fragments.items():
             body = body.replace(f"{{{fragment}}}", fragment_text)
@@ -56,8 +61,11 @@ def parse_queries(text: str) -> dict[str, str]:
     return queries
 
 
-def load_queries(package: str, filename: str = "queries.sql") -> dict[str, str]:
-    return parse_queries(resources.files(package).joinpath(filename).read_text("utf-8"))
+def load_queries(
+    package: str, filename: str = "queries.sql", expansions: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    text = resources.files(package).joinpath(filename).read_text("utf-8")
+    return parse_queries(text, expansions)
 
 
 @dataclass(frozen=True)

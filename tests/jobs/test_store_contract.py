@@ -1023,7 +1023,8 @@ def test_migrating_twice_changes_nothing(backend: Backend, store: Store) -> None
     _check_reopen(backend.open)
 
 
-# The declared schema of migration 0001: tables, columns and indexes every backend must have
+# The declared schema of migrations 0001 and 0003 (0002's tables are declared in
+# tests/api/test_api_tables_schema.py): tables, columns and indexes every backend must have
 # after migrating an empty database. Later migrations may add tables; these must stay as they
 # are unless a migration says otherwise (update this declaration with it).
 DECLARED_COLUMNS = {
@@ -1045,6 +1046,7 @@ DECLARED_COLUMNS = {
         "keep_for_s",
         "schedule_id",
         "occurrence_at",
+        "job_group",  # 0003
         "state",
         "attempts",
         "lease_expires_at",
@@ -1088,6 +1090,55 @@ DECLARED_COLUMNS = {
         "updated_at",
         "deleted_at",
     },
+    # 0003: the dunning store's tables
+    "invoices": {
+        "tenant",
+        "invoice_id",
+        "customer_id",
+        "amount",
+        "currency",
+        "failed_at",
+        "timezone",
+        "country",
+        "decline_code",
+        "advice_code",
+        "card_fingerprint",
+        "card_network",
+        "gateway",
+        "merchant_id",
+        "charge_url",
+        "policy",
+        "state",
+        "decision",
+        "reason",
+        "final_action",
+        "recovered_by",
+        "version",
+        "created_at",
+        "updated_at",
+    },
+    "invoice_attempts": {
+        "tenant",
+        "invoice_id",
+        "attempt",
+        "at",
+        "state",
+        "job_id",
+        "decline_code",
+        "advice_code",
+        "reported_at",
+    },
+    "invoice_events": {
+        "id",
+        "tenant",
+        "invoice_id",
+        "seq",
+        "type",
+        "at",
+        "data",
+        "dispatched_at",
+    },
+    "dunning_settings": {"tenant", "policy_toml", "event_url", "charge_url", "updated_at"},
 }
 DECLARED_INDEXES = {
     "jobs": {
@@ -1099,9 +1150,14 @@ DECLARED_INDEXES = {
         "jobs_leases",
         "jobs_expiry",
         "jobs_listing",
+        "jobs_live_group",  # 0003
+        "jobs_group",  # 0003
     },
     "runs": {"runs_finished"},
     "schedules": {"schedules_live_name", "schedules_due"},
+    "invoices": {"invoices_listing", "invoices_state", "invoices_customer", "invoices_card"},
+    "invoice_attempts": {"invoice_attempts_job", "invoice_attempts_scheduled"},
+    "invoice_events": {"invoice_events_seq", "invoice_events_undispatched"},
 }
 # SQLite has no LISTEN/NOTIFY: a counter row stands in for it (see SqliteStore).
 BACKEND_ONLY_COLUMNS = {"sqlite": {"wakeups": {"id", "seq"}}, "postgres": {}}

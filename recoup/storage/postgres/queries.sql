@@ -30,7 +30,8 @@ SELECT id, name, signing_secret, created_at FROM tenants WHERE id = %(id)s
 -- insert_job --
 -- One placeholder per column of {insert_columns} (`_rows.JobEncoder.row`).
 INSERT INTO jobs ({insert_columns})
-VALUES (%s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+VALUES (%s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
+        %s)
 ON CONFLICT DO NOTHING
 RETURNING {job_columns}
 
@@ -42,7 +43,8 @@ FROM unnest(%(id)s::text[], %(tenant)s::text[], %(name)s::text[], %(run_at)s::ti
             %(target)s::jsonb[], %(payload)s::jsonb[], %(idempotency_key)s::text[],
             %(max_attempts)s::int[], %(min_backoff_s)s::float8[], %(max_backoff_s)s::float8[],
             %(jitter)s::bool[], %(timeout_s)s::float8[], %(keep_for_s)s::float8[],
-            %(schedule_id)s::text[], %(occurrence_at)s::timestamptz[]) AS u
+            %(schedule_id)s::text[], %(job_group)s::text[],
+            %(occurrence_at)s::timestamptz[]) AS u
 ON CONFLICT DO NOTHING
 
 -- copy_jobs --
@@ -282,15 +284,20 @@ WHERE tenant = %(tenant)s
   AND name >= %(prefix)s AND name < %(prefix)s || chr(1114111)
   AND state IN ('scheduled', 'running')
 
+-- cancel_group --
+-- Exact equality, never a prefix; walks the partial index of live grouped jobs.
+UPDATE jobs
+{_cancel_set}
+WHERE tenant = %(tenant)s AND job_group = %(group)s AND state IN ('scheduled', 'running')
+
 -- cancel_schedule_jobs --
 UPDATE jobs
 {_cancel_set}
 WHERE schedule_id = %(schedule_id)s AND state IN ('scheduled', 'running')
 
--- list_jobs --
--- Newest first; the cursor is the (created_at, id) of the last row of the previous page.
-SELECT {job_columns} FROM jobs
-WHERE tenant = %(tenant)s
+-- _list_filters --
+-- The optional filters of a listing, newest first; the cursor is the (created_at, id) of the
+-- last row of the previous page.
   AND (%(state)s::text IS NULL OR state = %(state)s::text)
   AND (%(prefix)s::text IS NULL
        OR (name >= %(prefix)s::text AND name < %(prefix)s::text || chr(1114111)))
@@ -299,6 +306,17 @@ WHERE tenant = %(tenant)s
        OR (created_at, id) < (%(cursor_created)s::timestamptz, %(cursor_id)s::text))
 ORDER BY created_at DESC, id DESC
 LIMIT %(limit)s
+
+-- list_jobs --
+SELECT {job_columns} FROM jobs
+WHERE tenant = %(tenant)s
+{_list_filters}
+
+-- list_group_jobs --
+-- A group's jobs through the index (tenant, job_group, created_at, id), as on SQLite.
+SELECT {job_columns} FROM jobs
+WHERE tenant = %(tenant)s AND job_group = %(group)s::text
+{_list_filters}
 
 -- runs --
 SELECT job_id, tenant, attempt, started_at, finished_at, outcome, status_code, duration_ms,

@@ -47,12 +47,13 @@ from recoup.jobs.model import (
 )
 from recoup.jobs.store import ClaimParams
 from recoup.storage import _rows
-from recoup.storage._base import SqlStore
 from recoup.storage._common import attempt_keys, clip, insert_conflict
 from recoup.storage._rows import FINAL_STATE_OF, aware_utc
 from recoup.storage._sql import Migration, load_migrations, load_queries
+from recoup.storage.dunning_tables import EXPANSIONS, SqlDunningTables
 
 Q = load_queries("recoup.storage.postgres")
+DQ = load_queries("recoup.storage.postgres", "dunning_queries.sql", EXPANSIONS)
 
 DEFAULT_SCHEMA = "recoup"
 POOL_TIMEOUT = 30.0  # seconds to wait for a free pooled connection
@@ -81,6 +82,7 @@ _COPY_TYPES = [
     "float8",  # timeout_s
     "float8",  # keep_for_s
     "text",  # schedule_id
+    "text",  # job_group
     "timestamptz",  # occurrence_at
     "timestamptz",  # created_at
     "timestamptz",  # updated_at
@@ -105,7 +107,8 @@ class _JsonbBinaryTextLoader(Loader):
         return bytes(data[1:]).decode()
 
 
-# The adapters of every connection of the store (jobs and schedules are its only jsonb).
+# The adapters of every connection of the store (jobs, schedules and invoice events: every
+# jsonb column is decoded from text by the code that reads it).
 _ADAPTERS = AdaptersMap(psycopg.adapters)
 _ADAPTERS.register_loader("jsonb", _JsonbTextLoader)
 _ADAPTERS.register_loader("jsonb", _JsonbBinaryTextLoader)
@@ -132,12 +135,13 @@ def valid_schema_name(name: str) -> bool:
     return bool(_SCHEMA_NAME.match(name))
 
 
-class PostgresStore(SqlStore):
-    """JobStore and ScheduleStore on PostgreSQL, every table in `schema`."""
+class PostgresStore(SqlDunningTables):
+    """JobStore, ScheduleStore and DunningStore on PostgreSQL, every table in `schema`."""
 
     backend = "postgresql"
     migrations_package = "recoup.storage.postgres.migrations"
     Q = Q
+    DQ = DQ
     _row_instant = staticmethod(aware_utc)
     _decode_instant = staticmethod(aware_utc)
 

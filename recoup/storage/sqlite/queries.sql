@@ -28,7 +28,7 @@ SELECT id, name, signing_secret, created_at FROM tenants WHERE id = :id
 -- _insert_values --
 -- A new job's row: one placeholder per column of {insert_columns} (`_rows.JobEncoder.row`).
 INSERT INTO jobs ({insert_columns})
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT DO NOTHING
 
 -- insert_job --
@@ -189,15 +189,21 @@ WHERE tenant = :tenant
   AND name >= :prefix AND name < :prefix || char(1114111)
   AND state IN ('scheduled', 'running')
 
+-- cancel_group --
+-- Exact equality, never a prefix. Pinned to the partial index of live grouped jobs: with no
+-- statistics SQLite would take jobs_group, which also holds the group's finished jobs.
+UPDATE jobs INDEXED BY jobs_live_group
+{_cancel_set}
+WHERE tenant = :tenant AND job_group = :group AND state IN ('scheduled', 'running')
+
 -- cancel_schedule_jobs --
 UPDATE jobs
 {_cancel_set}
 WHERE schedule_id = :schedule_id AND state IN ('scheduled', 'running')
 
--- list_jobs --
--- Newest first; the cursor is the (created_at, id) of the last row of the previous page.
-SELECT {job_columns} FROM jobs
-WHERE tenant = :tenant
+-- _list_filters --
+-- The optional filters of a listing, newest first; the cursor is the (created_at, id) of the
+-- last row of the previous page.
   AND (:state IS NULL OR state = :state)
   AND (:prefix IS NULL OR (name >= :prefix AND name < :prefix || char(1114111)))
   AND (:schedule_id IS NULL OR schedule_id = :schedule_id)
@@ -206,6 +212,18 @@ WHERE tenant = :tenant
        OR (created_at = :cursor_created AND id < :cursor_id))
 ORDER BY created_at DESC, id DESC
 LIMIT :limit
+
+-- list_jobs --
+SELECT {job_columns} FROM jobs
+WHERE tenant = :tenant
+{_list_filters}
+
+-- list_group_jobs --
+-- A plain equality on the group walks the index (tenant, job_group, created_at, id), which
+-- `:group IS NULL OR job_group = :group` would not: SQLite plans before it sees the value.
+SELECT {job_columns} FROM jobs
+WHERE tenant = :tenant AND job_group = :group
+{_list_filters}
 
 -- runs --
 SELECT job_id, tenant, attempt, started_at, finished_at, outcome, status_code, duration_ms,

@@ -40,12 +40,13 @@ from recoup.jobs.model import (
 )
 from recoup.jobs.store import ClaimParams
 from recoup.storage import _rows
-from recoup.storage._base import SqlStore
 from recoup.storage._common import attempt_keys, clip, insert_conflict
 from recoup.storage._rows import FINAL_STATE_OF, LOST_ERROR, ONE_US, from_micros, micros
 from recoup.storage._sql import Migration, load_migrations, load_queries
+from recoup.storage.dunning_tables import EXPANSIONS, SqlDunningTables
 
 Q = load_queries("recoup.storage.sqlite")
+DQ = load_queries("recoup.storage.sqlite", "dunning_queries.sql", EXPANSIONS)
 
 BUSY_TIMEOUT = 10.0  # seconds a writer waits for the write lock before giving up
 WAKE_POLL_INTERVAL = 0.05  # seconds between checks for inserts made by other processes
@@ -95,12 +96,13 @@ def _forget(
     conn.close()
 
 
-class SqliteStore(SqlStore):
-    """JobStore and ScheduleStore on one SQLite file (or `:memory:`)."""
+class SqliteStore(SqlDunningTables):
+    """JobStore, ScheduleStore and DunningStore on one SQLite file (or `:memory:`)."""
 
     backend = "sqlite"
     migrations_package = "recoup.storage.sqlite.migrations"
     Q = Q
+    DQ = DQ
     _encode_instant = staticmethod(micros)
     _row_instant = staticmethod(micros)
     _decode_instant = staticmethod(from_micros)
@@ -201,6 +203,10 @@ class SqliteStore(SqlStore):
     @staticmethod
     def _encode_bool(value: bool) -> int:
         return int(value)
+
+    @staticmethod
+    def _encode_texts(values: Sequence[str]) -> str:
+        return json.dumps(list(values))  # read back with json_each
 
     def _prepare_jobs(self, jobs: Sequence[NewJob], now: datetime) -> list[tuple[Any, ...]]:
         # Encoded before the write transaction, so that the write lock is held the shorter.

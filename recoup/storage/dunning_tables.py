@@ -1,0 +1,507 @@
+"""The dunning store (`recoup.recovery.store.DunningStore`) on both backends: invoices, their
+attempts and events, and per-tenant settings (migration 0003_dunning.sql; queries in each
+backend's `dunning_queries.sql`).
+
+`SqlDunningTables` is written once over `SqlStore`'s hooks (`read()` / `write()` and the
+instant codec) and the backend's `DQ` queries; `SqliteStore` and `PostgresStore` inherit it, so
+the store `open_store` returns is a `DunningStore` too, in the same database as the jobs (one
+query sees an attempt and its job). What differs by dialect is in the SQL (placeholders,
+`FOR UPDATE`, jsonb casts) and in `_encode_texts` (a list of strings as one parameter).
+
+An invoice is always read with its attempts in one statement (the invoice rows `LEFT JOIN`
+their attempts), so a reader never pairs an invoice with attempts of another version.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, ClassVar, get_args
+
+from recoup.dunning.invoice import (
+    AttemptRecord,
+    AttemptState,
+    Invoice,
+    InvoiceEvent,
+    InvoiceState,
+)
+from recoup.dunning.limits import CardAttempt
+from recoup.dunning.outcomes import DecisionKind
+from recoup.dunning.policy import FinalAction
+from recoup.errors import Conflict, InvalidInput
+from recoup.recovery.store import (
+    AttemptRef,
+    DunningSettings,
+    InvoiceChange,
+    InvoiceFilter,
+    InvoicePage,
+)
+from recoup.storage._base import SqlStore
+from recoup.storage._common import check_page_limit
+from recoup.storage._rows import decode_cursor, dumps, encode_cursor
+
+# Column order of the queries that return invoices, attempts, events and settings (the
+# `{…_columns}` placeholders of dunning_queries.sql).
+INVOICE_COLUMNS = (
+    "tenant",
+    "invoice_id",
+    "customer_id",
+    "amount",
+    "currency",
+    "failed_at",
+    "timezone",
+    "country",
+    "decline_code",
+    "advice_code",
+    "card_fingerprint",
+    "card_network",
+    "gateway",
+    "merchant_id",
+    "charge_url",
+    "policy",
+    "state",
+    "decision",
+    "reason",
+    "final_action",
+    "recovered_by",
+    "version",
+    "created_at",
+    "updated_at",
+)
+# An attempt's own columns (its invoice's key comes with the invoice's columns).
+ATTEMPT_COLUMNS = (
+    "attempt",
+    "at",
+    "state",
+    "job_id",
+    "decline_code",
+    "advice_code",
+    "reported_at",
+)
+EVENT_COLUMNS = ("id", "tenant", "invoice_id", "seq", "type", "at", "data")
+SETTINGS_COLUMNS = ("tenant", "policy_toml", "event_url", "charge_url", "updated_at")
+
+
+def _listed(columns: Sequence[str], prefix: str = "") -> str:
+    return ", ".join(prefix + column for column in columns)
+
+
+EXPANSIONS = {
+    "{invoice_columns}": _listed(INVOICE_COLUMNS),
+    "{p_invoice_columns}": _listed(INVOICE_COLUMNS, "p."),
+    "{attempt_columns}": _listed(ATTEMPT_COLUMNS),
+    "{a_attempt_columns}": _listed(ATTEMPT_COLUMNS, "a."),
+    "{event_columns}": _listed(EVENT_COLUMNS),
+    "{settings_columns}": _listed(SETTINGS_COLUMNS),
+}
+
+_DECISIONS = frozenset(get_args(DecisionKind))
+_FINAL_ACTIONS = frozenset(action.value for action in FinalAction)
+
+
+def check_invoice(invoice: Invoice) -> None:
+    """`InvalidInput` naming the field for what the tables' CHECK constraints would refuse, so
+    that a bad record is the caller's 422, not a database error."""
+    if invoice.amount <= 0:
+        raise InvalidInput("amount", invoice.amount, "expected > 0 (minor units)")
+    if invoice.version < 0:
+        raise InvalidInput("version", invoice.version, "expected ≥ 0")
+    if invoice.decision not in _DECISIONS:
+        raise InvalidInput("decision", invoice.decision, f"expected one of {sorted(_DECISIONS)}")
+    if invoice.final_action not in _FINAL_ACTIONS:
+        raise InvalidInput(
+            "final_action", invoice.final_action, f"expected one of {sorted(_FINAL_ACTIONS)}"
+        )
+    if invoice.recovered_by is not None and invoice.state is not InvoiceState.RECOVERED:
+        raise InvalidInput(
+            "recovered_by", invoice.recovered_by, "expected None unless the state is recovered"
+        )
+
+
+def check_events(tenant: str, invoice_id: str, events: Sequence[InvoiceEvent]) -> None:
+    """`InvalidInput` unless every event is the invoice's, numbered from 1, each number and id
+    once."""
+    seqs: set[int] = set()
+    ids: set[str] = set()
+    for event in events:
+        if (event.tenant, event.invoice_id) != (tenant, invoice_id):
+            raise InvalidInput(
+                "events.invoice_id",
+                f"{event.tenant}/{event.invoice_id}",
+                f"expected the invoice's own events ({tenant}/{invoice_id})",
+            )
+        if event.seq < 1 or event.seq in seqs:
+            raise InvalidInput("events.seq", event.seq, "expected distinct numbers ≥ 1")
+        if event.id in ids:
+            raise InvalidInput("events.id", event.id, "expected distinct ids")
+        if not event.type:
+            raise InvalidInput("events.type", event.type, "expected a non-empty type")
+        seqs.add(event.seq)
+        ids.add(event.id)
+
+
+def _json(value: Any) -> Any:
+    # SQLite returns JSON as text, and so does PostgreSQL's jsonb through the store's loaders.
+    return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+class SqlDunningTables(SqlStore):
+    """`DunningStore` over a `SqlStore`'s connections, instant codec and `DQ` queries."""
+
+    DQ: ClassVar[Mapping[str, str]]
+
+    def _encode_texts(self, values: Sequence[str]) -> Any:
+        """Strings as one query parameter: a list (PostgreSQL's text[]) unless the backend
+        says otherwise."""
+        return list(values)
+
+    # Rows
+
+    def _invoice_values(self, invoice: Invoice) -> dict[str, Any]:
+        encode = self._encode_instant
+        return {
+            "tenant": invoice.tenant,
+            "invoice_id": invoice.invoice_id,
+            "customer_id": invoice.customer_id,
+            "amount": invoice.amount,
+            "currency": invoice.currency,
+            "failed_at": encode(invoice.failed_at),
+            "timezone": invoice.timezone,
+            "country": invoice.country,
+            "decline_code": invoice.decline_code,
+            "advice_code": invoice.advice_code,
+            "card_fingerprint": invoice.card_fingerprint,
+            "card_network": invoice.card_network,
+            "gateway": invoice.gateway,
+            "merchant_id": invoice.merchant_id,
+            "charge_url": invoice.charge_url,
+            "policy": invoice.policy,
+            "state": invoice.state.value,
+            "decision": invoice.decision,
+            "reason": invoice.reason,
+            "final_action": invoice.final_action,
+            "recovered_by": invoice.recovered_by,
+            "version": invoice.version,
+            "created_at": encode(invoice.created_at),
+            "updated_at": encode(invoice.updated_at),
+        }
+
+    def _attempt_values(self, invoice: Invoice, attempt: AttemptRecord) -> dict[str, Any]:
+        encode = self._encode_instant
+        return {
+            "tenant": invoice.tenant,
+            "invoice_id": invoice.invoice_id,
+            "attempt": attempt.attempt,
+            "at": encode(attempt.at),
+            "state": attempt.state.value,
+            "job_id": attempt.job_id,
+            "decline_code": attempt.decline_code,
+            "advice_code": attempt.advice_code,
+            "reported_at": None if attempt.reported_at is None else encode(attempt.reported_at),
+        }
+
+    def _event_values(self, event: InvoiceEvent) -> dict[str, Any]:
+        return {
+            "id": event.id,
+            "tenant": event.tenant,
+            "invoice_id": event.invoice_id,
+            "seq": event.seq,
+            "type": event.type,
+            "at": self._encode_instant(event.at),
+            "data": dumps(event.data),
+        }
+
+    def _attempt_from_row(self, row: Sequence[Any]) -> AttemptRecord:
+        """A row in `ATTEMPT_COLUMNS` order."""
+        attempt, at, state, job_id, decline_code, advice_code, reported_at = row
+        instant = self._decode_instant
+        return AttemptRecord(
+            attempt=attempt,
+            at=instant(at),
+            state=AttemptState(state),
+            job_id=job_id,
+            decline_code=decline_code,
+            advice_code=advice_code,
+            reported_at=None if reported_at is None else instant(reported_at),
+        )
+
+    def _invoice_from_row(self, row: Sequence[Any], attempts: Iterable[AttemptRecord]) -> Invoice:
+        """A row in `INVOICE_COLUMNS` order."""
+        fields = dict(zip(INVOICE_COLUMNS, row, strict=True))
+        instant = self._decode_instant
+        for name in ("failed_at", "created_at", "updated_at"):
+            fields[name] = instant(fields[name])
+        fields["state"] = InvoiceState(fields["state"])
+        return Invoice(**fields, attempts=tuple(attempts))
+
+    def _invoices_from_rows(self, rows: Iterable[Sequence[Any]]) -> list[Invoice]:
+        """Invoices from the rows of an invoice-`LEFT JOIN`-attempts query ordered by invoice,
+        then attempt: one row per attempt (or one with NULL attempt columns)."""
+        width = len(INVOICE_COLUMNS)
+        invoices: list[Invoice] = []
+        head: Sequence[Any] | None = None
+        attempts: list[AttemptRecord] = []
+        for row in rows:
+            if head is None or (row[0], row[1]) != (head[0], head[1]):
+                if head is not None:
+                    invoices.append(self._invoice_from_row(head, attempts))
+                head, attempts = row[:width], []
+            if row[width] is not None:
+                attempts.append(self._attempt_from_row(row[width:]))
+        if head is not None:
+            invoices.append(self._invoice_from_row(head, attempts))
+        return invoices
+
+    def _event_from_row(self, row: Sequence[Any]) -> InvoiceEvent:
+        """A row in `EVENT_COLUMNS` order."""
+        id_, tenant, invoice_id, seq, type_, at, data = row
+        return InvoiceEvent(
+            id=id_,
+            tenant=tenant,
+            invoice_id=invoice_id,
+            seq=seq,
+            type=type_,
+            at=self._decode_instant(at),
+            data=_json(data),
+        )
+
+    def _settings_from_row(self, row: Sequence[Any]) -> DunningSettings:
+        tenant, policy_toml, event_url, charge_url, updated_at = row
+        return DunningSettings(
+            tenant=tenant,
+            policy_toml=policy_toml,
+            event_url=event_url,
+            charge_url=charge_url,
+            updated_at=self._decode_instant(updated_at),
+        )
+
+    # Writing, inside a caller's transaction
+
+    def _read_invoice(self, conn: Any, tenant: str, invoice_id: str) -> Invoice | None:
+        rows = conn.execute(
+            self.DQ["get_invoice"], {"tenant": tenant, "invoice_id": invoice_id}
+        ).fetchall()
+        found = self._invoices_from_rows(rows)
+        return found[0] if found else None
+
+    def _write_attempts(
+        self, conn: Any, invoice: Invoice, attempts: Sequence[AttemptRecord]
+    ) -> None:
+        if attempts:
+            rows = [self._attempt_values(invoice, attempt) for attempt in attempts]
+            conn.cursor().executemany(self.DQ["upsert_attempt"], rows)
+
+    def _write_events(
+        self, conn: Any, tenant: str, invoice_id: str, events: Sequence[InvoiceEvent]
+    ) -> None:
+        """Insert the events whose ids are not stored yet; a number the invoice already holds
+        under another id → `Conflict` (two transitions that both thought they were next)."""
+        if not events:
+            return
+        held = dict(
+            conn.execute(
+                self.DQ["event_numbers"],
+                {
+                    "tenant": tenant,
+                    "invoice_id": invoice_id,
+                    "from_seq": min(e.seq for e in events),
+                },
+            ).fetchall()
+        )
+        new = []
+        for event in events:
+            holder = held.get(event.seq)
+            if holder == event.id:
+                continue  # stored already (a replayed transition)
+            if holder is not None:
+                raise Conflict(
+                    f"invoice {invoice_id!r} already has event {event.seq} ({holder!r}),"
+                    f" not {event.id!r}"
+                )
+            new.append(self._event_values(event))
+        if new:
+            conn.cursor().executemany(self.DQ["insert_event"], new)
+
+    # Invoices
+
+    def create_invoice(
+        self, invoice: Invoice, events: Sequence[InvoiceEvent]
+    ) -> tuple[Invoice, bool]:
+        check_invoice(invoice)
+        check_events(invoice.tenant, invoice.invoice_id, events)
+        with self.write() as conn:
+            # The primary key decides concurrent creations: one insert wins; on PostgreSQL the
+            # others wait for it to commit, insert nothing and read the winner's invoice.
+            inserted = conn.execute(
+                self.DQ["insert_invoice"], self._invoice_values(invoice)
+            ).fetchone()
+            if inserted is None:
+                stored = self._read_invoice(conn, invoice.tenant, invoice.invoice_id)
+                assert stored is not None  # present, or the insert would have won
+                return stored, False
+            self._write_attempts(conn, invoice, invoice.attempts)
+            self._write_events(conn, invoice.tenant, invoice.invoice_id, events)
+        return invoice, True
+
+    def get_invoice(self, tenant: str, invoice_id: str) -> Invoice | None:
+        with self.read() as conn:
+            return self._read_invoice(conn, tenant, invoice_id)
+
+    def list_invoices(self, query: InvoiceFilter) -> InvoicePage:
+        check_page_limit(query.limit)
+        cursor_created: Any = None
+        cursor_id: str | None = None
+        if query.cursor is not None:
+            created, cursor_id = decode_cursor(query.cursor)
+            cursor_created = self._encode_instant(created)
+        # One statement per filter, each a plain equality on its index's leading columns (SQLite
+        # cannot plan `:x IS NULL OR x = :x` onto an index).
+        if query.customer_id is not None:
+            statement = self.DQ["list_invoices_of_customer"]
+        elif query.state is not None:
+            statement = self.DQ["list_invoices_in_state"]
+        else:
+            statement = self.DQ["list_invoices"]
+        with self.read() as conn:
+            rows = self._execute_batch(
+                conn,
+                statement,
+                {
+                    "tenant": query.tenant,
+                    "state": None if query.state is None else query.state.value,
+                    "customer_id": query.customer_id,
+                    "cursor_created": cursor_created,
+                    "cursor_id": cursor_id,
+                    "limit": query.limit + 1,  # one more says whether a next page exists
+                },
+            ).fetchall()
+        invoices = self._invoices_from_rows(rows)
+        next_cursor = None
+        if len(invoices) > query.limit:
+            invoices = invoices[: query.limit]
+            last = invoices[-1]
+            next_cursor = encode_cursor(last.created_at, last.invoice_id)
+        return InvoicePage(invoices=invoices, next_cursor=next_cursor)
+
+    def change_invoice(
+        self,
+        tenant: str,
+        invoice_id: str,
+        change: Callable[[Invoice], InvoiceChange | None],
+    ) -> InvoiceChange | None:
+        ids = {"tenant": tenant, "invoice_id": invoice_id}
+        with self.write() as conn:
+            # Lock first, then read in a statement of its own: on PostgreSQL a statement that
+            # waited for the lock would still see the attempts as they were when it began.
+            if conn.execute(self.DQ["lock_invoice"], ids).fetchone() is None:
+                return None
+            current = self._read_invoice(conn, tenant, invoice_id)
+            assert current is not None  # locked: it cannot have gone
+            result = change(current)
+            if result is None:
+                return None
+            new = result.invoice
+            if (new.tenant, new.invoice_id) != (tenant, invoice_id):
+                raise InvalidInput(
+                    "invoice.invoice_id",
+                    f"{new.tenant}/{new.invoice_id}",
+                    f"expected the invoice changed ({tenant}/{invoice_id})",
+                )
+            if new.version != current.version + 1:
+                raise Conflict(
+                    f"invoice {invoice_id!r} is at version {current.version}; a change must"
+                    f" write version {current.version + 1}, not {new.version}"
+                )
+            check_invoice(new)
+            check_events(tenant, invoice_id, result.events)
+            values = self._invoice_values(new)
+            values["expected_version"] = current.version
+            # Compare-and-set on the version: the backstop of the lock.
+            if not conn.execute(self.DQ["update_invoice"], values).rowcount:
+                raise Conflict(f"invoice {invoice_id!r} changed meanwhile")
+            changed = [a for a in new.attempts if current.attempt(a.attempt) != a]
+            self._write_attempts(conn, new, changed)
+            self._write_events(conn, tenant, invoice_id, result.events)
+        return result
+
+    # Events
+
+    def invoice_events(self, tenant: str, invoice_id: str) -> list[InvoiceEvent]:
+        ids = {"tenant": tenant, "invoice_id": invoice_id}
+        with self.read() as conn:
+            rows = conn.execute(self.DQ["invoice_events"], ids).fetchall()
+        return [self._event_from_row(row) for row in rows]
+
+    def undispatched_events(self, *, limit: int = 500) -> list[InvoiceEvent]:
+        with self.read() as conn:
+            rows = conn.execute(self.DQ["undispatched_events"], {"limit": limit}).fetchall()
+        return [self._event_from_row(row) for row in rows]
+
+    def mark_events_dispatched(self, event_ids: Sequence[str], *, now: datetime) -> None:
+        if not event_ids:
+            return
+        params = {"ids": self._encode_texts(event_ids), "now": self._encode_instant(now)}
+        with self.write() as conn:
+            conn.execute(self.DQ["mark_events_dispatched"], params)
+
+    # Consistency with the jobs
+
+    def attempts_out_of_sync(self, *, limit: int = 500) -> list[AttemptRef]:
+        with self.read() as conn:
+            rows = conn.execute(self.DQ["attempts_out_of_sync"], {"limit": limit}).fetchall()
+        return [
+            AttemptRef(tenant=row[0], invoice_id=row[1], attempt=self._attempt_from_row(row[2:]))
+            for row in rows
+        ]
+
+    # Card history
+
+    def card_history(self, tenant: str, card: str, *, since: datetime) -> list[CardAttempt]:
+        params = {"tenant": tenant, "card": card, "since": self._encode_instant(since)}
+        with self.read() as conn:
+            rows = conn.execute(self.DQ["card_history"], params).fetchall()
+        instant = self._decode_instant
+        return [
+            CardAttempt(
+                card=card,
+                at=instant(at),
+                invoice=invoice_id,
+                merchant_id=merchant_id,
+                amount=amount,
+                reattempt=bool(reattempt),
+            )
+            for invoice_id, at, merchant_id, amount, reattempt in rows
+        ]
+
+    # Settings
+
+    def get_settings(self, tenant: str) -> DunningSettings | None:
+        with self.read() as conn:
+            row = conn.execute(self.DQ["get_settings"], {"tenant": tenant}).fetchone()
+        return None if row is None else self._settings_from_row(row)
+
+    def put_settings(self, settings: DunningSettings) -> DunningSettings:
+        params = {
+            "tenant": settings.tenant,
+            "policy_toml": settings.policy_toml,
+            "event_url": settings.event_url,
+            "charge_url": settings.charge_url,
+            "updated_at": self._encode_instant(settings.updated_at),
+        }
+        with self.write() as conn:
+            row = conn.execute(self.DQ["put_settings"], params).fetchone()
+        assert row is not None  # an upsert … RETURNING returns its row
+        return self._settings_from_row(row)
+
+
+__all__ = [
+    "ATTEMPT_COLUMNS",
+    "EVENT_COLUMNS",
+    "EXPANSIONS",
+    "INVOICE_COLUMNS",
+    "SETTINGS_COLUMNS",
+    "SqlDunningTables",
+    "check_events",
+    "check_invoice",
+]

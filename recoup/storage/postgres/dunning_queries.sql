@@ -1,0 +1,163 @@
+-- Named queries of the dunning store on PostgreSQL (see migrations/0003_dunning.sql and
+-- recoup/storage/dunning_tables.py). Every connection runs with search_path = the store's
+-- schema and TimeZone = UTC.
+
+-- insert_invoice --
+-- The primary key decides concurrent creations: one insert wins, the others wait for it to
+-- commit and then insert nothing.
+INSERT INTO invoices ({invoice_columns})
+VALUES (%(tenant)s, %(invoice_id)s, %(customer_id)s, %(amount)s, %(currency)s, %(failed_at)s,
+        %(timezone)s, %(country)s, %(decline_code)s, %(advice_code)s, %(card_fingerprint)s,
+        %(card_network)s, %(gateway)s, %(merchant_id)s, %(charge_url)s, %(policy)s, %(state)s,
+        %(decision)s, %(reason)s, %(final_action)s, %(recovered_by)s, %(version)s,
+        %(created_at)s, %(updated_at)s)
+ON CONFLICT (tenant, invoice_id) DO NOTHING
+RETURNING 1
+
+-- lock_invoice --
+-- Held until the transaction ends: concurrent changes of one invoice queue here.
+SELECT version FROM invoices
+WHERE tenant = %(tenant)s AND invoice_id = %(invoice_id)s
+FOR UPDATE
+
+-- update_invoice --
+-- Compare-and-set on the version read under the lock; created_at, the listing's order, stays.
+UPDATE invoices
+SET customer_id = %(customer_id)s, amount = %(amount)s, currency = %(currency)s,
+    failed_at = %(failed_at)s, timezone = %(timezone)s, country = %(country)s,
+    decline_code = %(decline_code)s, advice_code = %(advice_code)s,
+    card_fingerprint = %(card_fingerprint)s, card_network = %(card_network)s,
+    gateway = %(gateway)s, merchant_id = %(merchant_id)s, charge_url = %(charge_url)s,
+    policy = %(policy)s, state = %(state)s, decision = %(decision)s, reason = %(reason)s,
+    final_action = %(final_action)s, recovered_by = %(recovered_by)s, version = %(version)s,
+    updated_at = %(updated_at)s
+WHERE tenant = %(tenant)s AND invoice_id = %(invoice_id)s AND version = %(expected_version)s
+
+-- upsert_attempt --
+INSERT INTO invoice_attempts (tenant, invoice_id, {attempt_columns})
+VALUES (%(tenant)s, %(invoice_id)s, %(attempt)s, %(at)s, %(state)s, %(job_id)s,
+        %(decline_code)s, %(advice_code)s, %(reported_at)s)
+ON CONFLICT (tenant, invoice_id, attempt) DO UPDATE
+SET at = excluded.at, state = excluded.state, job_id = excluded.job_id,
+    decline_code = excluded.decline_code, advice_code = excluded.advice_code,
+    reported_at = excluded.reported_at
+
+-- _with_attempts --
+-- The invoices of `page` (a CTE in their listing order), each with its attempts: one
+-- statement, so one snapshot, for an invoice and its attempts.
+SELECT {p_invoice_columns}, {a_attempt_columns}
+FROM page p
+LEFT JOIN invoice_attempts a ON a.tenant = p.tenant AND a.invoice_id = p.invoice_id
+ORDER BY p.created_at, p.invoice_id, a.attempt
+
+-- get_invoice --
+WITH page AS (
+    SELECT {invoice_columns} FROM invoices
+    WHERE tenant = %(tenant)s AND invoice_id = %(invoice_id)s
+)
+{_with_attempts}
+
+-- _after_cursor --
+-- Oldest first; the cursor is the (created_at, invoice_id) of the last invoice of the
+-- previous page.
+  AND (%(cursor_created)s::timestamptz IS NULL
+       OR (created_at, invoice_id) > (%(cursor_created)s::timestamptz, %(cursor_id)s::text))
+ORDER BY created_at, invoice_id
+LIMIT %(limit)s
+
+-- list_invoices --
+-- Through invoices_listing.
+WITH page AS (
+    SELECT {invoice_columns} FROM invoices
+    WHERE tenant = %(tenant)s
+    {_after_cursor}
+)
+{_with_attempts}
+
+-- list_invoices_in_state --
+-- Through invoices_state.
+WITH page AS (
+    SELECT {invoice_columns} FROM invoices
+    WHERE tenant = %(tenant)s AND state = %(state)s::text
+    {_after_cursor}
+)
+{_with_attempts}
+
+-- list_invoices_of_customer --
+-- Through invoices_customer (a customer has few invoices: the state, if any, is a filter).
+WITH page AS (
+    SELECT {invoice_columns} FROM invoices
+    WHERE tenant = %(tenant)s AND customer_id = %(customer_id)s::text
+      AND (%(state)s::text IS NULL OR state = %(state)s::text)
+    {_after_cursor}
+)
+{_with_attempts}
+
+-- event_numbers --
+SELECT seq, id FROM invoice_events
+WHERE tenant = %(tenant)s AND invoice_id = %(invoice_id)s AND seq >= %(from_seq)s
+
+-- insert_event --
+-- An id already stored is skipped (a replayed transition); a number taken under another id
+-- was refused before this (SqlDunningTables._write_events).
+INSERT INTO invoice_events ({event_columns})
+VALUES (%(id)s, %(tenant)s, %(invoice_id)s, %(seq)s, %(type)s, %(at)s, %(data)s::jsonb)
+ON CONFLICT (id) DO NOTHING
+
+-- invoice_events --
+SELECT {event_columns} FROM invoice_events
+WHERE tenant = %(tenant)s AND invoice_id = %(invoice_id)s
+ORDER BY seq
+
+-- undispatched_events --
+-- Walks invoice_events_undispatched: the same two conditions as its WHERE.
+SELECT {event_columns} FROM invoice_events
+WHERE dispatched_at IS NULL AND substr(type, 1, 8) = 'invoice.'
+ORDER BY at, tenant, invoice_id, seq
+LIMIT %(limit)s
+
+-- mark_events_dispatched --
+UPDATE invoice_events SET dispatched_at = %(now)s
+WHERE id = ANY(%(ids)s::text[]) AND dispatched_at IS NULL
+
+-- attempts_out_of_sync --
+-- Scheduled attempts with no job of their id (through invoice_attempts_scheduled: few at any
+-- time), then cancelled attempts whose job is still live (from the live jobs, through
+-- invoice_attempts_job), oldest first.
+SELECT * FROM (
+    SELECT a.tenant, a.invoice_id, {a_attempt_columns}
+    FROM invoice_attempts a
+    WHERE a.state = 'scheduled'
+      AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = a.job_id AND j.tenant = a.tenant)
+    UNION ALL
+    SELECT a.tenant, a.invoice_id, {a_attempt_columns}
+    FROM jobs j
+    JOIN invoice_attempts a ON a.job_id = j.id AND a.tenant = j.tenant
+    WHERE j.state IN ('scheduled', 'running') AND a.state = 'cancelled'
+) AS found
+ORDER BY at, tenant, invoice_id, attempt
+LIMIT %(limit)s
+
+-- card_history --
+-- Each invoice's failure on the card (not a reattempt), then every attempt not cancelled.
+SELECT invoice_id, failed_at AS at, merchant_id, amount, false AS reattempt
+FROM invoices
+WHERE tenant = %(tenant)s AND card_fingerprint = %(card)s AND failed_at >= %(since)s
+UNION ALL
+SELECT i.invoice_id, a.at, i.merchant_id, i.amount, true
+FROM invoices i
+JOIN invoice_attempts a ON a.tenant = i.tenant AND a.invoice_id = i.invoice_id
+WHERE i.tenant = %(tenant)s AND i.card_fingerprint = %(card)s AND a.at >= %(since)s
+  AND a.state <> 'cancelled'
+ORDER BY at, invoice_id
+
+-- get_settings --
+SELECT {settings_columns} FROM dunning_settings WHERE tenant = %(tenant)s
+
+-- put_settings --
+INSERT INTO dunning_settings ({settings_columns})
+VALUES (%(tenant)s, %(policy_toml)s, %(event_url)s, %(charge_url)s, %(updated_at)s)
+ON CONFLICT (tenant) DO UPDATE
+SET policy_toml = excluded.policy_toml, event_url = excluded.event_url,
+    charge_url = excluded.charge_url, updated_at = excluded.updated_at
+RETURNING {settings_columns}

@@ -1,0 +1,157 @@
+-- Named queries of the dunning store on SQLite (see migrations/0003_dunning.sql and
+-- recoup/storage/dunning_tables.py). Instants are integer microseconds since the epoch (UTC).
+
+-- insert_invoice --
+-- The primary key decides concurrent creations: one insert wins, the others insert nothing.
+INSERT INTO invoices ({invoice_columns})
+VALUES (:tenant, :invoice_id, :customer_id, :amount, :currency, :failed_at, :timezone,
+        :country, :decline_code, :advice_code, :card_fingerprint, :card_network, :gateway,
+        :merchant_id, :charge_url, :policy, :state, :decision, :reason, :final_action,
+        :recovered_by, :version, :created_at, :updated_at)
+ON CONFLICT (tenant, invoice_id) DO NOTHING
+RETURNING 1
+
+-- lock_invoice --
+-- The write transaction (BEGIN IMMEDIATE) holds the database's write lock already.
+SELECT version FROM invoices WHERE tenant = :tenant AND invoice_id = :invoice_id
+
+-- update_invoice --
+-- Compare-and-set on the version read under the lock; created_at, the listing's order, stays.
+UPDATE invoices
+SET customer_id = :customer_id, amount = :amount, currency = :currency,
+    failed_at = :failed_at, timezone = :timezone, country = :country,
+    decline_code = :decline_code, advice_code = :advice_code,
+    card_fingerprint = :card_fingerprint, card_network = :card_network, gateway = :gateway,
+    merchant_id = :merchant_id, charge_url = :charge_url, policy = :policy, state = :state,
+    decision = :decision, reason = :reason, final_action = :final_action,
+    recovered_by = :recovered_by, version = :version, updated_at = :updated_at
+WHERE tenant = :tenant AND invoice_id = :invoice_id AND version = :expected_version
+
+-- upsert_attempt --
+INSERT INTO invoice_attempts (tenant, invoice_id, {attempt_columns})
+VALUES (:tenant, :invoice_id, :attempt, :at, :state, :job_id, :decline_code, :advice_code,
+        :reported_at)
+ON CONFLICT (tenant, invoice_id, attempt) DO UPDATE
+SET at = excluded.at, state = excluded.state, job_id = excluded.job_id,
+    decline_code = excluded.decline_code, advice_code = excluded.advice_code,
+    reported_at = excluded.reported_at
+
+-- _with_attempts --
+-- The invoices of `page` (a CTE in their listing order), each with its attempts: one
+-- statement, so one snapshot, for an invoice and its attempts.
+SELECT {p_invoice_columns}, {a_attempt_columns}
+FROM page p
+LEFT JOIN invoice_attempts a ON a.tenant = p.tenant AND a.invoice_id = p.invoice_id
+ORDER BY p.created_at, p.invoice_id, a.attempt
+
+-- get_invoice --
+WITH page AS (
+    SELECT {invoice_columns} FROM invoices WHERE tenant = :tenant AND invoice_id = :invoice_id
+)
+{_with_attempts}
+
+-- _after_cursor --
+-- Oldest first; the cursor is the (created_at, invoice_id) of the last invoice of the
+-- previous page.
+  AND (:cursor_created IS NULL
+       OR created_at > :cursor_created
+       OR (created_at = :cursor_created AND invoice_id > :cursor_id))
+ORDER BY created_at, invoice_id
+LIMIT :limit
+
+-- list_invoices --
+-- Through invoices_listing.
+WITH page AS (
+    SELECT {invoice_columns} FROM invoices
+    WHERE tenant = :tenant
+    {_after_cursor}
+)
+{_with_attempts}
+
+-- list_invoices_in_state --
+-- Through invoices_state.
+WITH page AS (
+    SELECT {invoice_columns} FROM invoices
+    WHERE tenant = :tenant AND state = :state
+    {_after_cursor}
+)
+{_with_attempts}
+
+-- list_invoices_of_customer --
+-- Through invoices_customer (a customer has few invoices: the state, if any, is a filter).
+WITH page AS (
+    SELECT {invoice_columns} FROM invoices
+    WHERE tenant = :tenant AND customer_id = :customer_id
+      AND (:state IS NULL OR state = :state)
+    {_after_cursor}
+)
+{_with_attempts}
+
+-- event_numbers --
+SELECT seq, id FROM invoice_events
+WHERE tenant = :tenant AND invoice_id = :invoice_id AND seq >= :from_seq
+
+-- insert_event --
+-- An id already stored is skipped (a replayed transition); a number taken under another id
+-- was refused before this (SqlDunningTables._write_events).
+INSERT INTO invoice_events ({event_columns})
+VALUES (:id, :tenant, :invoice_id, :seq, :type, :at, :data)
+ON CONFLICT (id) DO NOTHING
+
+-- invoice_events --
+SELECT {event_columns} FROM invoice_events
+WHERE tenant = :tenant AND invoice_id = :invoice_id
+ORDER BY seq
+
+-- undispatched_events --
+-- Walks invoice_events_undispatched: the same two conditions as its WHERE.
+SELECT {event_columns} FROM invoice_events
+WHERE dispatched_at IS NULL AND substr(type, 1, 8) = 'invoice.'
+ORDER BY at, tenant, invoice_id, seq
+LIMIT :limit
+
+-- mark_events_dispatched --
+UPDATE invoice_events SET dispatched_at = :now
+WHERE id IN (SELECT value FROM json_each(:ids)) AND dispatched_at IS NULL
+
+-- attempts_out_of_sync --
+-- Scheduled attempts with no job of their id (through invoice_attempts_scheduled: few at any
+-- time), then cancelled attempts whose job is still live (from the live jobs, through
+-- invoice_attempts_job), oldest first.
+SELECT * FROM (
+    SELECT a.tenant, a.invoice_id, {a_attempt_columns}
+    FROM invoice_attempts a
+    WHERE a.state = 'scheduled'
+      AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = a.job_id AND j.tenant = a.tenant)
+    UNION ALL
+    SELECT a.tenant, a.invoice_id, {a_attempt_columns}
+    FROM jobs j
+    JOIN invoice_attempts a ON a.job_id = j.id AND a.tenant = j.tenant
+    WHERE j.state IN ('scheduled', 'running') AND a.state = 'cancelled'
+)
+ORDER BY at, tenant, invoice_id, attempt
+LIMIT :limit
+
+-- card_history --
+-- Each invoice's failure on the card (not a reattempt), then every attempt not cancelled.
+SELECT invoice_id, failed_at AS at, merchant_id, amount, 0 AS reattempt
+FROM invoices
+WHERE tenant = :tenant AND card_fingerprint = :card AND failed_at >= :since
+UNION ALL
+SELECT i.invoice_id, a.at, i.merchant_id, i.amount, 1
+FROM invoices i
+JOIN invoice_attempts a ON a.tenant = i.tenant AND a.invoice_id = i.invoice_id
+WHERE i.tenant = :tenant AND i.card_fingerprint = :card AND a.at >= :since
+  AND a.state <> 'cancelled'
+ORDER BY at, invoice_id
+
+-- get_settings --
+SELECT {settings_columns} FROM dunning_settings WHERE tenant = :tenant
+
+-- put_settings --
+INSERT INTO dunning_settings ({settings_columns})
+VALUES (:tenant, :policy_toml, :event_url, :charge_url, :updated_at)
+ON CONFLICT (tenant) DO UPDATE
+SET policy_toml = excluded.policy_toml, event_url = excluded.event_url,
+    charge_url = excluded.charge_url, updated_at = excluded.updated_at
+RETURNING {settings_columns}
