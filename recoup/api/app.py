@@ -24,6 +24,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.responses import Response
 
 from recoup.api import problems
+from recoup.api.dunning_routes import clock_router, dunning_router
 from recoup.api.idempotent import PostContext, json_response, post_context
 from recoup.api.metrics import ApiMetrics, MetricsMiddleware
 from recoup.api.problems import ApiProblem, Problem
@@ -49,6 +50,8 @@ from recoup.jobs.model import JobState, new_id
 from recoup.jobs.schedule_model import MissedPolicy, NewSchedule
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
+from recoup.jobs.test_clock import TestClock
+from recoup.recovery.service import Dunning
 from recoup.timekeeping.clock import Clock
 
 log = logging.getLogger("recoup.api")
@@ -96,12 +99,16 @@ def create_app(
     tables: ApiTables | None = None,
     metrics: ApiMetrics | None = None,
     scheduler: Scheduler | None = None,
+    dunning: Dunning | None = None,
+    test_clock: TestClock | None = None,
 ) -> FastAPI:
     """The HTTP API over `store` (a backend from `recoup.storage.open_store`).
 
     `tables` (idempotency keys, tokens) defaults to the backend's own `api_tables`; `metrics`
     to a fresh per-app registry; `scheduler` to one over `store`, `clock` and `settings.ssrf`
-    (pass the scheduler whose worker runs in this process, so new jobs wake it at once).
+    (pass the scheduler whose worker runs in this process, so new jobs wake it at once);
+    `dunning` to the dunning runtime over that scheduler. `test_clock` (a server on a virtual
+    clock) adds /v1/clock.
     """
     settings = settings or ApiSettings()
     scheduler = scheduler or Scheduler(store, clock=clock, ssrf=settings.ssrf)
@@ -370,6 +377,16 @@ def create_app(
         return json_response(200, UpcomingOut(upcoming=scheduler.upcoming(schedule, count)))
 
     app.include_router(v1)
+    app.include_router(
+        dunning_router(
+            dunning or Dunning(scheduler, store),
+            tenant_of=tenant_of,
+            posting=posting,
+            errors=ERRORS,
+        )
+    )
+    if test_clock is not None:
+        app.include_router(clock_router(test_clock, tenant_of=tenant_of, errors=ERRORS))
 
     # Operations
 

@@ -78,8 +78,12 @@ class PostContext:
         """Run `operation` once per key and answer its result as JSON with `status`; a
         `RecoupError` it raises becomes its problem response (stored too, unless it is invalid
         input or a 5xx: see the module docstring)."""
+        return self.run_with_status(lambda: (status, operation()))
+
+    def run_with_status(self, operation: Callable[[], tuple[int, BaseModel]]) -> Response:
+        """`run` for an operation that decides its own status (201 created, 200 found)."""
         if self.key is None:
-            return json_response(status, operation())
+            return json_response(*operation())
         outcome = self.store.begin(
             tenant=self.tenant,
             key=self.key,
@@ -123,7 +127,7 @@ class PostContext:
             case _:
                 assert_never(outcome)
         try:
-            response = json_response(status, operation())
+            response = json_response(*operation())
             keep = True
         except RecoupError as exc:
             response = problem_response(problem_for(exc))

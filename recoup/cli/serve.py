@@ -4,19 +4,23 @@ Contract:
 
     recoup serve [--db URL] [--schema NAME] [--host 127.0.0.1] [--port 8080] [--no-worker]
         [--allow-private-targets] [--allow-cidr CIDR ...] [--max-body-bytes N]
-        [--idempotency-hours H] [--concurrency N]
+        [--idempotency-hours H] [--concurrency N] [--clock virtual:2026-12-01T00:00:00Z]
 
 The database defaults to `recoup.db` (SQLite) in the working directory; migrations run at
 start. SIGTERM or SIGINT stops the server, then the worker gracefully (see `recoup worker`).
 Private, loopback and link-local targets are refused unless `--allow-private-targets`,
 `RECOUP_ALLOW_PRIVATE_TARGETS=1`, or an `--allow-cidr` block covers them.
+
+`--clock virtual:INSTANT` runs the whole server on a test clock starting at INSTANT: nothing
+runs until `POST /v1/clock` moves it (`{"advance_seconds": N}` or `{"to": INSTANT}`), which
+answers once every job due up to then has run, in due order. Without it, /v1/clock is a 404.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Annotated
 
 import typer
@@ -30,7 +34,9 @@ from recoup.cli._app import (
     ssrf_guard,
     store_options,
 )
+from recoup.errors import InvalidInput
 from recoup.storage import DEFAULT_DB_URL
+from recoup.timekeeping.clock import VirtualClock
 
 log = logging.getLogger("recoup.serve")
 
@@ -55,6 +61,13 @@ def serve_command(
     concurrency: Annotated[
         int, typer.Option(min=1, help="Attempts the worker runs at once.")
     ] = 100,
+    clock_spec: Annotated[
+        str | None,
+        typer.Option(
+            "--clock",
+            help="virtual:2026-12-01T00:00:00Z runs on a test clock moved by POST /v1/clock.",
+        ),
+    ] = None,
 ) -> None:
     """Serve the HTTP API (and, unless --no-worker, run due jobs) until SIGTERM/SIGINT."""
     import uvicorn
@@ -63,13 +76,16 @@ def serve_command(
     from recoup.api.metrics import ApiMetrics
     from recoup.api.services import open_api_tables
     from recoup.jobs.scheduler import Scheduler
+    from recoup.jobs.test_clock import TestClock
+    from recoup.recovery.runtime import dunning_runtime
     from recoup.storage import open_store
-    from recoup.timekeeping.clock import SystemClock
+    from recoup.timekeeping.clock import Clock, SystemClock
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     guard = ssrf_guard(allow_private_targets, allow_cidr)
+    virtual = parse_clock(clock_spec) if clock_spec is not None else None
     store = open_store(db, **store_options(schema, db))  # migrates
-    clock = SystemClock()
+    clock: Clock = virtual or SystemClock()
     tables = open_api_tables(store)
     metrics = ApiMetrics(
         count_by_state=store.count_by_state,
@@ -82,19 +98,62 @@ def serve_command(
         max_body_bytes=max_body_bytes,
         idempotency_retention=timedelta(hours=idempotency_hours),
     )
+    dunning, handlers = dunning_runtime(scheduler, store)
+    test_clock = None
+    if virtual is not None:
+        test_clock = TestClock(
+            virtual,
+            scheduler.worker(handlers=handlers, concurrency=concurrency),
+            store,
+            schedules=store,
+            before_step=dunning.resync,
+        )
     asgi = create_app(
-        store, clock=clock, settings=settings, tables=tables, metrics=metrics, scheduler=scheduler
+        store,
+        clock=clock,
+        settings=settings,
+        tables=tables,
+        metrics=metrics,
+        scheduler=scheduler,
+        dunning=dunning,
+        test_clock=test_clock,
     )
     server = uvicorn.Server(uvicorn.Config(asgi, host=host, port=port, log_level="info"))
     # The worker reports each attempt's firing lag and outcome to the app's /metrics.
+    # On a test clock, jobs run only when the clock is moved (POST /v1/clock).
     running = (
-        scheduler.running_worker(concurrency=concurrency, on_attempt=metrics.observe_attempt)
-        if worker
+        scheduler.running_worker(
+            handlers=handlers, concurrency=concurrency, on_attempt=metrics.observe_attempt
+        )
+        if worker and virtual is None
         else contextlib.nullcontext()
     )
     try:
         with running:
-            log.info("serving on http://%s:%d (worker: %s; %s)", host, port, worker, guard)
+            log.info(
+                "serving on http://%s:%d (worker: %s; clock: %s; %s)",
+                host,
+                port,
+                worker,
+                clock_spec or "system",
+                guard,
+            )
             server.run()  # returns on SIGTERM/SIGINT; the worker then stops gracefully
     finally:
         store.close()
+
+
+def parse_clock(spec: str) -> VirtualClock:
+    """`virtual:INSTANT` → a virtual clock at that instant; anything else → `InvalidInput`
+    naming `--clock`."""
+    allowed = "expected virtual:INSTANT, e.g. virtual:2026-12-01T00:00:00Z"
+    kind, _, start = spec.partition(":")
+    if kind != "virtual" or not start:
+        raise InvalidInput("--clock", spec, allowed)
+    try:
+        instant = datetime.fromisoformat(start)
+    except ValueError:
+        raise InvalidInput("--clock", spec, allowed) from None
+    if instant.tzinfo is None:
+        raise InvalidInput("--clock", spec, f"{allowed} (with a UTC offset or Z)")
+    return VirtualClock(instant)

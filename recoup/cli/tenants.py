@@ -8,6 +8,9 @@ Contract:
         → [{"id", "name", "created_at", "active_tokens"}]
     recoup tenants secret NAME [--json]
         → {"tenant": NAME, "signing_secret": "whsec_…"}   (`default`: made on first use)
+    recoup tenants configure NAME [--policy FILE|business-days|calendar] [--event-url URL]
+        [--charge-url URL] [--allow-private-targets] [--json]
+        → {"tenant", "policy", "event_url", "charge_url", "updated_at"}
     recoup tokens create TENANT [--label TEXT] [--json]
         → {"tenant", "token", "id", "prefix"}
     recoup tokens list [--tenant T] [--json]
@@ -30,7 +33,17 @@ from typing import Annotated, Any
 import typer
 
 from recoup.api.tokens import TokenInfo, issue_token, new_signing_secret
-from recoup.cli._app import DbOption, JsonOption, SchemaOption, app, print_json, store_options
+from recoup.cli._app import (
+    AllowCidrOption,
+    AllowPrivateOption,
+    DbOption,
+    JsonOption,
+    SchemaOption,
+    app,
+    print_json,
+    ssrf_guard,
+    store_options,
+)
 from recoup.errors import Conflict, InvalidInput, NotFound
 from recoup.jobs.model import DEFAULT_TENANT, Tenant
 from recoup.timekeeping.clock import SystemClock
@@ -217,3 +230,80 @@ def revoke_token(
         print_json(_token_json(info))
         return
     typer.echo(f"revoked {info.id} ({info.prefix}…) of tenant {info.tenant}")
+
+
+@tenants_app.command("configure")
+def configure_tenant(
+    name: Annotated[str, typer.Argument(help="The tenant's name (`default`: the embedded one).")],
+    policy: Annotated[
+        str | None,
+        typer.Option(
+            help="Dunning policy: a TOML file, or a preset (business-days, calendar). "
+            "Omitted: kept as it is."
+        ),
+    ] = None,
+    event_url: Annotated[
+        str | None, typer.Option(help="Where the signed invoice.* events go. Omitted: kept.")
+    ] = None,
+    charge_url: Annotated[
+        str | None,
+        typer.Option(help="The default retry-charge endpoint of failures. Omitted: kept."),
+    ] = None,
+    allow_private_targets: AllowPrivateOption = False,
+    allow_cidr: AllowCidrOption = None,
+    db: DbOption = "sqlite:///recoup.db",
+    schema: SchemaOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Set a tenant's dunning policy, event URL and default charge URL (validated whole before
+    anything is stored)."""
+    from recoup.jobs.scheduler import Scheduler
+    from recoup.recovery.service import KEEP, Dunning
+
+    policy_toml = _policy_text(policy) if policy is not None else None
+    with _opened(db, schema) as (store, _):
+        scheduler = Scheduler(store, ssrf=ssrf_guard(allow_private_targets, allow_cidr))
+        if name == DEFAULT_TENANT:
+            scheduler.default_tenant()
+        elif store.get_tenant(name) is None:
+            raise NotFound(f"no tenant {name!r}; `recoup tenants create {name}` creates it")
+        stored = Dunning(scheduler, store).configure(
+            name,
+            policy_toml=KEEP if policy_toml is None else policy_toml,
+            event_url=KEEP if event_url is None else event_url,
+            charge_url=KEEP if charge_url is None else charge_url,
+        )
+    row = {
+        "tenant": name,
+        "policy": stored.policy_toml,
+        "event_url": stored.event_url,
+        "charge_url": stored.charge_url,
+        "updated_at": format_utc(stored.updated_at),
+    }
+    if json:
+        print_json(row)
+        return
+    typer.echo(f"tenant:     {name}")
+    typer.echo(f"policy:     {policy or ('custom' if stored.policy_toml else 'business-days')}")
+    typer.echo(f"event url:  {stored.event_url or '(none: events stay in the timeline)'}")
+    typer.echo(f"charge url: {stored.charge_url or '(none: each failure gives its own)'}")
+
+
+def _policy_text(source: str) -> str:
+    """The TOML text of `--policy`: a preset's or a file's; `InvalidInput` naming `--policy`."""
+    from importlib import resources
+
+    from recoup.dunning.policy import PRESETS
+
+    if source in PRESETS:
+        path = resources.files("recoup.dunning").joinpath(f"data/policies/{source}.toml")
+        return path.read_text("utf-8")
+    try:
+        with open(source, encoding="utf-8") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise InvalidInput(
+            "--policy",
+            source,
+            f"expected a readable TOML file or one of {list(PRESETS)} ({exc.strerror})",
+        ) from None

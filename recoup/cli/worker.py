@@ -85,6 +85,8 @@ def worker_command(
     ] = "127.0.0.1",
 ) -> None:
     """Run due jobs until SIGTERM/SIGINT, then shut down gracefully."""
+    from recoup.jobs.scheduler import Scheduler
+    from recoup.recovery.runtime import dunning_runtime
     from recoup.storage import open_store
     from recoup.timekeeping.clock import SystemClock
 
@@ -110,6 +112,8 @@ def worker_command(
             metrics_port, addr=metrics_host, registry=metrics.registry
         )
         log.info("metrics on http://%s:%d/metrics", metrics_host, metrics_server.server_port)
+    # The dunning runtime's jobs (charge attempts, deadlines) run in every worker.
+    _, registry = dunning_runtime(Scheduler(store, clock=clock, ssrf=guard), store, registry)
     worker = Worker(
         store,
         handlers=registry,

@@ -205,7 +205,7 @@ class _Builder:
         self.commands: list[Command] = []
         self.changes: dict[str, Any] = {}
         self.seq = seq
-        self.now = now
+        self.changed_at = now
 
     def event(self, type_: str, at: datetime, **data: Any) -> None:
         self.seq += 1
@@ -263,7 +263,7 @@ class _Builder:
             self.invoice,
             **self.changes,
             attempts=tuple(a for _, a in sorted(self.attempts.items())),
-            updated_at=self.now,
+            updated_at=self.changed_at,
             version=self.invoice.version + 1,
         )
         return Transition(invoice=invoice, events=tuple(self.events), commands=tuple(self.commands))

@@ -241,7 +241,7 @@ def test_a_card_update_while_retrying_replans_with_a_prompt_attempt() -> None:
     run.send(PaymentMethodUpdated(at=at(2)))
     live = [a for a in run.invoice.attempts if a.state is AttemptState.SCHEDULED]
     assert live[0].at == at(2)
-    assert [a.attempt for a in live][0] == 5
+    assert live[0].attempt == 5
 
 
 # -- any interleaving ----------------------------------------------------------------------

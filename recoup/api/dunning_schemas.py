@@ -1,0 +1,237 @@
+"""Request and response models of /v1/dunning and /v1/clock (strict, as in `schemas`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, Field, StrictInt
+
+from recoup.api.schemas import Text, _Strict
+from recoup.dunning.invoice import AttemptState, Invoice, InvoiceEvent, InvoiceState
+from recoup.jobs.model import Run
+from recoup.recovery.service import FailureReport, Timeline
+from recoup.recovery.store import DunningSettings
+
+Id = Field(min_length=1, max_length=100)
+Code = Field(default=None, min_length=1, max_length=100)
+
+
+class CardIn(_Strict):
+    fingerprint: Text | None = Field(default=None, min_length=1, max_length=200)
+    network: Text | None = Field(
+        default=None, min_length=1, max_length=40, description="visa, mastercard, amex, …"
+    )
+
+
+class FailureIn(_Strict):
+    invoice_id: Text = Id
+    customer_id: Text = Id
+    amount: StrictInt = Field(gt=0, le=10**15, description="Integer minor units (cents).")
+    currency: Text = Field(min_length=3, max_length=3, description="ISO 4217, e.g. usd.")
+    failed_at: AwareDatetime
+    timezone: Text = Field(min_length=1, max_length=64, description="The customer's IANA zone.")
+    country: Text | None = Field(
+        default=None, min_length=2, max_length=2, description="ISO 3166-1 alpha-2 (holidays)."
+    )
+    decline_code: Text | None = Code
+    advice_code: Text | None = Code
+    card: CardIn | None = None
+    gateway: Text | None = Code
+    merchant_id: Text | None = Field(default=None, min_length=1, max_length=200)
+    charge_url: Text | None = Field(
+        default=None,
+        min_length=1,
+        max_length=2048,
+        description="The retry-charge endpoint; default: the tenant's (PUT /v1/dunning/settings).",
+    )
+
+    def to_report(self) -> FailureReport:
+        card = self.card or CardIn()
+        return FailureReport(
+            invoice_id=self.invoice_id,
+            customer_id=self.customer_id,
+            amount=self.amount,
+            currency=self.currency,
+            failed_at=self.failed_at,
+            timezone=self.timezone,
+            country=self.country.upper() if self.country else None,
+            decline_code=self.decline_code,
+            advice_code=self.advice_code,
+            card_fingerprint=card.fingerprint,
+            card_network=card.network.lower() if card.network else None,
+            gateway=self.gateway,
+            merchant_id=self.merchant_id,
+            charge_url=self.charge_url,
+        )
+
+
+class OutcomeIn(_Strict):
+    outcome: Literal["succeeded", "failed", "already_handled", "pending"]
+    decline_code: Text | None = Code
+    advice_code: Text | None = Code
+
+
+class AttemptOut(BaseModel):
+    attempt: int
+    at: datetime
+    job_id: str
+    state: AttemptState
+
+
+class InvoiceOut(BaseModel):
+    invoice_id: str
+    state: InvoiceState
+    decision: Literal["retry", "no_retry", "await_customer"]
+    reason: str
+    attempts: list[AttemptOut]
+    customer_id: str
+    amount: int
+    currency: str
+    final_action: str
+    recovered_by: str | None
+    failed_at: datetime
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, invoice: Invoice) -> InvoiceOut:
+        return cls(
+            invoice_id=invoice.invoice_id,
+            state=invoice.state,
+            decision=invoice.decision,  # type: ignore[arg-type]
+            reason=invoice.reason,
+            attempts=[
+                AttemptOut(attempt=a.attempt, at=a.at, job_id=a.job_id, state=a.state)
+                for a in invoice.attempts
+            ],
+            customer_id=invoice.customer_id,
+            amount=invoice.amount,
+            currency=invoice.currency,
+            final_action=invoice.final_action,
+            recovered_by=invoice.recovered_by,
+            failed_at=invoice.failed_at,
+            created_at=invoice.created_at,
+            updated_at=invoice.updated_at,
+        )
+
+
+class InvoicePageOut(BaseModel):
+    invoices: list[InvoiceOut]
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page.")
+
+
+class RunBrief(BaseModel):
+    attempt: int
+    started_at: datetime
+    finished_at: datetime
+    outcome: str
+    status_code: int | None
+    error: str | None
+    response_excerpt: str | None
+
+    @classmethod
+    def of(cls, run: Run) -> RunBrief:
+        return cls(
+            attempt=run.attempt,
+            started_at=run.started_at,
+            finished_at=run.finished_at,
+            outcome=run.outcome.value,
+            status_code=run.status_code,
+            error=run.error,
+            response_excerpt=run.response_excerpt,
+        )
+
+
+class TimelineAttemptOut(AttemptOut):
+    decline_code: str | None
+    advice_code: str | None
+    reported_at: datetime | None
+    runs_url: str = Field(description="The run log of the attempt's job.")
+    runs: list[RunBrief] = Field(description="Each time the job asked the charge endpoint.")
+
+
+class EventOut(BaseModel):
+    id: str
+    seq: int
+    type: str
+    at: datetime
+    data: dict[str, Any]
+
+    @classmethod
+    def of(cls, event: InvoiceEvent) -> EventOut:
+        return cls(id=event.id, seq=event.seq, type=event.type, at=event.at, data=event.data)
+
+
+class TimelineOut(InvoiceOut):
+    attempts: list[TimelineAttemptOut]  # type: ignore[assignment]
+    timezone: str
+    decline_code: str | None
+    advice_code: str | None
+    charge_url: str
+    policy: str
+    events: list[EventOut]
+
+    @classmethod
+    def of_timeline(cls, timeline: Timeline) -> TimelineOut:
+        invoice = timeline.invoice
+        base = InvoiceOut.of(invoice).model_dump()
+        base["attempts"] = [
+            TimelineAttemptOut(
+                attempt=a.attempt,
+                at=a.at,
+                job_id=a.job_id,
+                state=a.state,
+                decline_code=a.decline_code,
+                advice_code=a.advice_code,
+                reported_at=a.reported_at,
+                runs_url=f"/v1/jobs/{a.job_id}/runs",
+                runs=[RunBrief.of(r) for r in timeline.runs.get(a.attempt, [])],
+            )
+            for a in invoice.attempts
+        ]
+        return cls(
+            **base,
+            timezone=invoice.timezone,
+            decline_code=invoice.decline_code,
+            advice_code=invoice.advice_code,
+            charge_url=invoice.charge_url,
+            policy=invoice.policy,
+            events=[EventOut.of(e) for e in timeline.events],
+        )
+
+
+class SettingsIn(_Strict):
+    policy: Text | None = Field(
+        default=None,
+        max_length=64 * 1024,
+        description="A dunning policy as TOML text; null: the business-days preset.",
+    )
+    event_url: Text | None = Field(default=None, min_length=1, max_length=2048)
+    charge_url: Text | None = Field(default=None, min_length=1, max_length=2048)
+
+
+class SettingsOut(BaseModel):
+    policy: str | None
+    event_url: str | None
+    charge_url: str | None
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, settings: DunningSettings) -> SettingsOut:
+        return cls(
+            policy=settings.policy_toml,
+            event_url=settings.event_url,
+            charge_url=settings.charge_url,
+            updated_at=settings.updated_at,
+        )
+
+
+class ClockIn(_Strict):
+    advance_seconds: StrictInt | float | None = Field(default=None, ge=0, le=10 * 366 * 86400)
+    to: AwareDatetime | None = None
+
+
+class ClockOut(BaseModel):
+    now: datetime
+    ran: int = Field(default=0, description="Job attempts run to catch up with the new time.")

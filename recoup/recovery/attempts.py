@@ -1,0 +1,202 @@
+"""The jobs of the dunning runtime, as Python handlers: an attempt asks the tenant's charge
+endpoint for one charge; a deadline ends the wait for a customer.
+
+An attempt re-checks its invoice first: an attempt no longer open, or an invoice recovered or
+exhausted, asks for nothing (the backstop behind cancellation). Then it POSTs the charge
+request, signed with Standard Webhooks and keyed `retry:{invoice}:{n}`, and turns the answer
+into a lifecycle message:
+
+| the endpoint answered                               | the attempt                        |
+|-----------------------------------------------------|------------------------------------|
+| 200 `{"outcome": "succeeded" | "failed" | …}`         | that outcome                       |
+| 200 `{"outcome": "pending"}` (provider timed out)    | pending; asked again, same keys    |
+| 202 without an outcome                              | awaiting a report (POST …/outcome) |
+| 5xx, 408, 409, 429, timeout, connection error       | asked again with the job's backoff |
+| any other 4xx, or a 2xx without a valid outcome     | errored (not a decline)            |
+
+Transport trouble never counts as a decline: the job retries the same attempt, with the same
+keys, so the receiver's idempotency makes the repeat harmless.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import httpx
+
+from recoup.dunning.invoice import AttemptState
+from recoup.dunning.lifecycle import REPORTED_OUTCOMES
+from recoup.dunning.outcomes import idempotency_key
+from recoup.jobs.handlers import HandlerContext, HandlerRegistry, PermanentError
+from recoup.jobs.model import HttpTarget, Job, JobState, trusted
+from recoup.jobs.targets import AttemptOutcome, AttemptResult, HttpExecutor
+from recoup.recovery.service import (
+    ATTEMPT_HANDLER,
+    ATTEMPT_RETRY,
+    ATTEMPT_TIMEOUT,
+    DEADLINE_HANDLER,
+    Dunning,
+)
+from recoup.timekeeping.clock import SystemClock
+from recoup.timekeeping.instants import format_utc
+
+ANSWERED = ("succeeded", "failed", "already_handled", "pending")
+_RETRYABLE_STATUS = frozenset({408, 409, 429})  # 409: the receiver holds the key in flight
+
+
+class AskAgain(Exception):
+    """Retry this attempt with the job's backoff (same attempt, same keys)."""
+
+
+def charge_request(job_id: str, invoice: Any, n: int, at: datetime) -> dict[str, Any]:
+    """The JSON body of attempt `n`'s charge request (the contract in the README)."""
+    return {
+        "invoice_id": invoice.invoice_id,
+        "attempt": n,
+        "idempotency_key": idempotency_key(invoice.invoice_id, n),
+        "charge_idempotency_key": f"charge:{invoice.invoice_id}:{n}",
+        "amount": invoice.amount,
+        "currency": invoice.currency,
+        "customer_id": invoice.customer_id,
+        "scheduled_at": format_utc(at),
+    }
+
+
+class AttemptRunner:
+    """The two handlers, bound to a `Dunning`."""
+
+    def __init__(
+        self,
+        dunning: Dunning,
+        *,
+        wall_clock: Callable[[], datetime] | None = None,
+        http_client: Callable[[], httpx.AsyncClient] | None = None,
+    ) -> None:
+        """`http_client` makes a client for one request, closed after it (default: one
+        guarded by the scheduler's SSRF guard); tests make them over an ASGI transport."""
+        self.dunning = dunning
+        self._wall_clock = wall_clock or SystemClock().now
+        self._http_client = http_client
+
+    def register(self, registry: HandlerRegistry) -> HandlerRegistry:
+        registry.add(ATTEMPT_HANDLER, self.attempt)
+        registry.add(DEADLINE_HANDLER, self.deadline)
+        return registry
+
+    async def _send(self, job: Job, secret: str | None) -> AttemptResult:
+        """One charge request through a client of its own, closed after it: attempts are
+        rare next to their provider calls, and a client kept across the worker's event loops
+        would outlive the loop its connections belong to."""
+        client = self._http_client() if self._http_client is not None else None
+        executor = HttpExecutor(
+            guard=self.dunning.scheduler.ssrf, wall_clock=self._wall_clock, client=client
+        )
+        try:
+            return await executor.send(job, secret=secret)
+        finally:
+            await executor.aclose()
+            if client is not None:
+                await client.aclose()
+
+    async def deadline(self, ctx: HandlerContext) -> str:
+        invoice_id = str(ctx.payload["invoice_id"])
+        invoice = await asyncio.to_thread(self.dunning.deadline, ctx.tenant, invoice_id)
+        return f"invoice {invoice.state}"
+
+    async def attempt(self, ctx: HandlerContext) -> str:
+        invoice_id, n = str(ctx.payload["invoice_id"]), int(ctx.payload["attempt"])
+        dunning = self.dunning
+        invoice = await asyncio.to_thread(dunning.store.get_invoice, ctx.tenant, invoice_id)
+        if invoice is None:
+            raise PermanentError(f"no invoice {invoice_id!r}")
+        record = invoice.attempt(n)
+        if record is None:
+            raise PermanentError(f"invoice {invoice_id!r} has no attempt {n}")
+        if invoice.state.is_final or record.state not in (
+            AttemptState.SCHEDULED,
+            AttemptState.PENDING,
+        ):
+            return f"not asked: attempt {record.state}, invoice {invoice.state}"
+        tenant = await asyncio.to_thread(dunning.store.get_tenant, ctx.tenant)
+        body = charge_request(ctx.job_id, invoice, n, record.at)
+        result = await self._send(
+            _request_job(ctx, invoice.charge_url, body),
+            tenant.signing_secret if tenant is not None else None,
+        )
+        outcome, codes, detail = _read_answer(result)
+        if outcome is None:
+            raise AskAgain(result.error or f"HTTP {result.status_code}")
+        await asyncio.to_thread(
+            dunning.report_outcome,
+            ctx.tenant,
+            invoice_id,
+            n,
+            outcome,  # type: ignore[arg-type]
+            decline_code=codes[0],
+            advice_code=codes[1],
+            detail=detail,
+        )
+        if outcome == "pending":
+            raise AskAgain("the provider's answer is pending: asking again with the same keys")
+        if outcome == "errored":
+            raise PermanentError(detail or "refused by the charge endpoint")
+        return f"{outcome} (HTTP {result.status_code})"
+
+
+def _read_answer(result: AttemptResult) -> tuple[str | None, tuple[Any, Any], str | None]:
+    """(outcome, (decline, advice), detail) from the endpoint's answer; outcome None: ask
+    again later."""
+    status = result.status_code
+    if result.outcome is AttemptOutcome.RETRY or status in _RETRYABLE_STATUS or status is None:
+        return None, (None, None), None
+    if result.outcome is AttemptOutcome.FAILED:
+        return "errored", (None, None), f"HTTP {status}: {result.response_excerpt or ''}"[:500]
+    try:
+        answer = json.loads(result.response_excerpt or "")
+    except ValueError:
+        answer = None
+    outcome = answer.get("outcome") if isinstance(answer, dict) else None
+    if outcome is None and status == 202:
+        return "awaiting_report", (None, None), None
+    if outcome not in ANSWERED:
+        detail = f"HTTP {status} without a valid outcome (expected one of {ANSWERED})"
+        return "errored", (None, None), detail
+    assert isinstance(answer, dict)
+    codes = (_code(answer.get("decline_code")), _code(answer.get("advice_code")))
+    return str(outcome), codes, None
+
+
+def _code(value: Any) -> str | None:
+    return str(value)[:100] if value not in (None, "") else None
+
+
+def _request_job(ctx: HandlerContext, url: str, body: dict[str, Any]) -> Job:
+    """The HTTP request of an attempt as the executor sends jobs: the attempt job's id is the
+    `webhook-id` (the same on every repeat), its idempotency key the `Idempotency-Key`."""
+    fields: dict[str, Any] = {f.name: None for f in dataclasses.fields(Job)}
+    fields.update(
+        id=ctx.job_id,
+        tenant=ctx.tenant,
+        name=ctx.name,
+        run_at=ctx.run_at,
+        target=HttpTarget(url=url, body=body),
+        payload=None,
+        idempotency_key=ctx.idempotency_key,
+        retry=ATTEMPT_RETRY,
+        timeout=ATTEMPT_TIMEOUT,
+        state=JobState.RUNNING,
+        attempts=ctx.attempt,
+        created_at=ctx.run_at,
+        updated_at=ctx.run_at,
+    )
+    return trusted(Job, fields)
+
+
+assert set(ANSWERED) <= set(REPORTED_OUTCOMES)
+
+__all__ = ["AskAgain", "AttemptRunner", "charge_request"]

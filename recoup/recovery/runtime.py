@@ -1,0 +1,32 @@
+"""Assembling the dunning runtime for a process: the `Dunning` service over a store, its job
+handlers registered in a worker's registry, and (on a virtual clock) a test clock."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import httpx
+
+from recoup.jobs.handlers import HandlerRegistry
+from recoup.jobs.scheduler import Scheduler
+from recoup.recovery.attempts import AttemptRunner
+from recoup.recovery.service import Dunning, Store
+
+
+def dunning_runtime(
+    scheduler: Scheduler,
+    store: Store,
+    registry: HandlerRegistry | None = None,
+    *,
+    http_client: Callable[[], httpx.AsyncClient] | None = None,
+) -> tuple[Dunning, HandlerRegistry]:
+    """The service, and `registry` (a new one by default) with its handlers added. Redoes at
+    once whatever a crash left undone (`Dunning.resync`). `http_client`: see `AttemptRunner`."""
+    dunning = Dunning(scheduler, store)
+    runner = AttemptRunner(dunning, http_client=http_client)
+    handlers = runner.register(registry or HandlerRegistry())
+    dunning.resync()
+    return dunning, handlers
+
+
+__all__ = ["dunning_runtime"]

@@ -1,0 +1,472 @@
+"""The dunning runtime's Python API: failures in, outcomes and payments in, jobs and events out.
+
+The only place that joins `recoup.dunning` (what to do) and `recoup.jobs` (doing it later).
+Every change of an invoice is one `change_invoice` transaction around a pure transition
+(lock, re-check, decide, write); the jobs it commands are created afterwards, each under a
+deterministic id and idempotency key, so doing it twice is harmless, and `resync()` redoes
+what a crash between the two left undone. An attempt job re-checks the invoice before it
+asks for a charge (`recoup.recovery.attempts`): cancellation is a feature, the state check is
+the backstop.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from recoup.dunning.invoice import (
+    ID_NAMESPACE,
+    AttemptState,
+    Invoice,
+    InvoiceEvent,
+    job_group,
+)
+from recoup.dunning.lifecycle import (
+    AttemptReported,
+    CancelAttempt,
+    Command,
+    DeadlinePassed,
+    Message,
+    Opening,
+    PaidOutOfBand,
+    PaymentMethodUpdated,
+    Planning,
+    ReportedOutcome,
+    ScheduleAttempt,
+    ScheduleDeadline,
+    Transition,
+    open_invoice,
+    transition,
+)
+from recoup.dunning.outcomes import idempotency_key, job_name
+from recoup.dunning.planner import plan_retries
+from recoup.dunning.policy import RetryPolicy as DunningPolicy
+from recoup.dunning.policy import parse_policy, preset
+from recoup.errors import Conflict, InvalidInput, NotFound
+from recoup.jobs.model import HttpTarget, NewJob, PythonTarget, RetryPolicy, Run
+from recoup.jobs.scheduler import Scheduler
+from recoup.jobs.store import JobStore
+from recoup.recovery.store import (
+    DunningSettings,
+    DunningStore,
+    InvoiceChange,
+    InvoiceFilter,
+    InvoicePage,
+)
+from recoup.timekeeping.instants import format_utc, require_aware
+from recoup.timekeeping.zones import zone
+
+ATTEMPT_HANDLER = "recoup.dunning.attempt"
+DEADLINE_HANDLER = "recoup.dunning.deadline"
+DEFAULT_POLICY = "business-days"
+# An attempt job is retried (same attempt, same keys) on transport failures and while the
+# provider's answer is pending; backoff from a minute up to six hours, for about three days.
+ATTEMPT_RETRY = RetryPolicy(
+    max_attempts=20, min_backoff=timedelta(minutes=1), max_backoff=timedelta(hours=6)
+)
+ATTEMPT_TIMEOUT = timedelta(seconds=60)  # the charge endpoint talks to the provider
+EVENT_RETRY = RetryPolicy(
+    max_attempts=12, min_backoff=timedelta(seconds=30), max_backoff=timedelta(hours=2)
+)
+EVENT_TIMEOUT = timedelta(seconds=15)
+KEEP_JOBS_FOR = timedelta(days=30)  # the timeline links to their run logs
+CARD_HISTORY = timedelta(days=31)  # network limits count at most 30 days back
+MAX_ID_LENGTH = 100
+
+
+class Store(JobStore, DunningStore, Protocol):
+    """What the runtime needs of a backend: jobs and dunning tables in one database."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class FailureReport:
+    """A failed charge handed to Recoup (`POST /v1/dunning/failures`)."""
+
+    invoice_id: str
+    customer_id: str
+    amount: int  # minor units
+    currency: str
+    failed_at: datetime
+    timezone: str
+    country: str | None = None
+    decline_code: str | None = None
+    advice_code: str | None = None
+    card_fingerprint: str | None = None
+    card_network: str | None = None
+    gateway: str | None = None
+    merchant_id: str | None = None
+    charge_url: str | None = None  # default: the tenant's
+
+    def __post_init__(self) -> None:
+        require_aware("failed_at", self.failed_at)
+        for name in ("invoice_id", "customer_id"):
+            value = getattr(self, name)
+            if not 1 <= len(value) <= MAX_ID_LENGTH or "\x00" in value:
+                raise InvalidInput(name, value, f"expected 1–{MAX_ID_LENGTH} characters")
+        if self.amount <= 0:
+            raise InvalidInput("amount", self.amount, "expected a positive integer (minor units)")
+        if len(self.currency) != 3 or not self.currency.isascii() or not self.currency.isalpha():
+            raise InvalidInput("currency", self.currency, "expected an ISO 4217 code such as usd")
+        zone(self.timezone)  # UnknownTimeZone names `timezone`
+
+    def same_failure(self, invoice: Invoice) -> bool:
+        """A replayed report of the failure that opened `invoice` (a provider webhook sent
+        twice): same instant, same decline."""
+        return (
+            invoice.failed_at == self.failed_at
+            and invoice.decline_code == self.decline_code
+            and invoice.advice_code == self.advice_code
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Timeline:
+    invoice: Invoice
+    events: list[InvoiceEvent]
+    runs: dict[int, list[Run]]  # attempt number → its job's run log
+
+
+class Keep(enum.Enum):
+    """A setting left as it is (`Dunning.configure`)."""
+
+    KEEP = "keep"
+
+
+KEEP = Keep.KEEP
+
+
+def deadline_job_id(tenant: str, invoice_id: str, at: datetime) -> str:
+    return str(uuid.uuid5(ID_NAMESPACE, f"deadline\x00{tenant}\x00{invoice_id}\x00{at}"))
+
+
+@functools.lru_cache(maxsize=64)
+def _policy_from_text(text: str | None) -> DunningPolicy:
+    return preset(DEFAULT_POLICY) if text is None else parse_policy(text, name="tenant")
+
+
+def check_policy(text: str) -> DunningPolicy:
+    """The policy a settings text holds; `ConfigError` naming the field at fault."""
+    return _policy_from_text(text)
+
+
+class Dunning:
+    """Failed charges of every tenant, over `scheduler`'s store (a `Store`)."""
+
+    def __init__(self, scheduler: Scheduler, store: Store) -> None:
+        self.scheduler = scheduler
+        self.store = store
+
+    @property
+    def clock(self) -> Any:
+        return self.scheduler.clock
+
+    # -- settings ----------------------------------------------------------------------------
+
+    def settings(self, tenant: str) -> DunningSettings:
+        found = self.store.get_settings(tenant)
+        return found or DunningSettings(
+            tenant=tenant,
+            policy_toml=None,
+            event_url=None,
+            charge_url=None,
+            updated_at=self.clock.now(),
+        )
+
+    def configure(
+        self,
+        tenant: str,
+        *,
+        policy_toml: str | Keep | None = KEEP,
+        event_url: str | Keep | None = KEEP,
+        charge_url: str | Keep | None = KEEP,
+    ) -> DunningSettings:
+        """Set the tenant's settings: each one given replaces the stored one (None clears it),
+        each one left out (`KEEP`) stays. What is given is validated whole before anything is
+        stored."""
+        if isinstance(policy_toml, str):
+            check_policy(policy_toml)
+        for field, url in (("event_url", event_url), ("charge_url", charge_url)):
+            if isinstance(url, str):
+                self._check_url(field, url)
+        current = self.settings(tenant)
+        return self.store.put_settings(
+            DunningSettings(
+                tenant=tenant,
+                policy_toml=current.policy_toml if isinstance(policy_toml, Keep) else policy_toml,
+                event_url=current.event_url if isinstance(event_url, Keep) else event_url,
+                charge_url=current.charge_url if isinstance(charge_url, Keep) else charge_url,
+                updated_at=self.clock.now(),
+            )
+        )
+
+    def policy(self, tenant: str) -> DunningPolicy:
+        return _policy_from_text(self.settings(tenant).policy_toml)
+
+    def _check_url(self, field: str, url: str) -> None:
+        try:
+            self.scheduler.check_target(HttpTarget(url=url))
+        except InvalidInput as exc:
+            raise InvalidInput(field, url, exc.allowed) from None
+
+    # -- failures in -------------------------------------------------------------------------
+
+    def report_failure(self, tenant: str, report: FailureReport) -> tuple[Invoice, bool]:
+        """Plan the failure and schedule every planned attempt → (invoice, True). The same
+        failure again → (the stored invoice, False), nothing changed; another failure of an
+        invoice already known → `Conflict` naming it."""
+        existing = self.store.get_invoice(tenant, report.invoice_id)
+        if existing is not None:
+            return self._same_or_conflict(report, existing), False
+        settings = self.settings(tenant)
+        charge_url = report.charge_url or settings.charge_url
+        if charge_url is None:
+            raise InvalidInput(
+                "charge_url",
+                None,
+                "expected the retry-charge endpoint's URL (the tenant has no default: set one "
+                "with PUT /v1/dunning/settings)",
+            )
+        self._check_url("charge_url", charge_url)
+        policy = _policy_from_text(settings.policy_toml)
+        opening = Opening(
+            tenant=tenant,
+            invoice_id=report.invoice_id,
+            customer_id=report.customer_id,
+            amount=report.amount,
+            currency=report.currency.lower(),
+            failed_at=report.failed_at,
+            timezone=report.timezone,
+            country=report.country,
+            decline_code=report.decline_code,
+            advice_code=report.advice_code,
+            card_fingerprint=report.card_fingerprint,
+            card_network=report.card_network,
+            gateway=report.gateway,
+            merchant_id=report.merchant_id,
+            charge_url=charge_url,
+            policy=policy,
+        )
+        history = self._history(tenant, report.card_fingerprint, report.failed_at)
+        decision = plan_retries(opening.failure(), policy, history=history)
+        invoice, first = open_invoice(opening, decision, now=self.clock.now())
+        stored, created = self.store.create_invoice(invoice, first.events)
+        if not created:  # a concurrent report of the same invoice won
+            return self._same_or_conflict(report, stored), False
+        self._carry_out(stored, first.commands, first.events)
+        return stored, True
+
+    @staticmethod
+    def _same_or_conflict(report: FailureReport, existing: Invoice) -> Invoice:
+        if report.same_failure(existing):
+            return existing
+        raise Conflict(
+            f"invoice {report.invoice_id!r} is already in dunning (state {existing.state}, "
+            f"opened by the failure at {format_utc(existing.failed_at)}); a new failure needs "
+            "a new invoice id"
+        )
+
+    def _history(self, tenant: str, card: str | None, at: datetime) -> list[Any]:
+        if not card:
+            return []
+        return self.store.card_history(tenant, card, since=at - CARD_HISTORY)
+
+    # -- messages in -------------------------------------------------------------------------
+
+    def report_outcome(
+        self,
+        tenant: str,
+        invoice_id: str,
+        attempt: int,
+        outcome: ReportedOutcome,
+        *,
+        decline_code: str | None = None,
+        advice_code: str | None = None,
+        detail: str | None = None,
+    ) -> Invoice:
+        message = AttemptReported(
+            attempt=attempt,
+            outcome=outcome,
+            at=self.clock.now(),
+            decline_code=decline_code,
+            advice_code=advice_code,
+            detail=detail,
+        )
+        return self.apply(tenant, invoice_id, message)
+
+    def mark_paid(self, tenant: str, invoice_id: str) -> Invoice:
+        return self.apply(tenant, invoice_id, PaidOutOfBand(at=self.clock.now()))
+
+    def payment_method_updated(self, tenant: str, invoice_id: str) -> Invoice:
+        return self.apply(tenant, invoice_id, PaymentMethodUpdated(at=self.clock.now()))
+
+    def deadline(self, tenant: str, invoice_id: str) -> Invoice:
+        return self.apply(tenant, invoice_id, DeadlinePassed(at=self.clock.now()))
+
+    def apply(self, tenant: str, invoice_id: str, message: Message) -> Invoice:
+        """One transition under the invoice's row lock, then the jobs it commands."""
+        current = self.get(tenant, invoice_id)
+        policy = self.policy(tenant)
+        history = self._history(tenant, current.card_fingerprint, self.clock.now())
+        done: list[Transition] = []
+
+        def change(invoice: Invoice) -> InvoiceChange | None:
+            seq = len(self.store.invoice_events(tenant, invoice_id))
+            found = transition(
+                invoice,
+                message,
+                Planning(policy=policy, history=history),
+                seq=seq,
+                now=self.clock.now(),
+            )
+            if found is None:
+                return None
+            done.append(found)
+            return InvoiceChange(invoice=found.invoice, events=found.events)
+
+        self.store.change_invoice(tenant, invoice_id, change)
+        if not done:
+            return self.get(tenant, invoice_id)
+        t = done[-1]
+        self._carry_out(t.invoice, t.commands, t.events)
+        return t.invoice
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def get(self, tenant: str, invoice_id: str) -> Invoice:
+        found = self.store.get_invoice(tenant, invoice_id)
+        if found is None:
+            raise NotFound(f"no invoice {invoice_id!r} in dunning")
+        return found
+
+    def timeline(self, tenant: str, invoice_id: str) -> Timeline:
+        invoice = self.get(tenant, invoice_id)
+        runs = {a.attempt: self.store.runs(tenant, a.job_id) for a in invoice.attempts}
+        return Timeline(
+            invoice=invoice, events=self.store.invoice_events(tenant, invoice_id), runs=runs
+        )
+
+    def list_invoices(self, query: InvoiceFilter) -> InvoicePage:
+        return self.store.list_invoices(query)
+
+    # -- jobs out ----------------------------------------------------------------------------
+
+    def _carry_out(
+        self, invoice: Invoice, commands: tuple[Command, ...], events: tuple[InvoiceEvent, ...]
+    ) -> None:
+        now = self.clock.now()
+        for command in commands:
+            match command:
+                case ScheduleAttempt():
+                    self.store.insert(self._attempt_job(invoice, command.attempt.attempt), now=now)
+                case CancelAttempt():
+                    self.store.cancel(invoice.tenant, command.attempt.job_id, now=now)
+                case ScheduleDeadline():
+                    self.store.insert(self._deadline_job(invoice, command.at), now=now)
+        self._dispatch(list(events))
+
+    def _attempt_job(self, invoice: Invoice, n: int) -> NewJob:
+        record = invoice.attempt(n)
+        assert record is not None
+        return NewJob(
+            id=record.job_id,
+            run_at=record.at,
+            target=PythonTarget(handler=ATTEMPT_HANDLER),
+            tenant=invoice.tenant,
+            name=job_name(invoice.invoice_id, n),
+            group=job_group(invoice.invoice_id),
+            payload={"invoice_id": invoice.invoice_id, "attempt": n},
+            idempotency_key=idempotency_key(invoice.invoice_id, n),
+            retry=ATTEMPT_RETRY,
+            timeout=ATTEMPT_TIMEOUT,
+            keep_for=KEEP_JOBS_FOR,
+        )
+
+    def _deadline_job(self, invoice: Invoice, at: datetime) -> NewJob:
+        return NewJob(
+            id=deadline_job_id(invoice.tenant, invoice.invoice_id, at),
+            run_at=at,
+            target=PythonTarget(handler=DEADLINE_HANDLER),
+            tenant=invoice.tenant,
+            group=job_group(invoice.invoice_id),
+            payload={"invoice_id": invoice.invoice_id},
+            idempotency_key=f"deadline:{invoice.invoice_id}:{format_utc(at)}",
+            retry=ATTEMPT_RETRY,
+            keep_for=KEEP_JOBS_FOR,
+        )
+
+    def _dispatch(self, events: list[InvoiceEvent]) -> None:
+        """Send the sendable events through durable jobs (they retry and keep run logs); the
+        job's id is the event's, so the receiver sees one `webhook-id` per event."""
+        if not events:
+            return
+        now = self.clock.now()
+        urls: dict[str, str | None] = {}
+        for event in events:
+            if not event.is_sent:
+                continue
+            if event.tenant not in urls:
+                urls[event.tenant] = self.settings(event.tenant).event_url
+            url = urls[event.tenant]
+            if url is None:
+                continue
+            # Events of one invoice due at one instant may arrive in any order (delivery is
+            # concurrent, and retried): `seq` orders them.
+            body = {
+                "id": event.id,
+                "seq": event.seq,
+                "type": event.type,
+                "timestamp": format_utc(event.at),
+                "data": event.data,
+            }
+            self.store.insert(
+                NewJob(
+                    id=event.id,
+                    run_at=now,
+                    target=HttpTarget(url=url, body=body),
+                    tenant=event.tenant,
+                    group=job_group(event.invoice_id),
+                    idempotency_key=f"event:{event.id}",
+                    retry=EVENT_RETRY,
+                    timeout=EVENT_TIMEOUT,
+                    keep_for=KEEP_JOBS_FOR,
+                ),
+                now=now,
+            )
+        self.store.mark_events_dispatched([e.id for e in events], now=now)
+
+    def resync(self, *, limit: int = 500) -> int:
+        """Redo what a crash between a transition and its jobs left undone: events not yet
+        dispatched, attempts scheduled without their job, cancelled attempts whose job is
+        live. Returns how many things it fixed. Safe to run at any time, from any process."""
+        fixed = 0
+        events = self.store.undispatched_events(limit=limit)
+        self._dispatch(events)
+        fixed += len(events)
+        now = self.clock.now()
+        for ref in self.store.attempts_out_of_sync(limit=limit):
+            invoice = self.store.get_invoice(ref.tenant, ref.invoice_id)
+            if invoice is None:
+                continue
+            if ref.attempt.state is AttemptState.SCHEDULED:
+                self.store.insert(self._attempt_job(invoice, ref.attempt.attempt), now=now)
+            else:
+                self.store.cancel(ref.tenant, ref.attempt.job_id, now=now)
+            fixed += 1
+        return fixed
+
+
+__all__ = [
+    "ATTEMPT_HANDLER",
+    "DEADLINE_HANDLER",
+    "KEEP",
+    "Dunning",
+    "FailureReport",
+    "Keep",
+    "Store",
+    "Timeline",
+    "check_policy",
+]

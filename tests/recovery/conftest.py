@@ -1,0 +1,179 @@
+"""A dunning runtime on a test clock, over each backend, with a charge endpoint and an event
+receiver served in-process (an ASGI transport: no port, no real time) in front of the
+simulated gateway, which counts every charge."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+from standardwebhooks import Webhook
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from recoup.dunning.invoice import Invoice
+from recoup.jobs.scheduler import Scheduler
+from recoup.jobs.ssrf import SsrfGuard
+from recoup.jobs.test_clock import TestClock
+from recoup.payments import ChargeRequest, ProviderTimeout, ProviderUnavailable, SimulatedGateway
+from recoup.recovery.runtime import dunning_runtime
+from recoup.recovery.service import Dunning, FailureReport
+from recoup.timekeeping.clock import VirtualClock
+from tests.jobs.conftest import backend, store  # noqa: F401  (the per-backend fixtures)
+
+START = datetime(2026, 6, 23, 15, 0, tzinfo=UTC)  # a Tuesday, 10:00 in Chicago
+CHARGE_URL = "http://127.0.0.1/charge"
+EVENT_URL = "http://127.0.0.1/events"
+
+
+@dataclass
+class ChargeSide:
+    """The user's side: a charge endpoint (find by key before charging, as a receiver must)
+    and an event receiver. `before_charge` runs inside a request, before the charge."""
+
+    gateway: SimulatedGateway
+    secret: Callable[[], str]
+    cards: dict[str, str] = field(default_factory=dict)  # invoice → card fingerprint
+    paid: set[str] = field(default_factory=set)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    before_charge: Callable[[dict[str, Any]], None] | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def verified(self, request: Request, body: bytes) -> dict[str, Any]:
+        payload: dict[str, Any] = Webhook(self.secret()).verify(body, dict(request.headers))
+        return payload
+
+    async def charge(self, request: Request) -> JSONResponse:
+        body = await request.body()
+        data = self.verified(request, body)
+        assert request.headers["idempotency-key"] == data["idempotency_key"]
+        with self.lock:
+            self.requests.append(data)
+        return await asyncio.to_thread(self._charge, data)
+
+    def _charge(self, data: dict[str, Any]) -> JSONResponse:
+        key = data["charge_idempotency_key"]
+        found = self.gateway.find_charge(key)
+        if found is None:
+            if data["invoice_id"] in self.paid:
+                return JSONResponse({"outcome": "already_handled"})
+            if self.before_charge is not None:
+                self.before_charge(data)
+            try:
+                found = self.gateway.charge(
+                    ChargeRequest(
+                        idempotency_key=key,
+                        invoice_id=data["invoice_id"],
+                        customer_id=data["customer_id"],
+                        amount=data["amount"],
+                        currency=data["currency"],
+                        card=self.cards.get(data["invoice_id"]),
+                        at=datetime.fromisoformat(data["scheduled_at"]),
+                    )
+                )
+            except ProviderTimeout:
+                return JSONResponse({"outcome": "pending"})
+            except ProviderUnavailable:
+                return JSONResponse({"error": "provider unavailable"}, status_code=503)
+        if found.status == "succeeded":
+            self.paid.add(data["invoice_id"])
+            return JSONResponse({"outcome": "succeeded"})
+        return JSONResponse(
+            {
+                "outcome": "failed",
+                "decline_code": found.decline_code,
+                "advice_code": found.advice_code,
+            }
+        )
+
+    async def event(self, request: Request) -> JSONResponse:
+        body = await request.body()
+        payload = self.verified(request, body)
+        with self.lock:
+            self.events.append({"webhook_id": request.headers["webhook-id"], **payload})
+        return JSONResponse({"ok": True})
+
+    def app(self) -> Starlette:
+        return Starlette(
+            routes=[
+                Route("/charge", self.charge, methods=["POST"]),
+                Route("/events", self.event, methods=["POST"]),
+            ]
+        )
+
+    def event_types(self, invoice_id: str) -> list[str]:
+        mine = [e for e in self.events if e["data"]["invoice_id"] == invoice_id]
+        return [e["type"] for e in sorted(mine, key=lambda e: int(e["seq"]))]
+
+
+@dataclass
+class Runtime:
+    clock: VirtualClock
+    store: Any
+    dunning: Dunning
+    test_clock: TestClock
+    side: ChargeSide
+
+    def fail(
+        self,
+        invoice_id: str,
+        card: str,
+        *,
+        decline: str = "insufficient_funds",
+        at: datetime = START,
+        **extra: Any,
+    ) -> Invoice:
+        self.side.cards[invoice_id] = card
+        invoice, _ = self.dunning.report_failure(
+            "default",
+            FailureReport(
+                invoice_id=invoice_id,
+                customer_id=f"cus_{invoice_id}",
+                amount=1999,
+                currency="usd",
+                failed_at=at,
+                timezone="America/Chicago",
+                country="US",
+                decline_code=decline,
+                card_fingerprint=card,
+                card_network="visa",
+                **extra,
+            ),
+        )
+        return invoice
+
+    def advance(self, delta: timedelta) -> int:
+        return self.test_clock.advance(delta)
+
+    def invoice(self, invoice_id: str) -> Invoice:
+        return self.dunning.get("default", invoice_id)
+
+
+@pytest.fixture
+def runtime(store: Any) -> Iterator[Runtime]:  # noqa: F811
+    clock = VirtualClock(START)
+    scheduler = Scheduler(store, clock=clock, ssrf=SsrfGuard(allow_private=True))
+    secret = scheduler.default_tenant().signing_secret
+    gateway = SimulatedGateway(clock, sleep=lambda seconds: None)
+    side = ChargeSide(gateway=gateway, secret=lambda: secret)
+    app = side.app()
+    client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app))
+    dunning, handlers = dunning_runtime(
+        scheduler,
+        store,
+        http_client=lambda: httpx.AsyncClient(transport=httpx.ASGITransport(app=app)),
+    )
+    dunning.configure("default", policy_toml=None, event_url=EVENT_URL, charge_url=CHARGE_URL)
+    worker = scheduler.worker(handlers=handlers, http_client=client, concurrency=20)
+    test_clock = TestClock(clock, worker, store, schedules=store, before_step=dunning.resync)
+    yield Runtime(clock, store, dunning, test_clock, side)
+    asyncio.run(client.aclose())

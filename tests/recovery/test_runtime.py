@@ -1,0 +1,249 @@
+"""The dunning runtime end to end on a test clock, counting charges at the simulated gateway:
+exactly one charge per attempt under duplicate triggers, ambiguous timeouts and concurrent
+payments; cancellation, final actions and events once each."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from recoup.dunning.invoice import AttemptState, InvoiceState
+from recoup.dunning.lifecycle import Opening, open_invoice
+from recoup.dunning.planner import plan_retries
+from recoup.errors import Conflict
+from recoup.jobs.handlers import HandlerContext
+from recoup.jobs.model import JobState
+from recoup.payments import Fault, FaultKind, Scenario
+from recoup.recovery.attempts import AttemptRunner
+from tests.recovery.conftest import START, Runtime
+
+DAY = timedelta(days=1)
+
+
+def test_two_weeks_on_a_test_clock_run_the_plan_in_order_and_recover_once(
+    runtime: Runtime,
+) -> None:
+    runtime.side.gateway.add_card("fp_nsf", Scenario.soft(clears_after=timedelta(days=5)))
+    invoice = runtime.fail("inv_1", "fp_nsf")
+    planned = [a.at for a in invoice.attempts]
+    assert len(planned) == 4 and planned == sorted(planned)
+    runtime.advance(14 * DAY)
+    after = runtime.invoice("inv_1")
+    assert after.state is InvoiceState.RECOVERED
+    asked = [r["attempt"] for r in runtime.side.requests]
+    assert asked == sorted(asked) and asked[-1] == int(after.recovered_by.split(":")[1])  # type: ignore[union-attr]
+    gateway = runtime.side.gateway
+    assert gateway.total_charged("inv_1") == 1999
+    assert max(gateway.charges_per_key().values()) == 1
+    assert gateway.double_charged_invoices() == []
+    types = runtime.side.event_types("inv_1")
+    assert types[0] == "invoice.retry_scheduled" and types.count("invoice.recovered") == 1
+    assert types.count("invoice.retry_failed") == len(asked) - 1
+    # Each event was delivered under its own id, as its webhook-id.
+    assert all(e["webhook_id"] == e["id"] for e in runtime.side.events)
+    # The attempts after the recovery were cancelled, with their jobs.
+    for a in after.attempts:
+        if a.state is AttemptState.CANCELLED:
+            job = runtime.store.get("default", a.job_id)
+            assert job is not None and job.state is JobState.CANCELLED
+
+
+def test_a_replayed_failure_changes_nothing_and_another_failure_conflicts(
+    runtime: Runtime,
+) -> None:
+    first = runtime.fail("inv_1", "fp_1")
+    again = runtime.fail("inv_1", "fp_1")
+    assert again == first
+    jobs = [runtime.store.get("default", a.job_id) for a in first.attempts]
+    assert all(j is not None and j.state is JobState.SCHEDULED for j in jobs)
+    with pytest.raises(Conflict, match="inv_1"):
+        runtime.fail("inv_1", "fp_1", at=START + timedelta(hours=1))
+
+
+def test_a_hard_decline_on_attempt_two_cancels_three_and_four_and_acts_once(
+    runtime: Runtime,
+) -> None:
+    gateway = runtime.side.gateway
+    runtime.side.before_charge = lambda data: (
+        gateway.add_card("fp_x", Scenario.hard()) if data["attempt"] == 2 else None
+    )
+    gateway.add_card("fp_x", Scenario.soft())
+    runtime.fail("inv_1", "fp_x")
+    runtime.advance(21 * DAY)
+    invoice = runtime.invoice("inv_1")
+    assert invoice.state is InvoiceState.EXHAUSTED
+    states = [a.state for a in invoice.attempts]
+    assert states == [AttemptState.FAILED, AttemptState.FAILED] + [AttemptState.CANCELLED] * 2
+    assert [r["attempt"] for r in runtime.side.requests] == [1, 2]
+    for a in invoice.attempts[2:]:
+        assert runtime.store.get("default", a.job_id).state is JobState.CANCELLED
+    exhausted = [e for e in runtime.side.events if e["type"] == "invoice.exhausted"]
+    assert len(exhausted) == 1 and exhausted[0]["data"]["final_action"] == "pause_access"
+    assert gateway.total_charged("inv_1") == 0
+
+
+def test_timeout_after_the_provider_charged_is_reconciled_without_a_second_charge(
+    runtime: Runtime,
+) -> None:
+    gateway = runtime.side.gateway
+    gateway.inject(Fault(kind=FaultKind.TIMEOUT_AFTER, times=1))
+    invoice = runtime.fail("inv_1", "fp_ok")
+    runtime.advance(invoice.attempts[0].at - START)
+    assert runtime.invoice("inv_1").attempt(1).state is AttemptState.PENDING  # type: ignore[union-attr]
+    runtime.advance(DAY)  # the attempt's job asks again, with the same keys
+    assert runtime.invoice("inv_1").state is InvoiceState.RECOVERED
+    assert gateway.charges_per_key() == {"charge:inv_1:1": 1}
+    assert [r["attempt"] for r in runtime.side.requests] == [1, 1]
+
+
+def test_timeout_before_the_charge_charges_once_on_the_retry(runtime: Runtime) -> None:
+    gateway = runtime.side.gateway
+    gateway.inject(Fault(kind=FaultKind.TIMEOUT_BEFORE, times=1))
+    runtime.fail("inv_1", "fp_ok")
+    runtime.advance(3 * DAY)
+    assert runtime.invoice("inv_1").state is InvoiceState.RECOVERED
+    assert gateway.charges_per_key() == {"charge:inv_1:1": 1}
+
+
+def test_an_attempt_fired_twice_concurrently_charges_once(runtime: Runtime) -> None:
+    invoice = runtime.fail("inv_1", "fp_ok")
+    runtime.clock.set(invoice.attempts[0].at)
+    job = runtime.store.get("default", invoice.attempts[0].job_id)
+    runner = AttemptRunner(runtime.dunning, http_client=lambda: runtime_client(runtime))
+    ctx = HandlerContext(
+        job_id=job.id,
+        tenant="default",
+        name=job.name,
+        attempt=1,
+        payload=job.payload,
+        idempotency_key=job.idempotency_key,
+        run_at=job.run_at,
+    )
+
+    # Both copies pass the state check before either charges: each waits for the other.
+    barrier = threading.Barrier(2, timeout=10)
+    runtime.side.before_charge = lambda data: barrier.wait()
+
+    async def twice() -> list[Any]:
+        return await asyncio.gather(
+            runner.attempt(ctx), runner.attempt(ctx), return_exceptions=True
+        )
+
+    results = asyncio.run(twice())
+    assert all(not isinstance(r, BaseException) for r in results), results
+    assert runtime.side.gateway.charges_per_key() == {"charge:inv_1:1": 1}
+    after = runtime.invoice("inv_1")
+    assert after.state is InvoiceState.RECOVERED and after.recovered_by == "attempt:1"
+    # And the job itself fires later: the backstop asks nothing.
+    runtime.advance(DAY)
+    assert len(runtime.side.requests) == 2
+    assert runtime.side.event_types("inv_1").count("invoice.recovered") == 1
+
+
+def runtime_client(runtime: Runtime) -> Any:
+    import httpx
+
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=runtime.side.app()))
+
+
+def test_paid_before_the_attempt_cancels_it_and_nothing_is_asked(runtime: Runtime) -> None:
+    invoice = runtime.fail("inv_1", "fp_ok")
+    runtime.dunning.mark_paid("default", "inv_1")
+    runtime.advance(21 * DAY)
+    assert runtime.side.requests == []
+    assert runtime.side.gateway.total_charged("inv_1") == 0
+    for a in invoice.attempts:
+        assert runtime.store.get("default", a.job_id).state is JobState.CANCELLED
+    assert runtime.side.event_types("inv_1") == ["invoice.retry_scheduled", "invoice.recovered"]
+
+
+def test_paid_while_an_attempt_is_in_flight_reports_the_double_charge(runtime: Runtime) -> None:
+    runtime.side.before_charge = lambda data: runtime.dunning.mark_paid("default", "inv_1")
+    runtime.fail("inv_1", "fp_ok")
+    runtime.advance(3 * DAY)
+    invoice = runtime.invoice("inv_1")
+    assert invoice.state is InvoiceState.RECOVERED
+    assert invoice.recovered_by == "paid_out_of_band"
+    types = runtime.side.event_types("inv_1")
+    assert types.count("invoice.double_charged") == 1
+    assert runtime.side.gateway.charges_per_key() == {"charge:inv_1:1": 1}
+
+
+def test_an_expired_card_then_a_card_update_gets_one_prompt_retry(runtime: Runtime) -> None:
+    gateway = runtime.side.gateway
+    gateway.add_card("fp_exp", Scenario.expired())
+    invoice = runtime.fail("inv_1", "fp_exp", decline="expired_card")
+    assert invoice.state is InvoiceState.AWAITING_CUSTOMER and invoice.attempts == ()
+    runtime.advance(2 * DAY)
+    assert runtime.side.requests == []
+    gateway.update_card("fp_exp")
+    updated = runtime.dunning.payment_method_updated("default", "inv_1")
+    assert [a.at for a in updated.attempts] == [runtime.clock.now()]
+    runtime.advance(timedelta(0))
+    assert runtime.invoice("inv_1").state is InvoiceState.RECOVERED
+    assert [r["attempt"] for r in runtime.side.requests] == [1]
+    assert runtime.side.event_types("inv_1") == [
+        "invoice.awaiting_customer",
+        "invoice.retry_scheduled",
+        "invoice.recovered",
+    ]
+
+
+def test_the_deadline_exhausts_an_invoice_whose_customer_never_came(runtime: Runtime) -> None:
+    runtime.fail("inv_1", "fp_exp", decline="expired_card")
+    runtime.advance(22 * DAY)
+    assert runtime.invoice("inv_1").state is InvoiceState.EXHAUSTED
+    assert runtime.side.event_types("inv_1") == [
+        "invoice.awaiting_customer",
+        "invoice.exhausted",
+    ]
+
+
+def test_resync_recreates_the_jobs_and_events_a_crash_left_undone(runtime: Runtime) -> None:
+    # As if the process died right after storing the invoice: no job, no event sent.
+    opening = Opening(
+        tenant="default",
+        invoice_id="inv_1",
+        customer_id="cus_1",
+        amount=1999,
+        currency="usd",
+        failed_at=START,
+        timezone="America/Chicago",
+        country="US",
+        decline_code="insufficient_funds",
+        advice_code=None,
+        card_fingerprint="fp_ok",
+        card_network="visa",
+        gateway=None,
+        merchant_id=None,
+        charge_url="http://127.0.0.1/charge",
+        policy=runtime.dunning.policy("default"),
+    )
+    decision = plan_retries(opening.failure(), opening.policy)
+    invoice, first = open_invoice(opening, decision, now=START)
+    runtime.store.create_invoice(invoice, first.events)
+    runtime.side.cards["inv_1"] = "fp_ok"
+    assert all(runtime.store.get("default", a.job_id) is None for a in invoice.attempts)
+    assert runtime.dunning.resync() == 1 + len(invoice.attempts)
+    assert all(runtime.store.get("default", a.job_id) is not None for a in invoice.attempts)
+    assert runtime.dunning.resync() == 0
+    runtime.advance(3 * DAY)
+    assert runtime.invoice("inv_1").state is InvoiceState.RECOVERED
+    assert runtime.side.event_types("inv_1")[0] == "invoice.retry_scheduled"
+
+
+def test_an_outcome_reported_later_for_a_202_endpoint(runtime: Runtime) -> None:
+    invoice = runtime.fail("inv_1", "fp_ok")
+    after = runtime.dunning.report_outcome(
+        "default", "inv_1", 1, "failed", decline_code="insufficient_funds"
+    )
+    assert after.attempt(1).state is AttemptState.FAILED  # type: ignore[union-attr]
+    same = runtime.dunning.report_outcome(
+        "default", "inv_1", 1, "failed", decline_code="insufficient_funds"
+    )
+    assert same.version == after.version
+    assert invoice.version < after.version
