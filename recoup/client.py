@@ -48,6 +48,7 @@ from recoup.api.schemas import (
     ScheduleOut,
     UpcomingOut,
 )
+from recoup.client_dunning import DunningCalls
 from recoup.errors import RecoupError
 
 __all__ = [
@@ -166,7 +167,7 @@ def _error_of(response: httpx.Response) -> ApiError:
 
 
 @dataclass
-class Client:
+class Client(DunningCalls):
     """A client of one Recoup server for one tenant (its bearer `token`)."""
 
     base_url: str
@@ -358,6 +359,9 @@ class Client:
         key = idempotency_key or str(uuid.uuid4())
         response = self._send("POST", path, json=payload, headers={"Idempotency-Key": key})
         return model.model_validate(response.json())
+
+    def _put_json(self, model: type[M], path: str, payload: Any) -> M:
+        return model.model_validate(self._send("PUT", path, json=payload).json())
 
     def _send(
         self,

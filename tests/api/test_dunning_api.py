@@ -5,7 +5,7 @@ which exists only on a server on a virtual clock."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -217,3 +217,39 @@ def test_a_test_clock_advanced_sixteen_days_runs_the_whole_plan(
         assert types.count("invoice.exhausted") == 1
         assert http.post("/v1/clock", json={"to": "2026-07-01T00:00:00Z"}).status_code == 422
         assert http.post("/v1/clock", json={}).status_code == 422
+
+
+def test_the_python_client_drives_dunning_and_the_test_clock(
+    virtual_server: tuple[Api, ChargeSide],
+) -> None:
+    from recoup.api.tokens import issue_token
+    from recoup.client import Client, NotFoundError
+    from recoup.payments import Scenario
+
+    api, side = virtual_server
+    side.gateway.add_card("fp_1", Scenario.soft(clears_after=timedelta(days=4)))
+    token = issue_token(api.tables, "default", now=datetime.now(UTC)).secret
+    with Client(api.url, token) as client:
+        opened = client.report_failure(
+            invoice_id="inv_1",
+            customer_id="cus_1",
+            amount=1999,
+            currency="usd",
+            failed_at=datetime(2026, 6, 23, 15, 0, tzinfo=UTC),
+            timezone="America/Chicago",
+            country="US",
+            decline_code="insufficient_funds",
+            card_fingerprint="fp_1",
+            card_network="visa",
+        )
+        assert opened.state == "retrying" and len(opened.attempts) == 4
+        before = client.clock().now
+        moved = client.advance_clock(seconds=10 * 86400)
+        assert moved.now == before + timedelta(days=10) and moved.ran > 0
+        timeline = client.get_invoice("inv_1")
+        assert timeline.state == "recovered"
+        assert [e.type for e in timeline.events][-1] == "invoice.recovered"
+        page = client.list_invoices(state="recovered")
+        assert [i.invoice_id for i in page.invoices] == ["inv_1"]
+        with pytest.raises(NotFoundError):
+            client.mark_paid("inv_404")
