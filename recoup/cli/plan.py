@@ -2,39 +2,19 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from recoup.cli._app import app, print_json
+from recoup.cli._policy import PolicyOption, load_policy
 from recoup.dunning.outcomes import Decision, Retry, decision_as_dict, decision_kind
 from recoup.dunning.planner import Failure, plan_retries
-from recoup.dunning.policy import DEFAULT_PRESET, PRESETS, RetryPolicy, resolve_policy
-from recoup.errors import ConfigError, InvalidInput
+from recoup.dunning.policy import DEFAULT_PRESET
+from recoup.errors import InvalidInput
 from recoup.timekeeping.calendar import BusinessCalendar
 from recoup.timekeeping.instants import format_local, format_utc, parse_instant
 from recoup.timekeeping.zones import zone
-
-
-def _read_policy_file(path: str) -> str:
-    try:
-        return Path(path).read_text("utf-8")
-    except OSError as exc:
-        raise InvalidInput(
-            "--policy",
-            path,
-            f"expected {' or '.join(PRESETS)} or a readable TOML file ({exc.strerror})",
-        ) from None
-
-
-def load_policy(source: str) -> RetryPolicy:
-    """The policy a `--policy` option names: a preset or a TOML file. Errors name the option
-    (and, for a file, the dotted field inside it)."""
-    try:
-        return resolve_policy(source, _read_policy_file)
-    except ConfigError as exc:
-        raise ConfigError(f"--policy {source}: {exc.field}", exc.value, exc.allowed) from None
 
 
 def _country(value: str | None) -> str | None:
@@ -95,9 +75,7 @@ def plan_command(
         list[str] | None,
         typer.Option("--advice-code", help="Advice code (Stripe or Mastercard MAC); repeatable."),
     ] = None,
-    policy: Annotated[
-        str, typer.Option("--policy", help=f"{' | '.join(PRESETS)} | PATH to a policy TOML.")
-    ] = DEFAULT_PRESET,
+    policy: PolicyOption = DEFAULT_PRESET,
     next_renewal: Annotated[
         str | None,
         typer.Option("--next-renewal", help="Next renewal instant: no attempt at or after it."),
@@ -117,7 +95,7 @@ def plan_command(
         advice_codes=tuple(advice_code or ()),
         next_renewal_at=parse_instant("--next-renewal", next_renewal) if next_renewal else None,
     )
-    decision = plan_retries(failure, load_policy(policy))
+    decision = plan_retries(failure, load_policy(policy).policy)
     if as_json:
         print_json(decision_as_dict(decision))
     else:

@@ -11,10 +11,16 @@ from typing import Annotated, Any
 
 import typer
 
-from recoup.analytics.replay import read_failures, replay_failures, summarize, write_planned
+from recoup.analytics.replay import (
+    plot_hours,
+    read_failures,
+    replay_failures,
+    summarize,
+    write_planned,
+)
 from recoup.cli._app import app, print_json
-from recoup.cli.plan import load_policy
-from recoup.dunning.policy import DEFAULT_PRESET, PRESETS
+from recoup.cli._policy import PolicyOption, load_policy
+from recoup.dunning.policy import DEFAULT_PRESET
 from recoup.errors import InvalidInput
 
 COMPARE_CHOICES = ("nightly",)
@@ -51,39 +57,6 @@ def _progress(enabled: bool) -> Iterator[_Progress]:
         yield _Progress(bar)
 
 
-def _plot(summary: dict[str, Any], path: str) -> None:
-    """Hour histograms of the plan (and of the nightly batch when compared) as a PNG."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")  # files only: never open a window
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise InvalidInput(
-            "--plot", path, "needs matplotlib (pip install 'recoup[plot]')"
-        ) from None
-    hours = list(range(24))
-    series = [("planned", summary)]
-    if "nightly" in summary:
-        series.append(("nightly 00:00 UTC", summary["nightly"]))
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4), sharey=True)
-    width = 0.8 / len(series)
-    for i, (label, figures) in enumerate(series):
-        offset = [h + (i - (len(series) - 1) / 2) * width for h in hours]
-        axes[0].bar(offset, figures["by_utc_hour"], width=width, label=label)
-        axes[1].bar(offset, figures["by_local_hour"], width=width, label=label)
-    axes[0].set_title("attempts by UTC hour")
-    axes[1].set_title("attempts by customer-local hour")
-    for ax in axes:
-        ax.set_xticks(hours[::2])
-        ax.set_xlabel("hour")
-        ax.legend()
-    axes[0].set_ylabel("attempts")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-
-
 def _print_summary(summary: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -113,7 +86,7 @@ def _print_summary(summary: dict[str, Any]) -> None:
         console.print(f"unknown decline codes (planned as soft, capped): {shown}", markup=False)
 
 
-PLOT_SUFFIXES = (".png",)  # what `_plot` writes (matplotlib's Agg backend, PNG)
+PLOT_SUFFIXES = (".png",)  # what `plot_hours` writes (matplotlib's Agg backend, PNG)
 
 
 def _check_writable(option: str, path: Path) -> None:
@@ -146,9 +119,7 @@ def replay_command(
     failures: Annotated[
         Path, typer.Argument(metavar="FAILURES.csv", help="CSV: invoice_id, failed_at, timezone, …")
     ],
-    policy: Annotated[
-        str, typer.Option("--policy", help=f"{' | '.join(PRESETS)} | PATH to a policy TOML.")
-    ] = DEFAULT_PRESET,
+    policy: PolicyOption = DEFAULT_PRESET,
     out: Annotated[
         Path | None, typer.Option("--out", help="Write every planned attempt to this CSV.")
     ] = None,
@@ -173,7 +144,7 @@ def replay_command(
     for option, path in (("--out", out), ("--plot", plot)):
         if path is not None:
             _check_writable(option, path)
-    chosen = load_policy(policy)
+    chosen = load_policy(policy).policy
     try:
         text = failures.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -197,7 +168,12 @@ def replay_command(
         with out.open("w", encoding="utf-8", newline="") as handle:
             write_planned(result, handle)
     if plot is not None:
-        _plot(summary, str(plot))
+        try:
+            plot_hours(summary, str(plot))
+        except ImportError:
+            raise InvalidInput(
+                "--plot", str(plot), "needs matplotlib (pip install 'recoup[plot]')"
+            ) from None
     if as_json:
         print_json(summary)
     else:

@@ -44,6 +44,7 @@ from recoup.cli._app import (
     ssrf_guard,
     store_options,
 )
+from recoup.cli._policy import load_policy
 from recoup.errors import Conflict, InvalidInput, NotFound
 from recoup.jobs.model import DEFAULT_TENANT, Tenant
 from recoup.timekeeping.clock import SystemClock
@@ -260,7 +261,7 @@ def configure_tenant(
     from recoup.jobs.scheduler import Scheduler
     from recoup.recovery.service import KEEP, Dunning
 
-    policy_toml = _policy_text(policy) if policy is not None else None
+    policy_toml = load_policy(policy).text if policy is not None else None
     with _opened(db, schema) as (store, _):
         scheduler = Scheduler(store, ssrf=ssrf_guard(allow_private_targets, allow_cidr))
         if name == DEFAULT_TENANT:
@@ -287,23 +288,3 @@ def configure_tenant(
     typer.echo(f"policy:     {policy or ('custom' if stored.policy_toml else 'business-days')}")
     typer.echo(f"event url:  {stored.event_url or '(none: events stay in the timeline)'}")
     typer.echo(f"charge url: {stored.charge_url or '(none: each failure gives its own)'}")
-
-
-def _policy_text(source: str) -> str:
-    """The TOML text of `--policy`: a preset's or a file's; `InvalidInput` naming `--policy`."""
-    from importlib import resources
-
-    from recoup.dunning.policy import PRESETS
-
-    if source in PRESETS:
-        path = resources.files("recoup.dunning").joinpath(f"data/policies/{source}.toml")
-        return path.read_text("utf-8")
-    try:
-        with open(source, encoding="utf-8") as handle:
-            return handle.read()
-    except OSError as exc:
-        raise InvalidInput(
-            "--policy",
-            source,
-            f"expected a readable TOML file or one of {list(PRESETS)} ({exc.strerror})",
-        ) from None

@@ -26,7 +26,7 @@ from datetime import date, datetime, timedelta
 
 import holidays as holidays_lib
 
-from recoup.dunning.policy import Gap, GapUnit, RetryPolicy
+from recoup.dunning.policy import DunningPolicy, Gap, GapUnit
 from recoup.timekeeping.calendar import BusinessCalendar
 
 HALF_DAY = 43_200  # seconds
@@ -43,7 +43,7 @@ def _country_weekend(country: str) -> frozenset[int] | None:
 
 
 def customer_calendar(
-    policy: RetryPolicy, country: str | None, subdivision: str | None = None
+    policy: DunningPolicy, country: str | None, subdivision: str | None = None
 ) -> BusinessCalendar:
     """The business calendar of a customer in `country` under `policy` (rules above)."""
     code = (country or "").strip().upper() or policy.default_country
@@ -53,12 +53,12 @@ def customer_calendar(
     return BusinessCalendar(weekend=weekend, country=code, subdivision=subdivision)
 
 
-def reference_shift_seconds(policy: RetryPolicy) -> int:
+def reference_shift_seconds(policy: DunningPolicy) -> int:
     """Add this to a local reading before taking its date (the reference-date rule)."""
     return HALF_DAY - policy.window_start_seconds
 
 
-def reference_date(local_reading: datetime, policy: RetryPolicy) -> date:
+def reference_date(local_reading: datetime, policy: DunningPolicy) -> date:
     """The reference date of a failure (or attempt) read at `local_reading` in the customer's
     zone."""
     naive = local_reading.replace(tzinfo=None)
@@ -74,7 +74,7 @@ def landing_date(reference: date, gap: Gap, calendar: BusinessCalendar) -> date:
             return calendar.on_or_after(reference + timedelta(days=gap.count))
 
 
-def window_wall_time(day: date, policy: RetryPolicy, jitter: int) -> datetime:
+def window_wall_time(day: date, policy: DunningPolicy, jitter: int) -> datetime:
     """The naive local wall time of an attempt on `day` with `jitter` seconds."""
     return datetime(day.year, day.month, day.day) + timedelta(
         seconds=policy.window_start_seconds + jitter

@@ -47,7 +47,7 @@ from recoup.dunning.invoice import (
 from recoup.dunning.limits import CardAttempt
 from recoup.dunning.outcomes import AwaitCustomer, Decision, NoRetry, PlannedAttempt, Retry
 from recoup.dunning.planner import Failure, plan_after_update, plan_retries
-from recoup.dunning.policy import RetryPolicy as DunningPolicy
+from recoup.dunning.policy import DunningPolicy
 from recoup.errors import InvalidInput, NotFound
 from recoup.timekeeping.instants import format_utc, require_aware
 

@@ -31,7 +31,7 @@ from recoup.dunning.jitter import attempt_jitters
 from recoup.dunning.landing import customer_calendar, landing_date, reference_date, window_wall_time
 from recoup.dunning.limits import CardAttempt, limit_reason
 from recoup.dunning.outcomes import AwaitCustomer, Decision, NoRetry, PlannedAttempt, Retry
-from recoup.dunning.policy import RetryPolicy
+from recoup.dunning.policy import DunningPolicy
 from recoup.dunning.taxonomy import DeclineClass, Taxonomy, classify, default_taxonomy
 from recoup.timekeeping.instants import require_aware, require_in_range
 from recoup.timekeeping.zones import resolve_local, to_local, zone
@@ -94,7 +94,7 @@ def _own_failure(failure: Failure, history: Sequence[CardAttempt]) -> list[CardA
 
 def plan_retries(
     failure: Failure,
-    policy: RetryPolicy,
+    policy: DunningPolicy,
     *,
     history: Sequence[CardAttempt] = (),
     taxonomy: Taxonomy | None = None,
@@ -205,7 +205,7 @@ def plan_retries(
 
 
 def plan_after_update(
-    failure: Failure, policy: RetryPolicy, *, updated_at: datetime, attempt: int = 1
+    failure: Failure, policy: DunningPolicy, *, updated_at: datetime, attempt: int = 1
 ) -> Retry:
     """The sequel of `AwaitCustomer`: once the customer has a new or corrected payment method
     (or has authenticated) at `updated_at`, retry once, promptly: at `updated_at` itself, or at

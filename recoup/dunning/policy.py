@@ -1,4 +1,4 @@
-"""Retry policies: TOML → a validated, frozen `RetryPolicy`; the shipped presets.
+"""Dunning policies: TOML → a validated, frozen `DunningPolicy`; the shipped presets.
 
 A policy file (see `recoup/dunning/data/policies/*.toml` for complete examples):
 
@@ -107,8 +107,8 @@ class NetworkLimits:
 
 
 @dataclass(frozen=True, kw_only=True)
-class RetryPolicy:
-    """A validated retry policy (see the module docstring for the file format)."""
+class DunningPolicy:
+    """A validated dunning policy (see the module docstring for the file format)."""
 
     name: str
     gaps: tuple[Gap, ...]
@@ -302,7 +302,7 @@ _TOP = frozenset(
 )
 
 
-def policy_from_dict(data: dict[str, Any], *, name: str) -> RetryPolicy:
+def policy_from_dict(data: dict[str, Any], *, name: str) -> DunningPolicy:
     """Validate already-parsed TOML data; `name` is used when the data has none."""
     _no_extra(data, _TOP)
     window = _table(data, "window", frozenset({"start", "jitter_minutes"}))
@@ -347,7 +347,7 @@ def policy_from_dict(data: dict[str, Any], *, name: str) -> RetryPolicy:
             f"expected one of {[a.value for a in FinalAction]}",
         ) from None
     defaults = NetworkLimits()
-    return RetryPolicy(
+    return DunningPolicy(
         name=_text("name", data.get("name", name)),
         description=str(data.get("description", "")),
         gaps=_gaps(data["gaps"]),
@@ -395,7 +395,7 @@ def policy_from_dict(data: dict[str, Any], *, name: str) -> RetryPolicy:
     )
 
 
-def parse_policy(text: str, *, name: str = "custom") -> RetryPolicy:
+def parse_policy(text: str, *, name: str = "custom") -> DunningPolicy:
     """Parse and validate a policy from TOML text; `ConfigError` names the field at fault."""
     try:
         data = tomllib.loads(text)
@@ -404,34 +404,48 @@ def parse_policy(text: str, *, name: str = "custom") -> RetryPolicy:
     return policy_from_dict(data, name=name)
 
 
-@functools.cache
-def preset(name: str) -> RetryPolicy:
-    """A shipped preset: `business-days` (the default) or `calendar`."""
+def preset_text(name: str) -> str:
+    """The TOML text of a shipped preset, as the package holds it."""
     if name not in PRESETS:
         raise InvalidInput("policy", name, f"expected one of {list(PRESETS)} or a TOML file")
-    text = resources.files("recoup.dunning").joinpath(f"data/policies/{name}.toml")
-    return parse_policy(text.read_text("utf-8"), name=name)
+    path = resources.files("recoup.dunning").joinpath(f"data/policies/{name}.toml")
+    return path.read_text("utf-8")
 
 
-def resolve_policy(source: str, read_text: Callable[[str], str]) -> RetryPolicy:
-    """A preset by name, else the TOML file `source` read with the caller's `read_text` (the
-    caller owns the I/O)."""
+@functools.cache
+def preset(name: str) -> DunningPolicy:
+    """A shipped preset: `business-days` (the default) or `calendar`."""
+    return parse_policy(preset_text(name), name=name)
+
+
+def resolve_policy_text(source: str, read_text: Callable[[str], str]) -> tuple[str, DunningPolicy]:
+    """The TOML text and the validated policy of a preset by name, else of the TOML file
+    `source` read with the caller's `read_text` (the caller owns the I/O). The text is kept as
+    given, so whoever stores it stores what the user wrote; `ConfigError` names the field."""
     if source in PRESETS:
-        return preset(source)
-    return parse_policy(read_text(source), name=source)
+        return preset_text(source), preset(source)
+    text = read_text(source)
+    return text, parse_policy(text, name=source)
+
+
+def resolve_policy(source: str, read_text: Callable[[str], str]) -> DunningPolicy:
+    """The policy alone of `resolve_policy_text`."""
+    return resolve_policy_text(source, read_text)[1]
 
 
 __all__ = [
     "DEFAULT_PRESET",
     "PRESETS",
     "Blackout",
+    "DunningPolicy",
     "FinalAction",
     "Gap",
     "GapUnit",
     "NetworkLimits",
-    "RetryPolicy",
     "parse_policy",
     "policy_from_dict",
     "preset",
+    "preset_text",
     "resolve_policy",
+    "resolve_policy_text",
 ]

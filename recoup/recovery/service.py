@@ -44,8 +44,7 @@ from recoup.dunning.lifecycle import (
 )
 from recoup.dunning.outcomes import idempotency_key, job_name
 from recoup.dunning.planner import plan_retries
-from recoup.dunning.policy import RetryPolicy as DunningPolicy
-from recoup.dunning.policy import parse_policy, preset
+from recoup.dunning.policy import DunningPolicy, parse_policy, preset
 from recoup.errors import Conflict, InvalidInput, NotFound
 from recoup.jobs.model import HttpTarget, NewJob, PythonTarget, RetryPolicy, Run
 from recoup.jobs.scheduler import Scheduler

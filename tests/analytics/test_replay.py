@@ -18,9 +18,9 @@ from recoup.analytics.replay import (
     summarize,
 )
 from recoup.dunning import (
+    DunningPolicy,
     Failure,
     Retry,
-    RetryPolicy,
     decision_kind,
     parse_policy,
     plan_retries,
@@ -54,7 +54,7 @@ def as_csv(rows: Sequence[Failure], *, offsets: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-def assert_replay_matches_plan(rows: Sequence[Failure], policy: RetryPolicy, text: str) -> None:
+def assert_replay_matches_plan(rows: Sequence[Failure], policy: DunningPolicy, text: str) -> None:
     table, bad = read_failures(text)
     assert bad == []
     result = replay_failures(table, policy)
