@@ -11,17 +11,10 @@ from typing import Annotated, Any
 
 import typer
 
-from recoup.analytics.replay import (
-    plot_hours,
-    read_failures,
-    replay_failures,
-    summarize,
-    write_planned,
-)
 from recoup.cli._app import app, print_json
 from recoup.cli._policy import PolicyOption, load_policy
 from recoup.dunning.policy import DEFAULT_PRESET
-from recoup.errors import InvalidInput
+from recoup.errors import InvalidInput, RecoupError
 
 COMPARE_CHOICES = ("nightly",)
 
@@ -144,6 +137,10 @@ def replay_command(
     for option, path in (("--out", out), ("--plot", plot)):
         if path is not None:
             _check_writable(option, path)
+    if importlib.util.find_spec("numpy") is None:
+        raise RecoupError("recoup replay needs numpy: pip install 'recoup[replay]'")
+    from recoup.analytics import replay as engine  # numpy: loaded by the command that needs it
+
     chosen = load_policy(policy).policy
     try:
         text = failures.read_text("utf-8")
@@ -153,23 +150,23 @@ def replay_command(
         ) from None
     with _progress(sys.stderr.isatty()) as progress:
         try:
-            rows, bad = read_failures(text, strict=strict)
+            rows, bad = engine.read_failures(text, strict=strict)
         except InvalidInput as exc:
             raise _with_path(exc, failures) from None
         for row in bad:
             typer.echo(f"skipped {failures.name} {row.message}", err=True)
         progress.phase("planning")
-        result = replay_failures(rows, chosen, on_progress=progress.rows)
+        result = engine.replay_failures(rows, chosen, on_progress=progress.rows)
         progress.phase("summarising")
-        summary = summarize(result, compare_nightly=compare == "nightly")
+        summary = engine.summarize(result, compare_nightly=compare == "nightly")
     summary["bad_rows"] = len(bad)
     summary["policy"] = chosen.name
     if out is not None:
         with out.open("w", encoding="utf-8", newline="") as handle:
-            write_planned(result, handle)
+            engine.write_planned(result, handle)
     if plot is not None:
         try:
-            plot_hours(summary, str(plot))
+            engine.plot_hours(summary, str(plot))
         except ImportError:
             raise InvalidInput(
                 "--plot", str(plot), "needs matplotlib (pip install 'recoup[plot]')"

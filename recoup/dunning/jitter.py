@@ -9,26 +9,54 @@ attempts at once), so they cannot drift apart:
    (Steele, Lea and Flood, "Fast splittable pseudorandom number generators", 2014) in
    wrap-around uint64 arithmetic, reduced to whole seconds in [0, span].
 
-Python's `hash()` is salted per process and is never used.
+Python's `hash()` is salted per process and is never used. The planner's path is plain Python
+(the core needs no numpy); the vectorised path imports numpy when first called, and a property
+test holds the two equal.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # SplitMix64's increment (2^64 / golden ratio)
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
-_S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
+GOLDEN = 0x9E3779B97F4A7C15  # SplitMix64's increment (2^64 / golden ratio)
+MIX1 = 0xBF58476D1CE4E5B9
+MIX2 = 0x94D049BB133111EB
+MASK64 = (1 << 64) - 1
+
+
+def _keyed(key: bytes) -> hashlib.blake2b:
+    return hashlib.blake2b(digest_size=8, key=key)
+
+
+def invoice_seed(invoice: str, key: bytes) -> int:
+    """The 64-bit seed of one invoice: BLAKE2b-64 of the UTF-8 id, keyed, little-endian."""
+    state = _keyed(key)
+    state.update(invoice.encode())
+    return int.from_bytes(state.digest(), "little")
+
+
+def jitter_second(seed: int, attempt: int, span_seconds: int) -> int:
+    """`jitter_seconds` for one (seed, attempt) pair, in plain integer arithmetic."""
+    if span_seconds <= 0:
+        return 0
+    x = (seed + attempt * GOLDEN) & MASK64
+    x = ((x ^ (x >> 30)) * MIX1) & MASK64
+    x = ((x ^ (x >> 27)) * MIX2) & MASK64
+    x ^= x >> 31
+    return x % (span_seconds + 1)
 
 
 def invoice_seeds(invoices: Iterable[str], key: bytes) -> npt.NDArray[np.uint64]:
     """One 64-bit seed per invoice: BLAKE2b-64 of the UTF-8 id, keyed with `key` (≤ 64 bytes)."""
-    keyed = hashlib.blake2b(digest_size=8, key=key)
+    import numpy as np
+
+    keyed = _keyed(key)
 
     def digest(invoice: str) -> bytes:
         # Copying the keyed state skips the key's own compression round on every invoice.
@@ -44,22 +72,30 @@ def jitter_seconds(
     seeds: npt.NDArray[np.uint64], attempts: npt.NDArray[np.integer], span_seconds: int
 ) -> npt.NDArray[np.int64]:
     """Whole seconds in [0, span_seconds] for each (seed, attempt) pair, element-wise."""
+    import numpy as np
+
     if span_seconds <= 0:
         return np.zeros(np.broadcast(seeds, attempts).shape, dtype=np.int64)
     # Arrays (never numpy scalars) so that uint64 overflow wraps silently, as intended.
-    x = np.atleast_1d(seeds).astype(np.uint64) + np.atleast_1d(attempts).astype(np.uint64) * _GOLDEN
-    x = (x ^ (x >> _S30)) * _MIX1
-    x = (x ^ (x >> _S27)) * _MIX2
-    x = x ^ (x >> _S31)
+    u64 = np.uint64
+    x = np.atleast_1d(seeds).astype(u64) + np.atleast_1d(attempts).astype(u64) * u64(GOLDEN)
+    x = (x ^ (x >> u64(30))) * u64(MIX1)
+    x = (x ^ (x >> u64(27))) * u64(MIX2)
+    x = x ^ (x >> u64(31))
     result: npt.NDArray[np.int64] = (x % np.uint64(span_seconds + 1)).astype(np.int64)
     return result
 
 
 def attempt_jitters(invoice: str, key: bytes, count: int, span_seconds: int) -> list[int]:
     """The jitter of attempts 1…count of one invoice (what the planner uses)."""
-    seeds = np.repeat(invoice_seeds([invoice], key), count)
-    attempts = np.arange(1, count + 1, dtype=np.int64)
-    return [int(j) for j in jitter_seconds(seeds, attempts, span_seconds)]
+    seed = invoice_seed(invoice, key)
+    return [jitter_second(seed, n, span_seconds) for n in range(1, count + 1)]
 
 
-__all__ = ["attempt_jitters", "invoice_seeds", "jitter_seconds"]
+__all__ = [
+    "attempt_jitters",
+    "invoice_seed",
+    "invoice_seeds",
+    "jitter_second",
+    "jitter_seconds",
+]

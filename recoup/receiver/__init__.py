@@ -56,6 +56,8 @@ WSGI:
         return [answer.body]
 """
 
+from typing import TYPE_CHECKING, Any
+
 from recoup.receiver.charging import (
     Invoice,
     InvoiceBook,
@@ -64,7 +66,7 @@ from recoup.receiver.charging import (
     ledger_entries,
 )
 from recoup.receiver.contract import ChargeAttempt, ChargeOutcome, ChargeResult
-from recoup.receiver.database import Database, PostgresDatabase, SqliteDatabase
+from recoup.receiver.database import Database, SqliteDatabase
 from recoup.receiver.endpoint import ChargeEndpoint, HttpResponse
 from recoup.receiver.errors import (
     ReceiverError,
@@ -79,6 +81,19 @@ from recoup.receiver.idempotency import (
     body_fingerprint,
 )
 from recoup.receiver.signatures import DEFAULT_TOLERANCE, SignedMessage, verify_signature
+
+if TYPE_CHECKING:
+    from recoup.receiver.postgres import PostgresDatabase
+
+
+def __getattr__(name: str) -> Any:
+    # PostgreSQL support loads on first use: a SQLite-only application needs no psycopg.
+    if name == "PostgresDatabase":
+        from recoup.receiver.postgres import PostgresDatabase
+
+        return PostgresDatabase
+    raise AttributeError(f"module 'recoup.receiver' has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_LOCK_TIMEOUT",

@@ -192,7 +192,9 @@ def test_an_unusable_output_path_fails_before_planning(
     name: str,
 ) -> None:
     planned: list[object] = []
-    monkeypatch.setattr("recoup.cli.replay.replay_failures", lambda *a, **k: planned.append(a))
+    monkeypatch.setattr(
+        "recoup.analytics.replay.replay_failures", lambda *a, **k: planned.append(a)
+    )
     code, out, err = run(capsys, "replay", str(failures), option, str(tmp_path / name))
     assert (code, out) == (2, "")
     assert err.startswith(f"error: {option}: ")
