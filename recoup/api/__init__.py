@@ -1,2 +1,2 @@
-"""The HTTP API: `recoup.api.app.create_app` builds the ASGI app (imported lazily so the
-storage backends can use `recoup.api.tokens` without loading the web stack)."""
+"""The HTTP API: `recoup.api.app.create_app` builds the ASGI app (imported lazily, so that
+importing `recoup.api` loads no web stack)."""

@@ -43,7 +43,7 @@ from recoup.api.schemas import (
     ScheduleOut,
     UpcomingOut,
 )
-from recoup.api.services import ApiTables, Services, open_api_tables
+from recoup.api.services import ApiTables, Services
 from recoup.errors import NotFound, RecoupError
 from recoup.idempotency import DEFAULT_LOCK_TIMEOUT, DEFAULT_RETENTION
 from recoup.jobs.model import JobState, new_id
@@ -52,6 +52,7 @@ from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.test_clock import TestClock
 from recoup.recovery.service import Dunning
+from recoup.storage import Store, open_api_tables
 from recoup.timekeeping.clock import Clock
 
 log = logging.getLogger("recoup.api")
@@ -92,7 +93,7 @@ ERRORS = _error_responses()
 
 
 def create_app(
-    store: Any,
+    store: Store,
     *,
     clock: Clock,
     settings: ApiSettings | None = None,

@@ -9,38 +9,15 @@ tenant, and the stores filter on it, so another tenant's id reads as absent (404
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
 
-from recoup.api.tokens import TokenStore, authenticate
 from recoup.errors import InvalidInput, NotFound
-from recoup.idempotency import IdempotencyStore
 from recoup.jobs.schedule_model import Rule, Schedule
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.schedules import validate_rule
+from recoup.storage import ApiTables
+from recoup.tenancy import authenticate
 
-
-class ApiTables(IdempotencyStore, TokenStore, Protocol):
-    """A backend's API tables: idempotency keys and tokens, plus a readiness check."""
-
-    def ping(self) -> None:
-        """Raise `StorageError` unless the database answers."""
-        ...
-
-
-def open_api_tables(store: Any) -> ApiTables:
-    """The API tables that live in the same database as `store`."""
-    from recoup.storage.sqlite.store import SqliteStore
-
-    if isinstance(store, SqliteStore):
-        from recoup.storage.sqlite.api_tables import SqliteApiTables
-
-        return SqliteApiTables(store)
-    from recoup.storage.postgres.api_tables import PostgresApiTables
-    from recoup.storage.postgres.store import PostgresStore
-
-    if isinstance(store, PostgresStore):
-        return PostgresApiTables(store)
-    raise TypeError(f"no API tables for a {type(store).__name__}")
+__all__ = ["ApiTables", "Services"]
 
 
 @dataclass(frozen=True)

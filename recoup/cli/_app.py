@@ -51,10 +51,10 @@ def store_options(schema: str | None, db: str | None = None) -> dict[str, Any]:
     `schema` parameter; a schema with a SQLite `--db` (given `db`) is refused too."""
     if not schema:
         return {}
-    if db is not None and not db.startswith(("postgresql://", "postgres://")):
-        raise InvalidInput("--schema", schema, "only PostgreSQL databases have schemas")
-    from recoup.storage.postgres.store import SCHEMA_NAME_ALLOWED, valid_schema_name
+    from recoup.storage import SCHEMA_NAME_ALLOWED, is_postgres_url, valid_schema_name
 
+    if db is not None and not is_postgres_url(db):
+        raise InvalidInput("--schema", schema, "only PostgreSQL databases have schemas")
     if not valid_schema_name(schema):
         raise InvalidInput("--schema", schema, SCHEMA_NAME_ALLOWED)
     return {"schema": schema}

@@ -14,21 +14,11 @@ migrate when they open, so this is for deploys that migrate before starting proc
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import typer
 
 from recoup.cli._app import DbOption, JsonOption, SchemaOption, app, print_json, store_options
-from recoup.storage import DEFAULT_DB_URL, open_store
-from recoup.storage._sql import load_migrations
-
-
-def _hide_password(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
+from recoup.storage import DEFAULT_DB_URL, open_store, redact_url
 
 
 @app.command("migrate")
@@ -43,15 +33,13 @@ def migrate_command(
     try:
         before = store.schema_version()
         after = store.migrate()
-        applied = [
-            m.name for m in load_migrations(store.migrations_package) if before < m.version <= after
-        ]
+        applied = [m.name for m in store.migrations() if before < m.version <= after]
     finally:
         store.close()
     result = {
         "backend": store.backend,
-        "db": _hide_password(db),
-        "schema": getattr(store, "schema", None),
+        "db": redact_url(db),
+        "schema": store.schema,
         "from_version": before,
         "schema_version": after,
         "applied": applied,

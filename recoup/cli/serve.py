@@ -74,11 +74,10 @@ def serve_command(
 
     from recoup.api.app import ApiSettings, create_app
     from recoup.api.metrics import ApiMetrics
-    from recoup.api.services import open_api_tables
     from recoup.jobs.scheduler import Scheduler
     from recoup.jobs.test_clock import TestClock
     from recoup.recovery.runtime import dunning_runtime
-    from recoup.storage import open_store
+    from recoup.storage import open_api_tables, open_store
     from recoup.timekeeping.clock import Clock, SystemClock
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")

@@ -28,11 +28,10 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterator
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from recoup.api.tokens import TokenInfo, issue_token, new_signing_secret
 from recoup.cli._app import (
     AllowCidrOption,
     AllowPrivateOption,
@@ -46,9 +45,13 @@ from recoup.cli._app import (
 )
 from recoup.cli._policy import load_policy
 from recoup.errors import Conflict, InvalidInput, NotFound
-from recoup.jobs.model import DEFAULT_TENANT, Tenant
+from recoup.jobs.model import DEFAULT_TENANT
+from recoup.tenancy import TokenInfo, issue_token, new_tenant
 from recoup.timekeeping.clock import SystemClock
 from recoup.timekeeping.instants import format_utc
+
+if TYPE_CHECKING:
+    from recoup.storage import ApiTables, Store
 
 TENANT_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}")
 
@@ -65,9 +68,8 @@ app.add_typer(tokens_app, name="tokens")
 
 
 @contextlib.contextmanager
-def _opened(db: str, schema: str | None) -> Iterator[tuple[Any, Any]]:
-    from recoup.api.services import open_api_tables
-    from recoup.storage import open_store
+def _opened(db: str, schema: str | None) -> Iterator[tuple[Store, ApiTables]]:
+    from recoup.storage import open_api_tables, open_store
 
     store = open_store(db, **store_options(schema, db))
     try:
@@ -105,9 +107,7 @@ def create_tenant(
             raise Conflict(
                 f"tenant {name!r} exists; `recoup tokens create {name}` issues another token"
             )
-        tenant = store.ensure_tenant(
-            Tenant(id=name, name=name, signing_secret=new_signing_secret(), created_at=now)
-        )
+        tenant = store.ensure_tenant(new_tenant(name, now=now))
         issued = issue_token(tables, tenant.id, now=now, label="first token")
     if json:
         print_json(
@@ -124,8 +124,8 @@ def list_tenants(
     db: DbOption = "sqlite:///recoup.db", schema: SchemaOption = None, json: JsonOption = False
 ) -> None:
     """Every tenant, with its number of active tokens."""
-    with _opened(db, schema) as (_, tables):
-        tenants = tables.list_tenants()
+    with _opened(db, schema) as (store, tables):
+        tenants = store.list_tenants()
         active: dict[str, int] = {}
         for token in tables.list_tokens():
             if token.active:

@@ -44,7 +44,7 @@ from recoup.jobs.schedules import (
 )
 from recoup.jobs.signing import new_signing_secret
 from recoup.jobs.ssrf import SsrfGuard
-from recoup.jobs.store import JobFilter, JobPage, JobStore
+from recoup.jobs.store import JobFilter, JobPage, SchedulerStore
 from recoup.jobs.worker import Worker
 from recoup.timekeeping.clock import Clock, SystemClock
 from recoup.timekeeping.instants import to_utc
@@ -124,13 +124,13 @@ def check_job_name(job: NewJob) -> None:
 
 
 class Scheduler:
-    """Jobs and schedules of a store (a `JobStore` that is also a `ScheduleStore`).
+    """Jobs and schedules of a store (a `SchedulerStore`: every `recoup.storage` backend).
 
     `ssrf` checks HTTP targets when they are created (the default refuses non-public
     addresses). Every method takes `tenant` (default "default")."""
 
     def __init__(
-        self, store: JobStore, *, clock: Clock | None = None, ssrf: SsrfGuard | None = None
+        self, store: SchedulerStore, *, clock: Clock | None = None, ssrf: SsrfGuard | None = None
     ) -> None:
         self.store = store
         self.clock: Clock = clock or SystemClock()
@@ -290,8 +290,8 @@ class Scheduler:
         return self.store.cancel_by_name(tenant, name, now=self.clock.now())
 
     def cancel_by_prefix(self, prefix: str, *, tenant: str = DEFAULT_TENANT) -> int:
-        if not prefix:
-            raise InvalidInput("prefix", prefix, "expected a non-empty name prefix")
+        """Cancel the live jobs whose name starts with `prefix` (taken literally; an empty
+        prefix → `InvalidInput`, the store's rule); return how many."""
         return self.store.cancel_by_prefix(tenant, prefix, now=self.clock.now())
 
     def cancel_group(self, group: str, *, tenant: str = DEFAULT_TENANT) -> int:
@@ -301,12 +301,6 @@ class Scheduler:
         return self.store.cancel_group(tenant, group, now=self.clock.now())
 
     # -- schedules ---------------------------------------------------------------------------
-
-    @property
-    def _schedules(self) -> Any:
-        if not hasattr(self.store, "insert_schedule"):
-            raise TypeError("this store does not keep schedules")
-        return self.store
 
     def create_schedule(self, schedule: NewSchedule, *, existing_ok: bool = False) -> Schedule:
         """Store a recurring schedule; its first occurrence is the first after now. A schedule
@@ -324,9 +318,9 @@ class Scheduler:
             schedule = NewSchedule(**{**_fields(schedule), "rule": rule})
         now = self.clock.now()
         found: Schedule | None = (
-            self._schedules.get_schedule(schedule.tenant, schedule.id) if existing_ok else None
+            self.store.get_schedule(schedule.tenant, schedule.id) if existing_ok else None
         )
-        stored: Schedule = found or self._schedules.insert_schedule(
+        stored: Schedule = found or self.store.insert_schedule(
             schedule, next_fire_at=next_after(rule, now), now=now
         )
         if stored.next_fire_at is not None and stored.next_fire_at <= now + SCHEDULE_HORIZON:
@@ -337,19 +331,18 @@ class Scheduler:
         return stored
 
     def get_schedule(self, schedule_id: str, *, tenant: str = DEFAULT_TENANT) -> Schedule:
-        found: Schedule | None = self._schedules.get_schedule(tenant, schedule_id)
+        found: Schedule | None = self.store.get_schedule(tenant, schedule_id)
         if found is None:
             raise NotFound(f"no schedule {schedule_id!r}")
         return found
 
     def list_schedules(self, *, tenant: str = DEFAULT_TENANT) -> builtins.list[Schedule]:
-        found: builtins.list[Schedule] = self._schedules.list_schedules(tenant)
-        return found
+        return self.store.list_schedules(tenant)
 
     def pause(self, schedule_id: str, *, tenant: str = DEFAULT_TENANT) -> Schedule:
         """Stop materialising occurrences (jobs already materialised stay; cancel them by
         prefix `{name}@` if they must not run)."""
-        found: Schedule | None = self._schedules.set_schedule_paused(
+        found: Schedule | None = self.store.set_schedule_paused(
             tenant, schedule_id, paused=True, now=self.clock.now()
         )
         if found is None:
@@ -361,7 +354,7 @@ class Scheduler:
         skipped, whatever the missed-occurrence policy)."""
         current = self.get_schedule(schedule_id, tenant=tenant)
         now = self.clock.now()
-        found: Schedule | None = self._schedules.set_schedule_paused(
+        found: Schedule | None = self.store.set_schedule_paused(
             tenant, schedule_id, paused=False, now=now, next_fire_at=next_after(current.rule, now)
         )
         if found is None:
@@ -371,7 +364,7 @@ class Scheduler:
 
     def delete_schedule(self, schedule_id: str, *, tenant: str = DEFAULT_TENANT) -> None:
         """Delete the schedule and cancel its live jobs."""
-        if not self._schedules.delete_schedule(tenant, schedule_id, now=self.clock.now()):
+        if not self.store.delete_schedule(tenant, schedule_id, now=self.clock.now()):
             raise NotFound(f"no schedule {schedule_id!r}")
 
     def upcoming(

@@ -23,11 +23,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from recoup.errors import InvalidInput
 from recoup.jobs.model import NewJob
 from recoup.jobs.schedule_model import CronRule, MissedPolicy, Rule, Schedule
+from recoup.jobs.store import ScheduleStore
 from recoup.timekeeping.cron import cron_next, iter_cron, validate_cron
 from recoup.timekeeping.instants import format_utc, to_utc
 from recoup.timekeeping.recurrence import (
@@ -191,7 +191,7 @@ def _latest_before(
 
 
 def materialise_one(
-    store: Any,
+    store: ScheduleStore,
     schedule: Schedule,
     *,
     now: datetime,
@@ -215,7 +215,7 @@ def materialise_one(
 
 
 def materialise(
-    store: Any,
+    store: ScheduleStore,
     *,
     now: datetime,
     horizon: timedelta = SCHEDULE_HORIZON,
@@ -223,13 +223,11 @@ def materialise(
     max_passes: int = 100,
 ) -> int:
     """Turn every due schedule occurrence (up to `now + horizon`) into jobs, through
-    `store.advance_schedule` (a `ScheduleStore`). Returns the number of jobs created (as far
+    `store.advance_schedule`. Returns the number of jobs created (as far
     as this materialiser knows: an advance another one won is not counted). Blocking."""
     created = 0
     for _ in range(max_passes):
-        due: list[Schedule] = store.due_schedules(
-            now=now, horizon=horizon, limit=MAX_SCHEDULES_PER_PASS
-        )
+        due = store.due_schedules(now=now, horizon=horizon, limit=MAX_SCHEDULES_PER_PASS)
         progressed = False
         for schedule in due:
             count = materialise_one(store, schedule, now=now, horizon=horizon, grace=grace)

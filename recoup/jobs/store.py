@@ -1,16 +1,20 @@
 """The job store protocol: named operations, one params object or plain arguments each, `now`
 passed in. Implemented by `recoup.storage.sqlite` and `recoup.storage.postgres`; one behaviour
-suite (`tests/jobs/test_store_contract.py`) runs unchanged against both."""
+suite (`tests/storage/test_store_contract.py`) runs unchanged against both."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from recoup.jobs.model import Completion, Job, JobState, NewJob, Run, Tenant
 from recoup.jobs.schedule_model import NewSchedule, Schedule
+
+# The largest page a list operation returns (jobs, invoices), 1–MAX_PAGE: the stores refuse a
+# larger `limit` and the HTTP API declares the same bound on its `limit` parameters.
+MAX_PAGE = 1000  # records per page
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -218,3 +222,32 @@ class ScheduleStore(Protocol):
         False if another scheduler advanced it first, or the schedule was paused or deleted
         meanwhile. Every job's `schedule_id` must be `schedule_id` (else `InvalidInput`)."""
         ...
+
+
+class SchedulerStore(JobStore, ScheduleStore, Protocol):
+    """What a `Scheduler` needs: jobs and schedules in one database (every backend of
+    `recoup.storage` is one)."""
+
+
+_Item = TypeVar("_Item")
+
+
+def latest_per_job(
+    items: Sequence[_Item], job_attempt: Callable[[_Item], tuple[str, int]]
+) -> list[_Item]:
+    """At most one of `items` per job: the one of its latest attempt (of equal attempts, the
+    last one), in the order the jobs first appear. `job_attempt` gives an item's (job id,
+    attempt).
+
+    The rule of a batch of completions (`JobStore.complete_many`): an older attempt of a job
+    that was claimed again is stale (its compare-and-set would be refused anyway), and a batch
+    keyed by job id must not carry two rows for one job."""
+    latest: dict[str, tuple[int, _Item]] = {}
+    for item in items:
+        job_id, attempt = job_attempt(item)
+        seen = latest.get(job_id)
+        if seen is None or seen[0] <= attempt:
+            latest[job_id] = (attempt, item)
+    if len(latest) == len(items):
+        return list(items)  # the usual case: no job twice
+    return [item for _, item in latest.values()]

@@ -37,9 +37,9 @@ from recoup.recovery.store import (
     InvoiceFilter,
     InvoicePage,
 )
-from recoup.storage._base import SqlStore
-from recoup.storage._common import check_page_limit
-from recoup.storage._rows import decode_cursor, dumps, encode_cursor
+from recoup.storage.job_rows import decode_cursor, dumps, encode_cursor
+from recoup.storage.rules import check_page_limit
+from recoup.storage.sql_store import SqlStore
 
 # Column order of the queries that return invoices, attempts, events and settings (the
 # `{…_columns}` placeholders of dunning_queries.sql).

@@ -57,6 +57,3 @@ WHERE id = %(id)s AND revoked_at IS NULL
 
 -- get_token --
 SELECT id, tenant, prefix, label, created_at, revoked_at FROM api_tokens WHERE id = %(id)s
-
--- list_tenants --
-SELECT id, name, created_at FROM tenants ORDER BY created_at, id

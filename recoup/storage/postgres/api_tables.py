@@ -20,10 +20,10 @@ from recoup.idempotency.keys import (
     Outcome,
     Replay,
 )
-from recoup.storage._api_rows import RETRY_AFTER_SECONDS, SqlApiTables
-from recoup.storage._rows import aware_utc
-from recoup.storage._sql import load_queries
+from recoup.storage.api_tables import RETRY_AFTER_SECONDS, SqlApiTables
+from recoup.storage.job_rows import aware_utc
 from recoup.storage.postgres.store import PostgresStore
+from recoup.storage.sql_files import load_queries
 
 Q = load_queries("recoup.storage.postgres", "api_queries.sql")
 

@@ -1,4 +1,4 @@
--- Named queries of the PostgreSQL backend (loaded by recoup.storage._sql.load_queries).
+-- Named queries of the PostgreSQL backend (loaded by recoup.storage.sql_files.load_queries).
 -- Every connection runs with search_path = the store's schema and TimeZone = UTC.
 
 -- create_schema_version --
@@ -27,8 +27,11 @@ ON CONFLICT (id) DO NOTHING
 -- get_tenant --
 SELECT id, name, signing_secret, created_at FROM tenants WHERE id = %(id)s
 
+-- list_tenants --
+SELECT id, name, created_at FROM tenants ORDER BY created_at, id
+
 -- insert_job --
--- One placeholder per column of {insert_columns} (`_rows.JobEncoder.row`).
+-- One placeholder per column of {insert_columns} (`job_rows.JobEncoder.row`).
 INSERT INTO jobs ({insert_columns})
 VALUES (%s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
         %s)
@@ -203,10 +206,11 @@ SET state = 'scheduled',
 WHERE id = ANY(%(ids)s::text[]) AND state = 'running' AND leased_by = %(worker_id)s
 
 -- rescue_expired --
+-- The rescue of lost leases (see recoup.storage.rules; SQLite runs the same rule as
+-- `expired_leases`, `log_lost_attempts` and `rescue_jobs`) in one statement.
 WITH expired AS MATERIALIZED (
     SELECT id, tenant, attempts, coalesce(attempt_started_at, updated_at) AS started_at,
-           leased_by,
-           'lease expired: worker ' || leased_by || ' stopped heartbeating' AS error
+           leased_by, {lost_error} AS error
     FROM jobs
     WHERE state = 'running' AND lease_expires_at < %(now)s
     ORDER BY lease_expires_at
@@ -214,20 +218,20 @@ WITH expired AS MATERIALIZED (
     FOR UPDATE SKIP LOCKED
 ),
 -- A lost attempt never consumes the last one (the worker may have died before starting it):
--- a job whose lost attempt was its last gets one more, up to the ceiling of 100 attempts
+-- a job whose lost attempt was its last gets one more, up to the ceiling of attempts
 -- (CHECK on max_attempts), which bounds a job that kills every worker that runs it.
 rescued AS (
     UPDATE jobs j
-    SET state = CASE WHEN j.attempts < 100 THEN 'scheduled' ELSE 'failed' END,
-        max_attempts = greatest(j.max_attempts, least(j.attempts + 1, 100)),
-        run_at = CASE WHEN j.attempts < 100 THEN %(now)s ELSE j.run_at END,
+    SET state = CASE WHEN j.attempts < {attempts_ceiling} THEN 'scheduled' ELSE 'failed' END,
+        max_attempts = greatest(j.max_attempts, least(j.attempts + 1, {attempts_ceiling})),
+        run_at = CASE WHEN j.attempts < {attempts_ceiling} THEN %(now)s ELSE j.run_at END,
         lease_expires_at = NULL,
         leased_by = NULL,
         attempt_started_at = NULL,
         last_error = e.error,
         updated_at = %(now)s,
-        finished_at = CASE WHEN j.attempts < 100 THEN NULL ELSE %(now)s END,
-        expires_at = CASE WHEN j.attempts < 100 THEN NULL
+        finished_at = CASE WHEN j.attempts < {attempts_ceiling} THEN NULL ELSE %(now)s END,
+        expires_at = CASE WHEN j.attempts < {attempts_ceiling} THEN NULL
                           ELSE %(now)s + j.keep_for_s * interval '1 second' END
     FROM expired e
     WHERE j.id = e.id

@@ -21,14 +21,12 @@
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
-from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg import sql
@@ -46,11 +44,21 @@ from recoup.jobs.model import (
     NewJob,
 )
 from recoup.jobs.store import ClaimParams
-from recoup.storage import _rows
-from recoup.storage._common import attempt_keys, clip, insert_conflict
-from recoup.storage._rows import FINAL_STATE_OF, aware_utc
-from recoup.storage._sql import Migration, load_migrations, load_queries
+from recoup.storage import SCHEMA_NAME_ALLOWED, job_rows, redact_url, valid_schema_name
 from recoup.storage.dunning_tables import EXPANSIONS, SqlDunningTables
+from recoup.storage.job_rows import aware_utc
+from recoup.storage.rules import (
+    FINAL_STATE_OF,
+    attempt_keys,
+    clip,
+    insert_conflict,
+    latest_completions,
+    outcome_is_retry,
+)
+from recoup.storage.sql_files import Migration, load_migrations, load_queries
+
+if TYPE_CHECKING:
+    from recoup.storage.protocol import ApiTables
 
 Q = load_queries("recoup.storage.postgres")
 DQ = load_queries("recoup.storage.postgres", "dunning_queries.sql", EXPANSIONS)
@@ -61,7 +69,6 @@ CONNECT_TIMEOUT = 10  # seconds to establish one connection
 PROBE_TIMEOUT = 5  # seconds for the one connection tried before the pool opens
 LISTEN_SLICE = 0.25  # seconds: how long `close` may wait for a waiting `wait_for_notify`
 COPY_THRESHOLD = 16  # rows from which insert_many uses COPY (measured: COPY wins from ~20)
-_SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 # Taken while migrating, so that stores starting at once apply each migration once.
 _MIGRATION_LOCK_KEY = 0x7265636F7570  # "recoup"
 
@@ -90,9 +97,9 @@ _COPY_TYPES = [
 
 
 class _JsonbTextLoader(Loader):
-    """jsonb as its JSON text, for `_rows` to decode (or look up: targets repeat) itself, as it
+    """jsonb as its JSON text, for `job_rows` to decode (or look up: targets repeat) itself, as it
     does SQLite's JSON text. (psycopg's own loader would hand back a decoded value, which
-    `_rows` cannot tell from JSON text when it is a string.)"""
+    `job_rows` cannot tell from JSON text when it is a string.)"""
 
     def load(self, data: Buffer) -> str:
         return bytes(data).decode()
@@ -114,29 +121,8 @@ _ADAPTERS.register_loader("jsonb", _JsonbTextLoader)
 _ADAPTERS.register_loader("jsonb", _JsonbBinaryTextLoader)
 
 
-def redact_url(url: str) -> str:
-    """`url` with its password (if any) replaced by `***`, for messages and logs."""
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError:
-        return url.split("@", 1)[-1] if "@" in url else url
-    if password is None:
-        return url
-    netloc = parts.netloc.replace(f":{password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
-SCHEMA_NAME_ALLOWED = "expected a lower-case SQL identifier (a-z, 0-9, _; at most 63)"
-
-
-def valid_schema_name(name: str) -> bool:
-    """Whether `name` is a schema name this store accepts (it is interpolated into SQL)."""
-    return bool(_SCHEMA_NAME.match(name))
-
-
 class PostgresStore(SqlDunningTables):
-    """JobStore, ScheduleStore and DunningStore on PostgreSQL, every table in `schema`."""
+    """Every store protocol (`recoup.storage.Store`) on PostgreSQL, every table in `schema`."""
 
     backend = "postgresql"
     migrations_package = "recoup.storage.postgres.migrations"
@@ -157,7 +143,7 @@ class PostgresStore(SqlDunningTables):
         if not valid_schema_name(schema):
             raise InvalidInput("schema", schema, SCHEMA_NAME_ALLOWED)
         self.url = url
-        self.schema = schema
+        self.schema: str = schema
         self.channel = f"{schema}_jobs"
         self._listener: psycopg.Connection[Any] | None = None
         self._listener_lock = threading.Lock()
@@ -253,6 +239,11 @@ class PostgresStore(SqlDunningTables):
     ) -> int:
         return self._insert_rows(conn, prepared, now)
 
+    def api_tables(self) -> ApiTables:
+        from recoup.storage.postgres.api_tables import PostgresApiTables
+
+        return PostgresApiTables(self)
+
     def close(self) -> None:
         self._closing = True
         with self._listener_lock:
@@ -300,18 +291,18 @@ class PostgresStore(SqlDunningTables):
     # Writing jobs
 
     def insert(self, job: NewJob, *, now: datetime) -> Job:
-        values = _rows.JobEncoder(_utc).row(job, now)
+        values = job_rows.JobEncoder(_utc).row(job, now)
         with self._conn() as conn:
             row = conn.execute(Q["insert_job"], values).fetchone()
             if row is not None:
-                return _rows.job_from_row(row, aware_utc)
+                return job_rows.job_from_row(row, aware_utc)
             if job.idempotency_key is not None:
                 found = conn.execute(
                     Q["get_job_by_idempotency_key"],
                     {"tenant": job.tenant, "key": job.idempotency_key},
                 ).fetchone()
                 if found is not None:
-                    return _rows.job_from_row(found, aware_utc)
+                    return job_rows.job_from_row(found, aware_utc)
             raise insert_conflict(conn, Q, job)
 
     def insert_many(self, jobs: Sequence[NewJob], *, now: datetime) -> int:
@@ -325,11 +316,11 @@ class PostgresStore(SqlDunningTables):
     ) -> int:
         if len(jobs) < COPY_THRESHOLD:
             # One statement with arrays: cheaper than COPY's extra round trips for few rows.
-            encoder = _rows.JobEncoder(_utc)
+            encoder = job_rows.JobEncoder(_utc)
             columns = zip(*(encoder.row(job, now) for job in jobs), strict=True)
             params: dict[str, Any] = {
                 name: list(values)
-                for name, values in zip(_rows.INSERT_COLUMNS, columns, strict=True)
+                for name, values in zip(job_rows.INSERT_COLUMNS, columns, strict=True)
                 if name not in ("created_at", "updated_at")
             }
             params["now"] = now
@@ -354,7 +345,7 @@ class PostgresStore(SqlDunningTables):
     def _copy(
         conn: psycopg.Connection[Any], statement: str, jobs: Sequence[NewJob], now: datetime
     ) -> None:
-        row = _rows.JobEncoder(_utc, jsonb_binary=True).row
+        row = job_rows.JobEncoder(_utc, jsonb_binary=True).row
         with conn.cursor().copy(statement) as copy:
             copy.set_types(_COPY_TYPES)
             write_row = copy.write_row
@@ -382,7 +373,7 @@ class PostgresStore(SqlDunningTables):
                 prepare=False,
                 binary=True,
             ).fetchall()
-        jobs = [_rows.job_from_row(row, aware_utc) for row in rows]
+        jobs = [job_rows.job_from_row(row, aware_utc) for row in rows]
         jobs.sort(key=lambda job: (job.run_at, job.id))
         return jobs
 
@@ -391,11 +382,8 @@ class PostgresStore(SqlDunningTables):
             return []
         # One jsonb object, job id → values (see `complete_many` in queries.sql).
         rows: dict[str, list[Any]] = {}
-        for completion in completions:
+        for completion in latest_completions(completions):
             run = completion.run
-            seen = rows.get(run.job_id)
-            if seen is not None and seen[1] > run.attempt:
-                continue  # rows are keyed by job: an older attempt of it could not apply anyway
             outcome_value, retry, final_state = _OUTCOME_COLUMNS[run.outcome]
             retry_at = completion.retry_at
             rows[run.job_id] = [
@@ -417,7 +405,7 @@ class PostgresStore(SqlDunningTables):
         with self._conn() as conn:
             conn.execute(Q["queue_plans"])
             found = conn.execute(
-                Q["complete_many"], {"rows": _rows.dumps(rows), "now": now}, prepare=False
+                Q["complete_many"], {"rows": job_rows.dumps(rows), "now": now}, prepare=False
             ).fetchall()
         return [row[0] for row in found]
 
@@ -510,12 +498,12 @@ class PostgresStore(SqlDunningTables):
             row = conn.execute(
                 Q["cancel_job"], {"tenant": tenant, "id": job_id, "now": now}
             ).fetchone()
-        return None if row is None else _rows.job_from_row(row, aware_utc)
+        return None if row is None else job_rows.job_from_row(row, aware_utc)
 
 
 # Per run outcome: (outcome, retries?, the job's final state), as complete_many sends them.
 _OUTCOME_COLUMNS = {
-    outcome: (outcome.value, _rows.outcome_is_retry(outcome), FINAL_STATE_OF[outcome].value)
+    outcome: (outcome.value, outcome_is_retry(outcome), FINAL_STATE_OF[outcome].value)
     for outcome in FINAL_STATE_OF
 }
 

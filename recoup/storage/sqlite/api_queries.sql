@@ -51,6 +51,3 @@ UPDATE api_tokens SET revoked_at = max(created_at, :now) WHERE id = :id AND revo
 
 -- get_token --
 SELECT id, tenant, prefix, label, created_at, revoked_at FROM api_tokens WHERE id = :id
-
--- list_tenants --
-SELECT id, name, created_at FROM tenants ORDER BY created_at, id

@@ -19,9 +19,9 @@ from recoup.idempotency.keys import (
     Outcome,
     Replay,
 )
-from recoup.storage._api_rows import RETRY_AFTER_SECONDS, SqlApiTables
-from recoup.storage._rows import from_micros, micros
-from recoup.storage._sql import load_queries
+from recoup.storage.api_tables import RETRY_AFTER_SECONDS, SqlApiTables
+from recoup.storage.job_rows import from_micros, micros
+from recoup.storage.sql_files import load_queries
 from recoup.storage.sqlite.store import SqliteStore
 
 Q = load_queries("recoup.storage.sqlite", "api_queries.sql")

@@ -1,4 +1,4 @@
--- Named queries of the SQLite backend (loaded by recoup.storage._sql.load_queries).
+-- Named queries of the SQLite backend (loaded by recoup.storage.sql_files.load_queries).
 -- Instants are integer microseconds since the epoch (UTC); :now is one too.
 
 -- create_schema_version --
@@ -25,8 +25,11 @@ ON CONFLICT (id) DO NOTHING
 -- get_tenant --
 SELECT id, name, signing_secret, created_at FROM tenants WHERE id = :id
 
+-- list_tenants --
+SELECT id, name, created_at FROM tenants ORDER BY created_at, id
+
 -- _insert_values --
--- A new job's row: one placeholder per column of {insert_columns} (`_rows.JobEncoder.row`).
+-- A new job's row: one placeholder per column of {insert_columns} (`job_rows.JobEncoder.row`).
 INSERT INTO jobs ({insert_columns})
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT DO NOTHING
@@ -125,31 +128,44 @@ SET state = 'scheduled',
 WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'running' AND leased_by = :worker_id
 
 -- expired_leases --
-SELECT id, tenant, attempts, coalesce(attempt_started_at, updated_at), leased_by
+-- The rescue of lost leases (see recoup.storage.rules; PostgreSQL's `rescue_expired` is the
+-- same rule in one statement): the batch, then its runs, then its jobs, under one write lock.
+SELECT id
 FROM jobs
 WHERE state = 'running' AND lease_expires_at < :now
 ORDER BY lease_expires_at
 LIMIT :limit
 
--- rescue_job --
+-- log_lost_attempts --
+-- One `lost` run per job of :ids, logged before `rescue_jobs` clears the lease it names.
+INSERT INTO runs (job_id, tenant, attempt, started_at, finished_at, outcome, status_code,
+                  duration_ms, response_excerpt, error, worker_id)
+SELECT id, tenant, attempts, min(coalesce(attempt_started_at, updated_at), :now), :now, 'lost',
+       NULL, max(0, :now - coalesce(attempt_started_at, updated_at)) / 1000.0, NULL,
+       {lost_error}, leased_by
+FROM jobs
+WHERE id IN (SELECT value FROM json_each(:ids))
+ON CONFLICT DO NOTHING
+
+-- rescue_jobs --
 -- A lost attempt never consumes the last one (the worker may have died before starting it):
--- a job whose lost attempt was its last gets one more, up to the ceiling of 100 attempts
+-- a job whose lost attempt was its last gets one more, up to the ceiling of attempts
 -- (CHECK on max_attempts), which bounds a job that kills every worker that runs it.
 UPDATE jobs
-SET state = CASE WHEN attempts < 100 THEN 'scheduled' ELSE 'failed' END,
-    max_attempts = max(max_attempts, min(attempts + 1, 100)),
-    run_at = CASE WHEN attempts < 100 THEN :now ELSE run_at END,
+SET state = CASE WHEN attempts < {attempts_ceiling} THEN 'scheduled' ELSE 'failed' END,
+    max_attempts = max(max_attempts, min(attempts + 1, {attempts_ceiling})),
+    run_at = CASE WHEN attempts < {attempts_ceiling} THEN :now ELSE run_at END,
     lease_expires_at = NULL,
     leased_by = NULL,
     attempt_started_at = NULL,
-    last_error = :error,
+    last_error = {lost_error},
     updated_at = :now,
-    finished_at = CASE WHEN attempts < 100 THEN NULL ELSE :now END,
+    finished_at = CASE WHEN attempts < {attempts_ceiling} THEN NULL ELSE :now END,
     expires_at = CASE
-        WHEN attempts < 100 THEN NULL
+        WHEN attempts < {attempts_ceiling} THEN NULL
         ELSE :now + CAST(keep_for_s * 1000000 AS INTEGER)
     END
-WHERE id = :id AND state = 'running' AND lease_expires_at < :now
+WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'running' AND lease_expires_at < :now
 
 -- bump_wakeups --
 -- Other processes' idle workers poll this counter (SqliteStore.wait_for_notify).

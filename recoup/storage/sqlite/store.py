@@ -25,7 +25,7 @@ import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from recoup.errors import InvalidInput, StorageError
 from recoup.jobs.model import (
@@ -39,11 +39,21 @@ from recoup.jobs.model import (
     RunOutcome,
 )
 from recoup.jobs.store import ClaimParams
-from recoup.storage import _rows
-from recoup.storage._common import attempt_keys, clip, insert_conflict
-from recoup.storage._rows import FINAL_STATE_OF, LOST_ERROR, ONE_US, from_micros, micros
-from recoup.storage._sql import Migration, load_migrations, load_queries
+from recoup.storage import job_rows
 from recoup.storage.dunning_tables import EXPANSIONS, SqlDunningTables
+from recoup.storage.job_rows import ONE_US, from_micros, micros
+from recoup.storage.rules import (
+    FINAL_STATE_OF,
+    attempt_keys,
+    clip,
+    insert_conflict,
+    latest_completions,
+    outcome_is_retry,
+)
+from recoup.storage.sql_files import Migration, load_migrations, load_queries
+
+if TYPE_CHECKING:
+    from recoup.storage.protocol import ApiTables
 
 Q = load_queries("recoup.storage.sqlite")
 DQ = load_queries("recoup.storage.sqlite", "dunning_queries.sql", EXPANSIONS)
@@ -97,7 +107,7 @@ def _forget(
 
 
 class SqliteStore(SqlDunningTables):
-    """JobStore, ScheduleStore and DunningStore on one SQLite file (or `:memory:`)."""
+    """Every store protocol (`recoup.storage.Store`) on one SQLite file (or `:memory:`)."""
 
     backend = "sqlite"
     migrations_package = "recoup.storage.sqlite.migrations"
@@ -210,7 +220,7 @@ class SqliteStore(SqlDunningTables):
 
     def _prepare_jobs(self, jobs: Sequence[NewJob], now: datetime) -> list[tuple[Any, ...]]:
         # Encoded before the write transaction, so that the write lock is held the shorter.
-        encoder = _rows.JobEncoder(micros)
+        encoder = job_rows.JobEncoder(micros)
         now_us = micros(now)
         return [encoder.row(job, now_us) for job in jobs]
 
@@ -221,6 +231,11 @@ class SqliteStore(SqlDunningTables):
 
     def _jobs_inserted(self) -> None:
         self._wakeups.notify()
+
+    def api_tables(self) -> ApiTables:
+        from recoup.storage.sqlite.api_tables import SqliteApiTables
+
+        return SqliteApiTables(self)
 
     def close(self) -> None:
         self._closed = True
@@ -271,7 +286,7 @@ class SqliteStore(SqlDunningTables):
     # Writing jobs
 
     def insert(self, job: NewJob, *, now: datetime) -> Job:
-        values = _rows.JobEncoder(micros).row(job, micros(now))
+        values = job_rows.JobEncoder(micros).row(job, micros(now))
         with self._write() as conn:
             row = conn.execute(Q["insert_job"], values).fetchone()
             if row is None:
@@ -281,16 +296,16 @@ class SqliteStore(SqlDunningTables):
                         {"tenant": job.tenant, "key": job.idempotency_key},
                     ).fetchone()
                     if found is not None:
-                        return _rows.job_from_row(found, from_micros)
+                        return job_rows.job_from_row(found, from_micros)
                 raise insert_conflict(conn, Q, job)
             conn.execute(Q["bump_wakeups"])
         self._wakeups.notify()
-        return _rows.job_from_row(row, from_micros)
+        return job_rows.job_from_row(row, from_micros)
 
     def insert_many(self, jobs: Sequence[NewJob], *, now: datetime) -> int:
         if not jobs:
             return 0
-        encoder = _rows.JobEncoder(micros)
+        encoder = job_rows.JobEncoder(micros)
         now_us = micros(now)
         rows = [encoder.row(job, now_us) for job in jobs]
         with self._write() as conn:
@@ -326,7 +341,7 @@ class SqliteStore(SqlDunningTables):
                     "limit": params.limit,
                 },
             ).fetchall()
-        jobs = [_rows.job_from_row(row, from_micros) for row in rows]
+        jobs = [job_rows.job_from_row(row, from_micros) for row in rows]
         jobs.sort(key=lambda job: (job.run_at, job.id))
         return jobs
 
@@ -337,9 +352,9 @@ class SqliteStore(SqlDunningTables):
         applied: list[str] = []
         runs: list[tuple[Any, ...]] = []
         with self._write() as conn:
-            for completion in completions:
+            for completion in latest_completions(completions):
                 run = completion.run
-                retry = _rows.outcome_is_retry(run.outcome)
+                retry = outcome_is_retry(run.outcome)
                 retry_at = completion.retry_at if completion.retry_at is not None else now
                 key = {"id": run.job_id, "worker_id": completion.worker_id, "attempt": run.attempt}
                 row = conn.execute(
@@ -405,32 +420,15 @@ class SqliteStore(SqlDunningTables):
         return released
 
     def rescue_expired(self, *, now: datetime, limit: int = 1000) -> list[str]:
+        # The rule is `recoup.storage.rules`'; the write lock holds the batch still meanwhile.
         now_us = micros(now)
-        rescued: list[str] = []
         with self._write() as conn:
-            expired = conn.execute(Q["expired_leases"], {"now": now_us, "limit": limit}).fetchall()
-            runs = []
-            for job_id, tenant, attempt, started_us, worker in expired:
-                error = LOST_ERROR.format(worker=worker)
-                conn.execute(Q["rescue_job"], {"id": job_id, "now": now_us, "error": error})
-                rescued.append(job_id)
-                runs.append(
-                    (
-                        job_id,
-                        tenant,
-                        attempt,
-                        min(started_us, now_us),
-                        now_us,
-                        RunOutcome.LOST.value,
-                        None,
-                        max(0, now_us - started_us) / 1000,
-                        None,
-                        error,
-                        worker,
-                    )
-                )
-            conn.executemany(Q["insert_run"], runs)
+            rows = conn.execute(Q["expired_leases"], {"now": now_us, "limit": limit}).fetchall()
+            rescued = [row[0] for row in rows]
             if rescued:
+                params = {"ids": json.dumps(rescued), "now": now_us}
+                conn.execute(Q["log_lost_attempts"], params)
+                conn.execute(Q["rescue_jobs"], params)
                 conn.execute(Q["bump_wakeups"])
         if rescued:
             self._wakeups.notify()
@@ -486,7 +484,7 @@ class SqliteStore(SqlDunningTables):
         with self._write() as conn:
             conn.execute(Q["cancel_job"], {"tenant": tenant, "id": job_id, "now": micros(now)})
             row = conn.execute(Q["get_job"], {"tenant": tenant, "id": job_id}).fetchone()
-        return None if row is None else _rows.job_from_row(row, from_micros)
+        return None if row is None else job_rows.job_from_row(row, from_micros)
 
 
 def _run_values(run: Run, outcome: RunOutcome) -> tuple[Any, ...]:

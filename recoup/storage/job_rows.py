@@ -1,4 +1,5 @@
-"""The one mapping between the model and table rows, shared by every backend.
+"""The one mapping between the job scheduler's records (jobs, runs, schedules, tenants) and
+table rows, shared by every backend; and the opaque page cursor.
 
 - target, payload and schedule rules are JSON text (jsonb in PostgreSQL);
 - enums are stored as their string values;
@@ -41,6 +42,7 @@ from recoup.jobs.schedule_model import (
     Rule,
     Schedule,
 )
+from recoup.tenancy import TenantInfo
 
 # Column order of every query that returns jobs (see `{job_columns}` in the .sql files).
 JOB_COLUMNS = (
@@ -446,6 +448,11 @@ def tenant_from_row(row: Sequence[Any], instant: DecodeInstant) -> Tenant:
     return Tenant(id=id_, name=name, signing_secret=signing_secret, created_at=instant(created_at))
 
 
+def tenant_info_from_row(row: Sequence[Any], instant: DecodeInstant) -> TenantInfo:
+    """A row of `id, name, created_at` (the `list_tenants` query)."""
+    return TenantInfo(id=row[0], name=row[1], created_at=instant(row[2]))
+
+
 # Schedules
 
 
@@ -509,22 +516,6 @@ def like_prefix(prefix: str) -> str:
     """A LIKE pattern matching names that start with `prefix` (escape character: backslash)."""
     escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return escaped + "%"
-
-
-def outcome_is_retry(outcome: RunOutcome) -> bool:
-    return outcome in (RunOutcome.RETRY, RunOutcome.LOST)
-
-
-FINAL_STATE_OF = {
-    RunOutcome.SUCCEEDED: JobState.SUCCEEDED,
-    RunOutcome.FAILED: JobState.FAILED,
-    RunOutcome.CANCELLED: JobState.CANCELLED,
-    # RETRY and LOST schedule another attempt; if attempts are spent they fail.
-    RunOutcome.RETRY: JobState.FAILED,
-    RunOutcome.LOST: JobState.FAILED,
-}
-
-LOST_ERROR = "lease expired: worker {worker} stopped heartbeating"
 
 
 def schedule_values(

@@ -1,12 +1,13 @@
-"""What the SQLite and PostgreSQL job stores share: the operations whose statements, parameters
-and row mapping are the same on both backends, written once against four per-dialect hooks:
+"""What the SQLite and PostgreSQL stores share: the operations whose statements, parameters and
+row mapping are the same on both backends (tenants, cancelling, reading, retention, schedules,
+migrations bookkeeping), written once against four per-dialect hooks:
 
 - `read()` / `write()`: a connection for reading, and one write transaction (on PostgreSQL
   both are a pooled connection in a transaction; on SQLite an autocommit read and a
   `BEGIN IMMEDIATE` transaction);
 - `_encode_instant` / `_decode_instant`: an instant as a query parameter and back from a column
   (timestamptz as is on PostgreSQL; integer microseconds on SQLite), and `_row_instant`, the
-  encoding `_rows` uses for whole rows;
+  encoding `job_rows` uses for whole rows;
 - `Q`: the backend's queries (same names, per-dialect SQL).
 
 The hot paths of the worker (claims, completions, heartbeats, bulk inserts) stay in each
@@ -18,25 +19,33 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from recoup.errors import InvalidInput
 from recoup.jobs.model import Job, JobState, NewJob, Run, Tenant
 from recoup.jobs.schedule_model import NewSchedule, Schedule
 from recoup.jobs.store import JobFilter, JobPage, PruneResult
-from recoup.storage import _rows
-from recoup.storage._common import (
+from recoup.storage import job_rows
+from recoup.storage.rules import (
+    check_name_prefix,
     check_page_limit,
     check_schedule_jobs,
     job_page,
     schedule_conflict,
     state_counts,
 )
+from recoup.storage.sql_files import Migration, load_migrations
+from recoup.tenancy import TenantInfo
+
+if TYPE_CHECKING:
+    from recoup.storage.protocol import ApiTables
 
 
 class SqlStore:
     """The backend-independent part of `SqliteStore` and `PostgresStore`."""
 
+    backend: ClassVar[str]  # "sqlite" or "postgresql"
+    migrations_package: ClassVar[str]  # the package of the backend's NNNN_*.sql files
+    schema: str | None = None  # the PostgreSQL schema holding the tables
     Q: ClassVar[Mapping[str, str]]
 
     @staticmethod
@@ -46,7 +55,7 @@ class SqlStore:
 
     @staticmethod
     def _row_instant(value: datetime, /) -> Any:
-        """An instant in a row `_rows` encodes."""
+        """An instant in a row `job_rows` encodes."""
         raise NotImplementedError
 
     @staticmethod
@@ -59,6 +68,20 @@ class SqlStore:
 
     def write(self) -> AbstractContextManager[Any]:
         raise NotImplementedError
+
+    def api_tables(self) -> ApiTables:
+        """The API's tables in this store's database (each backend's `api_tables` module)."""
+        raise NotImplementedError
+
+    # The database
+
+    def ping(self) -> None:
+        """Raise `StorageError` unless the database answers."""
+        with self.read() as conn:
+            conn.execute("SELECT 1").fetchone()
+
+    def migrations(self) -> list[Migration]:
+        return load_migrations(self.migrations_package)
 
     # Per-dialect details of the shared operations
 
@@ -99,12 +122,18 @@ class SqlStore:
             )
             row = conn.execute(Q["get_tenant"], {"id": tenant.id}).fetchone()
         assert row is not None
-        return _rows.tenant_from_row(row, self._decode_instant)
+        return job_rows.tenant_from_row(row, self._decode_instant)
 
     def get_tenant(self, tenant_id: str) -> Tenant | None:
         with self.read() as conn:
             row = conn.execute(self.Q["get_tenant"], {"id": tenant_id}).fetchone()
-        return None if row is None else _rows.tenant_from_row(row, self._decode_instant)
+        return None if row is None else job_rows.tenant_from_row(row, self._decode_instant)
+
+    def list_tenants(self) -> list[TenantInfo]:
+        with self.read() as conn:
+            rows = conn.execute(self.Q["list_tenants"]).fetchall()
+        instant = self._decode_instant
+        return [job_rows.tenant_info_from_row(row, instant) for row in rows]
 
     # Cancelling
 
@@ -115,8 +144,7 @@ class SqlStore:
             return cancelled
 
     def cancel_by_prefix(self, tenant: str, prefix: str, *, now: datetime) -> int:
-        if not prefix:
-            raise InvalidInput("prefix", prefix, "expected a non-empty name prefix")
+        check_name_prefix(prefix)
         params = {"tenant": tenant, "prefix": prefix, "now": self._encode_instant(now)}
         with self.write() as conn:
             cancelled: int = conn.execute(self.Q["cancel_by_prefix"], params).rowcount
@@ -133,7 +161,7 @@ class SqlStore:
     def get(self, tenant: str, job_id: str) -> Job | None:
         with self.read() as conn:
             row = conn.execute(self.Q["get_job"], {"tenant": tenant, "id": job_id}).fetchone()
-        return None if row is None else _rows.job_from_row(row, self._decode_instant)
+        return None if row is None else job_rows.job_from_row(row, self._decode_instant)
 
     def get_by_name(self, tenant: str, name: str) -> Job | None:
         Q = self.Q
@@ -142,14 +170,14 @@ class SqlStore:
             row = conn.execute(Q["get_live_job_by_name"], params).fetchone()
             if row is None:
                 row = conn.execute(Q["get_latest_job_by_name"], params).fetchone()
-        return None if row is None else _rows.job_from_row(row, self._decode_instant)
+        return None if row is None else job_rows.job_from_row(row, self._decode_instant)
 
     def list_jobs(self, query: JobFilter) -> JobPage:
         check_page_limit(query.limit)
         cursor_created: Any = None
         cursor_id: str | None = None
         if query.cursor is not None:
-            created, cursor_id = _rows.decode_cursor(query.cursor)
+            created, cursor_id = job_rows.decode_cursor(query.cursor)
             cursor_created = self._encode_instant(created)
         # A group's listing is its own statement, so that it walks the group's index.
         statement = self.Q["list_jobs" if query.group is None else "list_group_jobs"]
@@ -169,13 +197,13 @@ class SqlStore:
                 },
             ).fetchall()
         instant = self._decode_instant
-        return job_page(rows, query.limit, lambda row: _rows.job_from_row(row, instant))
+        return job_page(rows, query.limit, lambda row: job_rows.job_from_row(row, instant))
 
     def runs(self, tenant: str, job_id: str) -> list[Run]:
         with self.read() as conn:
             rows = conn.execute(self.Q["runs"], {"tenant": tenant, "job_id": job_id}).fetchall()
         instant = self._decode_instant
-        return [_rows.run_from_row(row, instant) for row in rows]
+        return [job_rows.run_from_row(row, instant) for row in rows]
 
     def count_by_state(self, tenant: str | None = None) -> dict[JobState, int]:
         Q = self.Q
@@ -216,27 +244,27 @@ class SqlStore:
     def insert_schedule(
         self, schedule: NewSchedule, *, next_fire_at: datetime | None, now: datetime
     ) -> Schedule:
-        values = _rows.schedule_values(
+        values = job_rows.schedule_values(
             schedule, next_fire_at=next_fire_at, now=now, instant=self._row_instant
         )
         with self.write() as conn:
             row = conn.execute(self.Q["insert_schedule"], values).fetchone()
         if row is None:
             raise schedule_conflict(schedule)
-        return _rows.schedule_from_row(row, self._decode_instant)
+        return job_rows.schedule_from_row(row, self._decode_instant)
 
     def get_schedule(self, tenant: str, schedule_id: str) -> Schedule | None:
         """Deleted schedules are returned too, with `deleted=True` (their jobs still name them)."""
         params = {"tenant": tenant, "id": schedule_id}
         with self.read() as conn:
             row = conn.execute(self.Q["get_schedule"], params).fetchone()
-        return None if row is None else _rows.schedule_from_row(row, self._decode_instant)
+        return None if row is None else job_rows.schedule_from_row(row, self._decode_instant)
 
     def list_schedules(self, tenant: str) -> list[Schedule]:
         with self.read() as conn:
             rows = conn.execute(self.Q["list_schedules"], {"tenant": tenant}).fetchall()
         instant = self._decode_instant
-        return [_rows.schedule_from_row(row, instant) for row in rows]
+        return [job_rows.schedule_from_row(row, instant) for row in rows]
 
     def set_schedule_paused(
         self,
@@ -257,7 +285,7 @@ class SqlStore:
         }
         with self.write() as conn:
             row = conn.execute(self.Q["set_schedule_paused"], params).fetchone()
-        return None if row is None else _rows.schedule_from_row(row, self._decode_instant)
+        return None if row is None else job_rows.schedule_from_row(row, self._decode_instant)
 
     def delete_schedule(self, tenant: str, schedule_id: str, *, now: datetime) -> bool:
         Q = self.Q
@@ -275,7 +303,7 @@ class SqlStore:
         with self.read() as conn:
             rows = conn.execute(self.Q["due_schedules"], params).fetchall()
         instant = self._decode_instant
-        return [_rows.schedule_from_row(row, instant) for row in rows]
+        return [job_rows.schedule_from_row(row, instant) for row in rows]
 
     def advance_schedule(
         self,

@@ -1,7 +1,18 @@
-"""Store logic that is the same on every backend: which conflict an insert hit, argument checks,
-pages and counts. Each backend keeps its own SQL, connections and instant codec; these take the
-already-decoded values (or a connection that can `execute(query, params).fetchone()`, as both
-sqlite3 and psycopg connections can)."""
+"""The store's rules, stated once for every backend: argument checks (the page limit, the
+non-empty prefix), which conflict an insert hit, pages and counts, what a completion does to a
+job, and how a lost lease is rescued. Each backend keeps its own SQL, connections and instant
+codec; these take the already-decoded values (or a connection that can
+`execute(query, params).fetchone()`, as both sqlite3 and psycopg connections can), or are
+expanded into both dialects' SQL (`SQL_EXPANSIONS`).
+
+The rescue of lost leases (`JobStore.rescue_expired`) is one statement shape per dialect:
+select the running jobs whose lease expired (oldest lease first, at most `limit`), log a
+`lost` run for each (its attempt; started at the attempt's start, finished now; error
+`lost_error(worker)`), and schedule each again now, one attempt more if the lost one was its
+last, up to `ATTEMPTS_CEILING` (a job lost on that attempt fails). PostgreSQL runs it as one
+statement (`rescue_expired` in its queries.sql), SQLite as three under its write lock
+(`expired_leases`, `log_lost_attempts`, `rescue_jobs`); the error text and the ceiling come
+from here into both."""
 
 from __future__ import annotations
 
@@ -9,12 +20,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from recoup.errors import Conflict, InvalidInput
-from recoup.jobs.model import Job, JobState, NewJob
+from recoup.jobs.model import Completion, Job, JobState, NewJob, RunOutcome
 from recoup.jobs.schedule_model import NewSchedule
-from recoup.jobs.store import JobPage
-from recoup.storage._rows import encode_cursor
+from recoup.jobs.store import MAX_PAGE, JobPage, latest_per_job
+from recoup.storage.job_rows import encode_cursor
 
-MAX_PAGE = 1000  # jobs per `list_jobs` page
+# The schema's ceiling on max_attempts (CHECK max_attempts BETWEEN 1 AND 100, as `RetryPolicy`
+# validates it): the most attempts a rescue may grant a job whose workers keep vanishing.
+ATTEMPTS_CEILING = 100
+LOST_ERROR = "lease expired: worker {worker} stopped heartbeating"
 
 
 class _Cursor(Protocol):
@@ -61,8 +75,16 @@ def check_schedule_jobs(schedule_id: str, jobs: Sequence[NewJob]) -> None:
 
 
 def check_page_limit(limit: int) -> None:
+    """`InvalidInput` naming `limit` outside 1–`MAX_PAGE` (every listing: jobs, invoices)."""
     if not 1 <= limit <= MAX_PAGE:
         raise InvalidInput("limit", limit, f"expected 1–{MAX_PAGE}")
+
+
+def check_name_prefix(prefix: str) -> None:
+    """`InvalidInput` naming `prefix` for an empty one (`cancel_by_prefix` would cancel every
+    named job of the tenant)."""
+    if not prefix:
+        raise InvalidInput("prefix", prefix, "expected a non-empty name prefix")
 
 
 def job_page(
@@ -86,6 +108,54 @@ def state_counts(rows: Iterable[Sequence[Any]]) -> dict[JobState, int]:
     return counts
 
 
+# Completions
+
+
+def outcome_is_retry(outcome: RunOutcome) -> bool:
+    return outcome in (RunOutcome.RETRY, RunOutcome.LOST)
+
+
+FINAL_STATE_OF = {
+    RunOutcome.SUCCEEDED: JobState.SUCCEEDED,
+    RunOutcome.FAILED: JobState.FAILED,
+    RunOutcome.CANCELLED: JobState.CANCELLED,
+    # RETRY and LOST schedule another attempt; if attempts are spent they fail.
+    RunOutcome.RETRY: JobState.FAILED,
+    RunOutcome.LOST: JobState.FAILED,
+}
+
+
+def latest_completions(completions: Sequence[Completion]) -> list[Completion]:
+    """The completions a batch applies: one per job, its latest attempt
+    (`recoup.jobs.store.latest_per_job`)."""
+    return latest_per_job(completions, lambda c: (c.run.job_id, c.run.attempt))
+
+
+# Lost leases
+
+
+def lost_error(worker: str) -> str:
+    """The error of a run lost with its worker's lease (and the job's `last_error`)."""
+    return LOST_ERROR.format(worker=worker)
+
+
+def lost_error_sql(worker_column: str) -> str:
+    """`lost_error` as an SQL expression over a text column (the same in both dialects)."""
+    before, after = LOST_ERROR.split("{worker}")
+    return f"{_sql_text(before)} || {worker_column} || {_sql_text(after)}"
+
+
+def _sql_text(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+# Placeholders every query file of every backend may use (see `recoup.storage.sql_files`).
+SQL_EXPANSIONS = {
+    "{lost_error}": lost_error_sql("leased_by"),
+    "{attempts_ceiling}": str(ATTEMPTS_CEILING),
+}
+
+
 def clip(text: str | None, limit: int) -> str | None:
     """`text` cut to `limit` characters (the run log's columns are bounded)."""
     return None if text is None else text[:limit]
@@ -101,14 +171,23 @@ def attempt_keys(job_ids: Sequence[str], attempts: Sequence[int] | None) -> list
 
 
 __all__ = [
+    "ATTEMPTS_CEILING",
+    "FINAL_STATE_OF",
+    "LOST_ERROR",
     "MAX_PAGE",
+    "SQL_EXPANSIONS",
     "Executes",
     "attempt_keys",
+    "check_name_prefix",
     "check_page_limit",
     "check_schedule_jobs",
     "clip",
     "insert_conflict",
     "job_page",
+    "latest_completions",
+    "lost_error",
+    "lost_error_sql",
+    "outcome_is_retry",
     "schedule_conflict",
     "state_counts",
 ]

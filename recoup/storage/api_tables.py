@@ -1,6 +1,8 @@
-"""The mapping between the HTTP API's records (tokens, tenants) and table rows, and the table
-operations (`SqlApiTables`), shared by the SQLite and PostgreSQL `api_tables`; as in `_rows`,
-only the instant codec (and the SQL of each query) differs by backend."""
+"""The API tables (idempotency keys and API tokens, migration 0002) on both backends: the
+mapping between token records and rows, and the table operations (`SqlApiTables`) shared by
+the SQLite and PostgreSQL `api_tables`; as in `job_rows`, only the instant codec (and the SQL
+of each query, in each backend's `api_queries.sql`) differs by backend, and `begin`, whose
+concurrency handling is per dialect."""
 
 from __future__ import annotations
 
@@ -8,9 +10,9 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 
-from recoup.api.tokens import TenantInfo, TokenInfo
-from recoup.storage._base import SqlStore
-from recoup.storage._rows import DecodeInstant
+from recoup.storage.job_rows import DecodeInstant
+from recoup.storage.sql_store import SqlStore
+from recoup.tenancy import TokenInfo
 
 RETRY_AFTER_SECONDS = 1  # an in-flight request usually ends within milliseconds
 
@@ -27,15 +29,11 @@ def token_from_row(row: Sequence[Any], instant: DecodeInstant) -> TokenInfo:
     )
 
 
-def tenant_info_from_row(row: Sequence[Any], instant: DecodeInstant) -> TenantInfo:
-    """A row of `id, name, created_at` (the `list_tenants` query)."""
-    return TenantInfo(id=row[0], name=row[1], created_at=instant(row[2]))
-
-
 class SqlApiTables:
     """The backend-independent part of `SqliteApiTables` and `PostgresApiTables`: every
-    operation but `begin` (whose concurrency handling is per-dialect), written against the job
-    store's `read()` / `write()`, the backend's `Q` and its instant codec."""
+    operation but `begin` (whose concurrency handling is per-dialect), written against the
+    store's `read()` / `write()`, the backend's `Q` and its instant codec. What
+    `Store.api_tables()` returns (`recoup.storage.ApiTables`)."""
 
     Q: ClassVar[Mapping[str, str]]
 
@@ -54,8 +52,7 @@ class SqlApiTables:
 
     def ping(self) -> None:
         """Raise `StorageError` unless the database answers."""
-        with self._store.read() as conn:
-            conn.execute("SELECT 1").fetchone()
+        self._store.ping()
 
     # Idempotency keys (`begin` is per backend)
 
@@ -93,7 +90,7 @@ class SqlApiTables:
             pruned: int = conn.execute(self.Q["prune_keys"], params).rowcount
         return pruned
 
-    # API tokens and tenants
+    # API tokens
 
     def add_token(
         self,
@@ -138,9 +135,3 @@ class SqlApiTables:
             conn.execute(self.Q["revoke_token"], {"id": token_id, "now": self._encode_instant(now)})
             row = conn.execute(self.Q["get_token"], {"id": token_id}).fetchone()
         return None if row is None else token_from_row(row, self._decode_instant)
-
-    def list_tenants(self) -> list[TenantInfo]:
-        with self._store.read() as conn:
-            rows = conn.execute(self.Q["list_tenants"]).fetchall()
-        instant = self._decode_instant
-        return [tenant_info_from_row(row, instant) for row in rows]

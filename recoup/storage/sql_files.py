@@ -2,9 +2,13 @@
 
 A query file holds blocks introduced by a line `-- name --` (procrastinate's style); the block
 runs until the next such line. `{job_columns}` and `{j_job_columns}` expand to the job columns
-in the order `recoup.storage._rows.JOB_COLUMNS` decodes (the second prefixed with `j.`), so every
+in the order `recoup.storage.job_rows.JOB_COLUMNS` decodes (the second prefixed with `j.`), so every
 query that returns jobs returns them in one shape; `{insert_columns}` to the columns of a new
-job's row, in the order `recoup.storage._rows.JobEncoder` encodes them.
+job's row, in the order `recoup.storage.job_rows.JobEncoder` encodes them.
+
+`{lost_error}` and `{attempts_ceiling}` expand, in every file, to the rescue rule's error
+text (an expression over `leased_by`) and attempt ceiling (`recoup.storage.rules`), so both
+dialects rescue lost leases by one rule.
 
 A query file of other tables passes its own column lists (`expansions`, placeholder → text),
 under names that end `_columns` too.
@@ -24,7 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 
-from recoup.storage._rows import INSERT_COLUMNS, JOB_COLUMNS, SCHEDULE_COLUMNS
+from recoup.storage.job_rows import INSERT_COLUMNS, JOB_COLUMNS, SCHEDULE_COLUMNS
+from recoup.storage.rules import SQL_EXPANSIONS
 
 _BLOCK = re.compile(r"^-- ([a-z_][a-z0-9_]*) --[ \t]*$", re.MULTILINE)
 _MIGRATION = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
@@ -36,6 +41,7 @@ _EXPANSIONS = {
     "{j_job_columns}": ", ".join(f"j.{c}" for c in JOB_COLUMNS),
     "{insert_columns}": ", ".join(INSERT_COLUMNS),
     "{schedule_columns}": ", ".join(SCHEDULE_COLUMNS),
+    **SQL_EXPANSIONS,
 }
 
 

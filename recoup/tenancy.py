@@ -1,10 +1,18 @@
-"""API tokens: bearer secrets scoped to one tenant, stored only as hashes.
+"""Tenancy: who the jobs belong to and who may act for them. Not HTTP: the CLI manages tenants
+and tokens with it, the HTTP API authenticates with it, and the storage backends keep its
+records.
 
-A token is `rcp_` + 43 characters of URL-safe base64 (32 random bytes). Only its sha256 is
-stored: a token has 256 bits of entropy, so a plain hash is as strong as a slow KDF here, and
-a lookup by hash needs no constant-time comparison (the comparison happens on the digest, not
-on the secret). The first characters after the prefix are kept in clear as the token's
-`prefix`, so an operator can tell tokens apart in a list.
+- A **tenant** (`Tenant`, the record the job store keeps) owns jobs, schedules and invoices,
+  and signs its outbound requests with its own Standard Webhooks secret
+  (`new_signing_secret`, made in `recoup.jobs.signing`, which signs the requests).
+- An **API token** is a bearer secret scoped to one tenant, stored only as a hash. A token is
+  `rcp_` + 43 characters of URL-safe base64 (32 random bytes). Only its sha256 is stored: a
+  token has 256 bits of entropy, so a plain hash is as strong as a slow KDF here, and a lookup
+  by hash needs no constant-time comparison (the comparison happens on the digest, not on the
+  secret). The first characters after the prefix are kept in clear as the token's `prefix`,
+  so an operator can tell tokens apart in a list.
+
+`TenantStore` and `TokenStore` are implemented by every storage backend (`recoup.storage`).
 """
 
 from __future__ import annotations
@@ -15,17 +23,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from recoup.jobs.model import new_id
-
-# Signing secrets are made in `recoup.jobs.signing` (the embedded scheduler makes them too);
-# re-exported here, where the CLI and the API tests have always found them.
-from recoup.jobs.signing import SIGNING_SECRET_BYTES as SIGNING_SECRET_BYTES
-from recoup.jobs.signing import new_signing_secret as new_signing_secret
+from recoup.jobs.model import Tenant, new_id
+from recoup.jobs.signing import SIGNING_SECRET_BYTES, new_signing_secret
 from recoup.timekeeping.instants import require_aware
 
 TOKEN_PREFIX = "rcp_"
-TOKEN_BYTES = 32
+TOKEN_BYTES = 32  # random bytes in a token's secret
 DISPLAY_PREFIX_LENGTH = 8  # characters after `rcp_` kept in clear
+TOKEN_MAX_LENGTH = 200  # longer bearer values are refused before hashing
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,8 +69,23 @@ class IssuedToken:
     secret: str
 
 
+class TenantStore(Protocol):
+    """Stored tenants (the job store's `tenants` table)."""
+
+    def ensure_tenant(self, tenant: Tenant) -> Tenant:
+        """Insert the tenant unless one with its id exists; return the stored one (so every
+        process agrees on one signing secret)."""
+        ...
+
+    def get_tenant(self, tenant_id: str) -> Tenant | None: ...
+
+    def list_tenants(self) -> list[TenantInfo]:
+        """Every tenant, oldest first."""
+        ...
+
+
 class TokenStore(Protocol):
-    """Stored API tokens. Implemented by each storage backend's `api_tables` module."""
+    """Stored API tokens (hashes only)."""
 
     def add_token(
         self,
@@ -90,9 +110,16 @@ class TokenStore(Protocol):
         """Revoke by id (idempotent: a revoked token is returned unchanged); None if absent."""
         ...
 
-    def list_tenants(self) -> list[TenantInfo]:
-        """Every tenant, oldest first."""
-        ...
+
+def new_tenant(tenant_id: str, *, now: datetime, name: str | None = None) -> Tenant:
+    """A tenant record with a fresh signing secret (`name` defaults to the id); store it with
+    `TenantStore.ensure_tenant`."""
+    return Tenant(
+        id=tenant_id,
+        name=tenant_id if name is None else name,
+        signing_secret=new_signing_secret(),
+        created_at=now,
+    )
 
 
 def new_token() -> str:
@@ -125,6 +152,28 @@ def issue_token(
 
 def authenticate(store: TokenStore, token: str) -> str | None:
     """The tenant a bearer token belongs to, or None (unknown or revoked)."""
-    if not token.startswith(TOKEN_PREFIX) or len(token) > 200:
+    if not token.startswith(TOKEN_PREFIX) or len(token) > TOKEN_MAX_LENGTH:
         return None
     return store.tenant_for_token_hash(hash_token(token))
+
+
+__all__ = [
+    "DISPLAY_PREFIX_LENGTH",
+    "SIGNING_SECRET_BYTES",
+    "TOKEN_BYTES",
+    "TOKEN_MAX_LENGTH",
+    "TOKEN_PREFIX",
+    "IssuedToken",
+    "Tenant",
+    "TenantInfo",
+    "TenantStore",
+    "TokenInfo",
+    "TokenStore",
+    "authenticate",
+    "display_prefix",
+    "hash_token",
+    "issue_token",
+    "new_signing_secret",
+    "new_tenant",
+    "new_token",
+]

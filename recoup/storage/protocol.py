@@ -1,0 +1,67 @@
+"""The one store seam: `Store`, what `recoup.storage.open_store` returns on every backend, and
+`ApiTables`, what `recoup.storage.open_api_tables` returns beside it.
+
+`Store` is the union of the protocols declared beside the code that uses them (the job and
+schedule stores of `recoup.jobs.store`, the dunning store of `recoup.recovery.store`, the
+tenant store of `recoup.tenancy`) plus what an operator needs of a database: a readiness
+check, its schema version and migrations, and where it is. Code that needs less takes the
+narrower protocol (the `Scheduler` a `SchedulerStore`, the worker a `JobStore`); an in-memory
+fake implements only what its test needs.
+
+The API's tables (idempotency keys and tokens) live in the store's database but are a separate
+object: `IdempotencyStore` and `JobStore` both name an operation `release`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+from recoup.idempotency.keys import IdempotencyStore
+from recoup.jobs.store import JobStore, ScheduleStore
+from recoup.recovery.store import DunningStore
+from recoup.tenancy import TenantStore, TokenStore
+
+if TYPE_CHECKING:
+    from recoup.storage.sql_files import Migration
+
+
+class ApiTables(IdempotencyStore, TokenStore, Protocol):
+    """The HTTP API's tables in a store's database: idempotency keys and API tokens, plus a
+    readiness check."""
+
+    def ping(self) -> None:
+        """Raise `StorageError` unless the database answers."""
+        ...
+
+
+class Store(JobStore, ScheduleStore, DunningStore, TenantStore, Protocol):
+    """Every store protocol on one database (SQLite or PostgreSQL)."""
+
+    @property
+    def backend(self) -> str:
+        """ "sqlite" or "postgresql"."""
+        ...
+
+    @property
+    def schema(self) -> str | None:
+        """The PostgreSQL schema holding the tables; None on SQLite."""
+        ...
+
+    def ping(self) -> None:
+        """Raise `StorageError` unless the database answers."""
+        ...
+
+    def schema_version(self) -> int:
+        """The migration version in force; 0 for a database never migrated."""
+        ...
+
+    def migrations(self) -> list[Migration]:
+        """The backend's numbered migrations, in order (those in force and those pending)."""
+        ...
+
+    def api_tables(self) -> ApiTables:
+        """The API's tables in this store's database (`recoup.storage.open_api_tables`)."""
+        ...
+
+
+__all__ = ["ApiTables", "Store"]
