@@ -1,8 +1,8 @@
 """Fixtures of the HTTP API tests: a store per backend, and a real server on a free port.
 
-Every test runs once on SQLite (a file in the test's temporary directory) and once on
-PostgreSQL (a fresh schema with a random name, dropped afterwards: other engineers and CI share
-the database). The server is uvicorn in a thread, so requests go through real sockets,
+Every test runs once per backend, through the one `backend` fixture (tests/storage/conftest.py:
+a SQLite file in the test's temporary directory, or a fresh PostgreSQL schema dropped
+afterwards). The server is uvicorn in a thread, so requests go through real sockets,
 concurrency included; targets on 127.0.0.1 are allowed explicitly (`allow_private=True`).
 """
 
@@ -14,7 +14,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -23,12 +22,13 @@ import uvicorn
 from fastapi import FastAPI
 
 from recoup.api.app import ApiSettings, create_app
-from recoup.api.services import ApiTables, open_api_tables
-from recoup.api.tokens import issue_token, new_signing_secret
-from recoup.jobs.model import Tenant
 from recoup.jobs.ssrf import SsrfGuard
-from recoup.storage.sqlite.store import SqliteStore
+from recoup.storage import ApiTables, Store, open_api_tables
+from recoup.tenancy import issue_token, new_tenant
 from recoup.timekeeping.clock import SystemClock
+from tests.storage.conftest import backend, store
+
+__all__ = ["backend", "store"]  # the per-backend fixtures, shared with tests/storage
 
 TARGET = "http://127.0.0.1:9/hook"  # never called: no worker runs in these tests
 STARTUP_TIMEOUT = 10.0  # seconds
@@ -85,7 +85,7 @@ class Caller:
 @dataclass
 class Api:
     url: str
-    store: Any
+    store: Store
     tables: ApiTables
     app: FastAPI
     clients: list[httpx.Client] = field(default_factory=list)
@@ -93,11 +93,7 @@ class Api:
     def tenant(self, name: str | None = None) -> Caller:
         tenant_id = name or f"t-{uuid.uuid4().hex[:8]}"
         now = SystemClock().now()
-        tenant = self.store.ensure_tenant(
-            Tenant(
-                id=tenant_id, name=tenant_id, signing_secret=new_signing_secret(), created_at=now
-            )
-        )
+        tenant = self.store.ensure_tenant(new_tenant(tenant_id, now=now))
         issued = issue_token(self.tables, tenant_id, now=now)
         return Caller(tenant_id, issued.secret, tenant.signing_secret)
 
@@ -109,52 +105,8 @@ class Api:
         return client
 
 
-def _drop_schema(url: str, schema: str) -> None:
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Any]]:
-    """Opens stores on one fresh database of the parametrised backend (all closed after)."""
-    opened: list[Any] = []
-    if request.param == "sqlite":
-        path = str(tmp_path / "recoup.db")
-
-        def open_sqlite() -> Any:
-            opened.append(SqliteStore(path, synchronous="NORMAL"))
-            return opened[-1]
-
-        yield open_sqlite
-        for store in opened:
-            store.close()
-        return
-    from recoup.storage.postgres.store import PostgresStore
-
-    url: str = request.getfixturevalue("postgres_url")
-    schema = f"test_api_{uuid.uuid4().hex[:12]}"
-
-    def open_postgres() -> Any:
-        opened.append(PostgresStore(url, schema=schema, min_size=1, max_size=10))
-        return opened[-1]
-
-    try:
-        yield open_postgres
-    finally:
-        for store in opened:
-            store.close()
-        _drop_schema(url, schema)
-
-
 @pytest.fixture
-def store(store_factory: Callable[[], Any]) -> Any:
-    return store_factory()
-
-
-@pytest.fixture
-def tables(store: Any) -> ApiTables:
+def tables(store: Store) -> ApiTables:
     return open_api_tables(store)
 
 
@@ -165,7 +117,7 @@ def api_settings(**overrides: Any) -> ApiSettings:
 
 
 @pytest.fixture
-def make_api(store: Any, tables: ApiTables) -> Iterator[Callable[..., Api]]:
+def make_api(store: Store, tables: ApiTables) -> Iterator[Callable[..., Api]]:
     """Starts an API server over the test's store with the given settings overrides."""
     stack: list[tuple[ServerThread, Api]] = []
 

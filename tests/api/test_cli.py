@@ -3,20 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
-from recoup.api.services import open_api_tables
-from recoup.api.tokens import authenticate
 from recoup.cli import main
-
-
-def db_args(store: Any) -> list[str]:
-    """The --db (and --schema) options naming the test's database."""
-    if hasattr(store, "schema"):
-        return ["--db", store.url, "--schema", store.schema]
-    return ["--db", f"sqlite:///{store.path}"]
+from recoup.storage import Store, open_api_tables
+from recoup.tenancy import authenticate
+from tests.storage.conftest import Backend
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -26,9 +19,9 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 def test_tenants_create_prints_the_tenant_a_token_and_a_signing_secret(
-    store: Any, capsys: pytest.CaptureFixture[str]
+    backend: Backend, store: Store, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, _ = run(capsys, "tenants", "create", "acme", *db_args(store), "--json")
+    code, out, _ = run(capsys, "tenants", "create", "acme", *backend.db_args(), "--json")
     assert code == 0
     created = json.loads(out)
     assert set(created) == {"tenant", "token", "signing_secret"}
@@ -37,52 +30,54 @@ def test_tenants_create_prints_the_tenant_a_token_and_a_signing_secret(
     assert authenticate(open_api_tables(store), created["token"]) == "acme"
     assert store.get_tenant("acme").signing_secret == created["signing_secret"]
     # The secret is printed once and stored only as a hash.
-    code, out, _ = run(capsys, "tokens", "list", *db_args(store), "--json")
+    code, out, _ = run(capsys, "tokens", "list", *backend.db_args(), "--json")
     assert created["token"] not in out
     assert [t["tenant"] for t in json.loads(out)] == ["acme"]
 
 
-def test_creating_a_tenant_twice_is_refused(store: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    assert run(capsys, "tenants", "create", "acme", *db_args(store))[0] == 0
-    code, _, err = run(capsys, "tenants", "create", "acme", *db_args(store))
+def test_creating_a_tenant_twice_is_refused(
+    backend: Backend, store: Store, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(capsys, "tenants", "create", "acme", *backend.db_args())[0] == 0
+    code, _, err = run(capsys, "tenants", "create", "acme", *backend.db_args())
     assert code == 1 and "exists" in err and err.count("\n") == 1
 
 
 @pytest.mark.parametrize("name", ["Acme", "with space", "", "_underscore-first", "x" * 64])
 def test_tenant_names_are_checked(
-    store: Any, capsys: pytest.CaptureFixture[str], name: str
+    backend: Backend, store: Store, capsys: pytest.CaptureFixture[str], name: str
 ) -> None:
-    code, _, err = run(capsys, "tenants", "create", name, *db_args(store))
+    code, _, err = run(capsys, "tenants", "create", name, *backend.db_args())
     assert code == 2 and "NAME" in err
 
 
 def test_tokens_are_created_listed_and_revoked(
-    store: Any, capsys: pytest.CaptureFixture[str]
+    backend: Backend, store: Store, capsys: pytest.CaptureFixture[str]
 ) -> None:
     tables = open_api_tables(store)
-    first = json.loads(run(capsys, "tenants", "create", "acme", *db_args(store), "--json")[1])
+    first = json.loads(run(capsys, "tenants", "create", "acme", *backend.db_args(), "--json")[1])
     code, out, _ = run(
-        capsys, "tokens", "create", "acme", "--label", "ci", *db_args(store), "--json"
+        capsys, "tokens", "create", "acme", "--label", "ci", *backend.db_args(), "--json"
     )
     second = json.loads(out)
     assert code == 0 and second["tenant"] == "acme"
     listed = json.loads(
-        run(capsys, "tokens", "list", "--tenant", "acme", *db_args(store), "--json")[1]
+        run(capsys, "tokens", "list", "--tenant", "acme", *backend.db_args(), "--json")[1]
     )
     assert [t["label"] for t in listed] == ["first token", "ci"]
     assert all(t["revoked_at"] is None for t in listed)
 
-    code, out, _ = run(capsys, "tokens", "revoke", second["id"], *db_args(store), "--json")
+    code, out, _ = run(capsys, "tokens", "revoke", second["id"], *backend.db_args(), "--json")
     assert code == 0 and json.loads(out)["revoked_at"] is not None
     assert authenticate(tables, second["token"]) is None
     assert authenticate(tables, first["token"]) == "acme"
-    assert run(capsys, "tokens", "revoke", second["id"], *db_args(store))[0] == 0  # idempotent
-    code, _, err = run(capsys, "tokens", "revoke", "no-such-token", *db_args(store))
+    assert run(capsys, "tokens", "revoke", second["id"], *backend.db_args())[0] == 0  # idempotent
+    code, _, err = run(capsys, "tokens", "revoke", "no-such-token", *backend.db_args())
     assert code == 1 and "no token" in err
-    code, _, err = run(capsys, "tokens", "create", "nobody", *db_args(store))
+    code, _, err = run(capsys, "tokens", "create", "nobody", *backend.db_args())
     assert code == 1 and "no tenant" in err
 
-    tenants = json.loads(run(capsys, "tenants", "list", *db_args(store), "--json")[1])
+    tenants = json.loads(run(capsys, "tenants", "list", *backend.db_args(), "--json")[1])
     assert tenants == [
         {"id": "acme", "name": "acme", "created_at": tenants[0]["created_at"], "active_tokens": 1}
     ]

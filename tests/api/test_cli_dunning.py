@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from recoup.cli import main
 from recoup.jobs.scheduler import Scheduler
 from recoup.recovery.service import Dunning
-from tests.api.test_cli import db_args, run
+from tests.api.test_cli import run
+from tests.storage.conftest import Backend, Store
 
 
 def test_configure_stores_the_policy_and_urls_and_keeps_what_is_omitted(
-    store: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    backend: Backend, store: Store, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     code, out, err = run(
         capsys,
@@ -28,7 +28,7 @@ def test_configure_stores_the_policy_and_urls_and_keeps_what_is_omitted(
         "--event-url",
         "http://127.0.0.1:9/events",
         "--allow-private-targets",
-        *db_args(store),
+        *backend.db_args(),
         "--json",
     )
     assert code == 0, err
@@ -44,7 +44,7 @@ def test_configure_stores_the_policy_and_urls_and_keeps_what_is_omitted(
         "default",
         "--policy",
         str(policy),
-        *db_args(store),
+        *backend.db_args(),
         "--json",
     )
     assert code == 0, err
@@ -68,28 +68,28 @@ def shown_policy_path() -> str:
     ],
 )
 def test_configure_refuses_bad_input_in_one_line_and_stores_nothing(
-    store: Any, capsys: pytest.CaptureFixture[str], args: list[str], named: str
+    backend: Backend, store: Store, capsys: pytest.CaptureFixture[str], args: list[str], named: str
 ) -> None:
-    code, out, err = run(capsys, "tenants", "configure", "default", *args, *db_args(store))
+    code, out, err = run(capsys, "tenants", "configure", "default", *args, *backend.db_args())
     assert code == 2 and named in err and err.count("\n") == 1 and out == ""
     assert store.get_settings("default") is None
 
 
 def test_configure_a_policy_that_does_not_validate_names_its_field(
-    store: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    backend: Backend, store: Store, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text("gaps = 'soon'\n")
     code, _, err = run(
-        capsys, "tenants", "configure", "default", "--policy", str(bad), *db_args(store)
+        capsys, "tenants", "configure", "default", "--policy", str(bad), *backend.db_args()
     )
     assert code == 2 and "gaps" in err
 
 
 def test_configure_an_unknown_tenant_is_not_found(
-    store: Any, capsys: pytest.CaptureFixture[str]
+    backend: Backend, store: Store, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, _, err = run(capsys, "tenants", "configure", "nobody", *db_args(store))
+    code, _, err = run(capsys, "tenants", "configure", "nobody", *backend.db_args())
     assert code == 1 and "nobody" in err
 
 

@@ -195,7 +195,7 @@ def test_a_test_clock_advanced_sixteen_days_runs_the_whole_plan(
     from recoup.payments import Scenario
 
     side.gateway.add_card("fp_1", Scenario.soft())  # never clears: every attempt fails
-    from recoup.api.tokens import issue_token
+    from recoup.tenancy import issue_token
 
     token = issue_token(api.tables, "default", now=datetime.now(UTC)).secret
     http = httpx.Client(base_url=api.url, headers={"Authorization": f"Bearer {token}"}, timeout=60)
@@ -222,9 +222,9 @@ def test_a_test_clock_advanced_sixteen_days_runs_the_whole_plan(
 def test_the_python_client_drives_dunning_and_the_test_clock(
     virtual_server: tuple[Api, ChargeSide],
 ) -> None:
-    from recoup.api.tokens import issue_token
     from recoup.client import Client, NotFoundError
     from recoup.payments import Scenario
+    from recoup.tenancy import issue_token
 
     api, side = virtual_server
     side.gateway.add_card("fp_1", Scenario.soft(clears_after=timedelta(days=4)))

@@ -15,7 +15,6 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import httpx
 import pytest
@@ -23,7 +22,7 @@ from standardwebhooks import Webhook
 
 from recoup.client import Client
 from tests.api.conftest import free_socket
-from tests.api.test_cli import db_args
+from tests.storage.conftest import Backend, Store
 
 STARTUP_TIMEOUT = 30.0  # seconds for `recoup serve` to answer /healthz
 RUNS_TIMEOUT = 30.0  # seconds for the three attempts to be logged
@@ -73,12 +72,12 @@ def recoup(*argv: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture
-def served(store: Any) -> Iterator[str]:
+def served(backend: Backend, store: Store) -> Iterator[str]:  # the store: migrated first
     sock = free_socket()
     port = sock.getsockname()[1]
     sock.close()  # `recoup serve` binds it again at once
     process = subprocess.Popen(
-        [sys.executable, "-m", "recoup", "serve", *db_args(store), "--port", str(port),
+        [sys.executable, "-m", "recoup", "serve", *backend.db_args(), "--port", str(port),
          "--allow-private-targets"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env={**os.environ, "RECOUP_ALLOW_PRIVATE_TARGETS": ""},
@@ -106,9 +105,9 @@ def served(store: Any) -> Iterator[str]:
 
 @pytest.mark.slow
 def test_a_job_that_fails_twice_then_succeeds_logs_three_signed_attempts(
-    store: Any, served: str
+    backend: Backend, served: str
 ) -> None:
-    made = recoup("tenants", "create", "e2e", *db_args(store), "--json")
+    made = recoup("tenants", "create", "e2e", *backend.db_args(), "--json")
     assert made.returncode == 0, made.stderr
     tenant = json.loads(made.stdout)
     receiver = FlakyReceiver(tenant["signing_secret"])

@@ -16,9 +16,9 @@ from typing import Any
 import httpx
 import pytest
 
-from recoup.api.tokens import issue_token
 from recoup.errors import StorageError
 from recoup.idempotency import Mismatch, New
+from recoup.tenancy import issue_token
 from tests.api.conftest import TARGET, Api
 
 PROBLEM = "application/problem+json"

@@ -27,7 +27,7 @@ from recoup.payments import ChargeRequest, ProviderTimeout, ProviderUnavailable,
 from recoup.recovery.runtime import dunning_runtime
 from recoup.recovery.service import Dunning, FailureReport
 from recoup.timekeeping.clock import VirtualClock
-from tests.jobs.conftest import backend, store  # noqa: F401  (the per-backend fixtures)
+from tests.storage.conftest import backend, store  # noqa: F401  (the per-backend fixtures)
 
 START = datetime(2026, 6, 23, 15, 0, tzinfo=UTC)  # a Tuesday, 10:00 in Chicago
 CHARGE_URL = "http://127.0.0.1/charge"

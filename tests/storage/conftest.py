@@ -1,8 +1,211 @@
-"""The contract suites' `backend` and `store` fixtures (tests/jobs/conftest.py), for the
-storage tests that run once per backend (the dunning store's suite)."""
+"""The one backend fixture: every test that takes `backend` or `store` runs once per backend.
+
+SQLite gets a file in the test's temporary directory; PostgreSQL gets a fresh schema with a
+random name (dropped afterwards), because several engineers and CI share one database.
+`backend.open()` opens another store on the same database, for tests that need several
+processes' worth of connections.
+
+What a test needs to reach past the `Store` protocol (raw SQL for constraint tests, the
+database's own description of its schema, a query plan, the CLI's `--db` options) is a
+capability of `Backend`, written once per backend here, so that the tests themselves never
+branch on the backend. tests/jobs, tests/recovery and tests/api import these fixtures.
+"""
 
 from __future__ import annotations
 
-from tests.jobs.conftest import backend, store
+import sqlite3
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
-__all__ = ["backend", "store"]
+import pytest
+
+from recoup.storage import Store
+
+Tables = dict[str, set[str]]  # table → column (or index) names
+
+
+@dataclass
+class Backend:
+    """A fresh database of one backend, and what tests may ask of it beyond `Store`."""
+
+    name: str  # for test ids and messages: tests do not branch on it
+    url: str  # what `--db` takes
+    schema: str | None  # PostgreSQL's schema (what `--schema` takes); None on SQLite
+    _factory: Callable[[], Store]
+    queries: Mapping[str, str]  # the backend's named queries (for `plan`)
+    # Tables only this backend has (SQLite: the counter standing in for LISTEN/NOTIFY).
+    own_tables: Tables = field(default_factory=dict)
+    # SQL literals for constraint tests: an instant, an earlier one, and the bytes b"{}".
+    now_sql: str = ""
+    earlier_sql: str = ""
+    bytes_sql: str = ""
+    opened: list[Store] = field(default_factory=list)
+
+    def open(self) -> Store:
+        store = self._factory()
+        self.opened.append(store)
+        return store
+
+    def close(self) -> None:
+        for store in self.opened:
+            store.close()
+
+    def db_args(self) -> list[str]:
+        """The CLI options naming this database."""
+        return ["--db", self.url] + ([] if self.schema is None else ["--schema", self.schema])
+
+    # Capabilities past the protocol, per backend
+
+    def execute(self, statement: str) -> None:
+        """Run one statement on a connection of its own, committed."""
+        raise NotImplementedError
+
+    def describe(self) -> tuple[Tables, Tables]:
+        """(columns by table, indexes by table) as the database reports them; indexes that
+        only back a primary key or a UNIQUE constraint are left out."""
+        raise NotImplementedError
+
+    def plan(self, query: str) -> str:
+        """The query plan of one of the backend's named queries, sequential scans
+        discouraged."""
+        raise NotImplementedError
+
+
+class SqliteBackend(Backend):
+    @property
+    def path(self) -> str:
+        return self.url.removeprefix("sqlite:///")
+
+    def execute(self, statement: str) -> None:
+        conn = sqlite3.connect(self.path)
+        try:
+            conn.execute(statement)
+            conn.commit()
+        finally:
+            conn.close()
+
+    def describe(self) -> tuple[Tables, Tables]:
+        columns: Tables = {}
+        indexes: Tables = {}
+        conn = sqlite3.connect(self.path)
+        try:
+            tables = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table'"
+                    " AND name NOT LIKE 'sqlite_%'"
+                )
+            ]
+            for table in tables:
+                columns[table] = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+                indexes[table] = {
+                    row[1]
+                    for row in conn.execute(f"PRAGMA index_list({table})")
+                    if not row[1].startswith("sqlite_autoindex")
+                }
+        finally:
+            conn.close()
+        return columns, indexes
+
+    def plan(self, query: str) -> str:
+        sql = self.queries[query]
+        conn = sqlite3.connect(self.path)
+        try:
+            return "\n".join(str(row[-1]) for row in conn.execute("EXPLAIN QUERY PLAN " + sql))
+        finally:
+            conn.close()
+
+
+class PostgresBackend(Backend):
+    def _connect(self, options: str = "") -> Any:
+        import psycopg
+
+        return psycopg.connect(self.url, options=f"-c search_path={self.schema} {options}")
+
+    def execute(self, statement: str) -> None:
+        with self._connect() as conn:
+            conn.execute(statement.encode())
+
+    def describe(self) -> tuple[Tables, Tables]:
+        columns: Tables = {}
+        indexes: Tables = {}
+        with self._connect() as pg:
+            for table, column in pg.execute(
+                "SELECT table_name, column_name FROM information_schema.columns"
+                " WHERE table_schema = %s",
+                (self.schema,),
+            ):
+                columns.setdefault(table, set()).add(column)
+            for table, index in pg.execute(
+                "SELECT i.tablename, i.indexname FROM pg_indexes i WHERE i.schemaname = %s"
+                " AND NOT EXISTS (SELECT 1 FROM pg_constraint c"
+                "   WHERE c.conindid = format('%%I.%%I', i.schemaname, i.indexname)::regclass)",
+                (self.schema,),
+            ):
+                indexes.setdefault(table, set()).add(index)
+        return columns, indexes
+
+    def plan(self, query: str) -> str:
+        with self._connect("-c enable_seqscan=off") as pg:
+            return "\n".join(row[0] for row in pg.execute("EXPLAIN " + self.queries[query]))
+
+
+def _drop_schema(url: str, schema: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    if request.param == "sqlite":
+        from recoup.storage.sqlite.store import SqliteStore
+
+        path = str(tmp_path / "recoup.db")
+        found: Backend = SqliteBackend(
+            "sqlite",
+            f"sqlite:///{path}",
+            None,
+            lambda: SqliteStore(path, synchronous="NORMAL"),
+            SqliteStore.Q,
+            own_tables={"wakeups": {"id", "seq"}},
+            now_sql="1000",
+            earlier_sql="999",
+            bytes_sql="x'7b7d'",
+        )
+        try:
+            yield found
+        finally:
+            found.close()
+        return
+    from recoup.storage.postgres.store import PostgresStore
+
+    url: str = request.getfixturevalue("postgres_url")
+    schema = f"test_{uuid.uuid4().hex[:12]}"
+    found = PostgresBackend(
+        "postgres",
+        url,
+        schema,
+        lambda: PostgresStore(url, schema=schema, min_size=1, max_size=10),
+        PostgresStore.Q,
+        now_sql="now()",
+        earlier_sql="now() - interval '1 second'",
+        bytes_sql="'\\x7b7d'::bytea",
+    )
+    try:
+        yield found
+    finally:
+        found.close()
+        _drop_schema(url, schema)
+
+
+@pytest.fixture
+def store(backend: Backend) -> Store:
+    return backend.open()
+
+
+__all__ = ["Backend", "Store", "backend", "store"]

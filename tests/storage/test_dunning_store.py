@@ -35,7 +35,7 @@ from recoup.recovery.store import (
     InvoiceChange,
     InvoiceFilter,
 )
-from tests.jobs.conftest import Store
+from tests.storage.conftest import Store
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 HOUR = timedelta(hours=1)

@@ -14,7 +14,8 @@ import pytest
 from recoup.cli import main
 from recoup.errors import InvalidInput, StorageError
 from recoup.jobs.model import NewJob, PythonTarget
-from recoup.storage.postgres.store import PROBE_TIMEOUT, PostgresStore, redact_url
+from recoup.storage import redact_url
+from recoup.storage.postgres.store import PROBE_TIMEOUT, PostgresStore
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 

@@ -13,8 +13,8 @@ import pytest
 from recoup.cli import main
 from recoup.errors import InvalidInput
 from recoup.jobs.model import NewJob, PythonTarget
-from recoup.storage import DEFAULT_DB_URL, open_store, sqlite_path
-from recoup.storage._sql import load_migrations, load_queries, parse_queries
+from recoup.storage import DEFAULT_DB_URL, open_store, redact_url, sqlite_path
+from recoup.storage.sql_files import load_migrations, load_queries, parse_queries
 from recoup.storage.sqlite.store import SqliteStore
 
 
@@ -163,8 +163,7 @@ def test_migrate_command_on_postgres_hides_the_password_and_creates_the_schema(
 
 
 def test_the_database_url_never_shows_a_password() -> None:
-    from recoup.cli.migrate import _hide_password
-
-    assert _hide_password("postgresql://u:s3cret@h:5432/db") == "postgresql://u:***@h:5432/db"
-    assert _hide_password("postgresql://u@h/db") == "postgresql://u@h/db"
-    assert _hide_password("sqlite://:memory:") == "sqlite://:memory:"
+    # What `recoup migrate` prints (and the PostgreSQL store's connection errors).
+    assert redact_url("postgresql://u:s3cret@h:5432/db") == "postgresql://u:***@h:5432/db"
+    assert redact_url("postgresql://u@h/db") == "postgresql://u@h/db"
+    assert redact_url("sqlite://:memory:") == "sqlite://:memory:"

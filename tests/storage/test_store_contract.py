@@ -5,8 +5,6 @@ Instants are fixed (time is an argument); only the concurrency tests use real th
 
 from __future__ import annotations
 
-import importlib
-import sqlite3
 import threading
 import time
 from collections import Counter
@@ -34,9 +32,8 @@ from recoup.jobs.model import (
 )
 from recoup.jobs.schedule_model import CronRule, MissedPolicy, NewSchedule
 from recoup.jobs.store import ClaimParams, JobFilter
-from recoup.storage._sql import load_migrations
-from recoup.storage.sqlite.store import SqliteStore
-from tests.jobs.conftest import Backend, Store
+from recoup.storage.rules import lost_error
+from tests.storage.conftest import Backend, Store
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 SECOND = timedelta(seconds=1)
@@ -490,9 +487,12 @@ def test_an_expired_lease_is_rescued_with_a_lost_run(store: Store) -> None:
     assert rescued is not None
     assert rescued.state is JobState.SCHEDULED and rescued.run_at == later
     assert rescued.attempts == 1 and rescued.lease_expires_at is None
+    assert rescued.last_error == lost_error("crashed")
     (run,) = store.runs("default", inserted.id)
     assert run.outcome is RunOutcome.LOST and run.worker_id == "crashed" and run.attempt == 1
-    assert run.finished_at == later
+    assert run.error == lost_error("crashed")
+    assert run.started_at == T0 and run.finished_at == later  # the attempt's start, to now
+    assert run.duration_ms == (later - T0) / timedelta(milliseconds=1)
 
 
 def test_a_lost_attempt_never_consumes_the_last_attempt(store: Store) -> None:
@@ -679,23 +679,12 @@ def test_count_live_counts_scheduled_and_running_jobs_of_every_tenant(store: Sto
     assert store.count_live() == {JobState.SCHEDULED: 2, JobState.RUNNING: 1}
 
 
-def test_count_live_reads_the_partial_indexes_not_the_table(store: Store) -> None:
+def test_count_live_reads_the_partial_indexes_not_the_table(backend: Backend) -> None:
     # What keeps a metrics scrape cheap with millions of finished rows: each count can be
     # served by its state's partial index (PostgreSQL is told to avoid sequential scans, which
     # it would rightly prefer on this test's tiny table).
-    sql = importlib.import_module(type(store).__module__).Q["count_live"]
-    if isinstance(store, SqliteStore):
-        conn = sqlite3.connect(store.path)
-        try:
-            plan = "\n".join(str(row[-1]) for row in conn.execute("EXPLAIN QUERY PLAN " + sql))
-        finally:
-            conn.close()
-    else:
-        import psycopg
-
-        options = f"-c search_path={store.schema} -c enable_seqscan=off"
-        with psycopg.connect(store.url, options=options) as pg:
-            plan = "\n".join(row[0] for row in pg.execute("EXPLAIN " + sql))
+    backend.open()  # migrated
+    plan = backend.plan("count_live")
     assert "jobs_due" in plan and "jobs_leases" in plan, plan
     assert "Seq Scan" not in plan and not any(
         line.endswith("SCAN jobs") for line in plan.split("\n")
@@ -1159,67 +1148,23 @@ DECLARED_INDEXES = {
     "invoice_attempts": {"invoice_attempts_job", "invoice_attempts_scheduled"},
     "invoice_events": {"invoice_events_seq", "invoice_events_undispatched"},
 }
-# SQLite has no LISTEN/NOTIFY: a counter row stands in for it (see SqliteStore).
-BACKEND_ONLY_COLUMNS = {"sqlite": {"wakeups": {"id", "seq"}}, "postgres": {}}
-
-
-def _describe(store: Store) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
-    """(columns by table, named indexes by table) as the database reports them."""
-    columns: dict[str, set[str]] = {}
-    indexes: dict[str, set[str]] = {}
-    if isinstance(store, SqliteStore):
-        conn = sqlite3.connect(store.path)
-        try:
-            tables = [
-                row[0]
-                for row in conn.execute(
-                    "SELECT name FROM sqlite_master WHERE type = 'table'"
-                    " AND name NOT LIKE 'sqlite_%'"
-                )
-            ]
-            for table in tables:
-                columns[table] = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
-                indexes[table] = {
-                    row[1]
-                    for row in conn.execute(f"PRAGMA index_list({table})")
-                    if not row[1].startswith("sqlite_autoindex")
-                }
-        finally:
-            conn.close()
-        return columns, indexes
-    import psycopg
-
-    with psycopg.connect(store.url) as pg:
-        for table, column in pg.execute(
-            "SELECT table_name, column_name FROM information_schema.columns"
-            " WHERE table_schema = %s",
-            (store.schema,),
-        ):
-            columns.setdefault(table, set()).add(column)
-        for table, index in pg.execute(
-            "SELECT tablename, indexname FROM pg_indexes WHERE schemaname = %s"
-            " AND indexname NOT LIKE '%%_pkey'",
-            (store.schema,),
-        ):
-            indexes.setdefault(table, set()).add(index)
-    return columns, indexes
 
 
 def test_migrating_an_empty_database_gives_the_declared_schema(
     backend: Backend, store: Store
 ) -> None:
-    columns, indexes = _describe(store)
-    expected = {**DECLARED_COLUMNS, **BACKEND_ONLY_COLUMNS[backend.name]}
+    columns, indexes = backend.describe()
+    # Besides the declared tables, a backend may keep its own (SQLite: a counter row standing
+    # in for LISTEN/NOTIFY).
+    expected = {**DECLARED_COLUMNS, **backend.own_tables}
     for table, declared in expected.items():
         assert columns.get(table) == declared, table
     for table, declared in DECLARED_INDEXES.items():
         assert indexes.get(table) == declared, table
-    assert store.schema_version() == max(
-        m.version for m in load_migrations(store.migrations_package)
-    )
+    assert store.schema_version() == max(m.version for m in store.migrations())
 
 
-def test_the_schema_holds_the_state_machine_invariants(store: Store) -> None:
+def test_the_schema_holds_the_state_machine_invariants(backend: Backend, store: Store) -> None:
     inserted = store.insert(job(), now=T0)
     broken = [
         # running without a lease
@@ -1238,23 +1183,8 @@ def test_the_schema_holds_the_state_machine_invariants(store: Store) -> None:
     ]
     for statement in broken:
         with pytest.raises(Exception, match=r"(?i)check|constraint"):
-            _execute(store, statement.format(id=f"'{inserted.id}'"))
+            backend.execute(statement.format(id=f"'{inserted.id}'"))
     assert store.get("default", inserted.id) == inserted
-
-
-def _execute(store: Store, statement: str) -> None:
-    if isinstance(store, SqliteStore):
-        conn = sqlite3.connect(store.path)
-        try:
-            conn.execute(statement)
-            conn.commit()
-        finally:
-            conn.close()
-        return
-    import psycopg
-
-    with psycopg.connect(store.url, options=f"-c search_path={store.schema}") as pg:
-        pg.execute(statement)
 
 
 @pytest.mark.parametrize("payload", ["text", "", 3, 2.5, True, [1, "a", None], {"k": 'é"\\'}])
