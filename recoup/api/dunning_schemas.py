@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, Field, StrictInt
 
-from recoup.api.schemas import Text, _Strict
+from recoup.api.schemas.common import StrictModel, Text
 from recoup.dunning.invoice import AttemptState, Invoice, InvoiceEvent, InvoiceState
 from recoup.jobs.model import Run
 from recoup.recovery.service import FailureReport, Timeline
@@ -17,14 +17,14 @@ Id = Field(min_length=1, max_length=100)
 Code = Field(default=None, min_length=1, max_length=100)
 
 
-class CardIn(_Strict):
+class CardIn(StrictModel):
     fingerprint: Text | None = Field(default=None, min_length=1, max_length=200)
     network: Text | None = Field(
         default=None, min_length=1, max_length=40, description="visa, mastercard, amex, …"
     )
 
 
-class FailureIn(_Strict):
+class FailureIn(StrictModel):
     invoice_id: Text = Id
     customer_id: Text = Id
     amount: StrictInt = Field(gt=0, le=10**15, description="Integer minor units (cents).")
@@ -66,7 +66,7 @@ class FailureIn(_Strict):
         )
 
 
-class OutcomeIn(_Strict):
+class OutcomeIn(StrictModel):
     outcome: Literal["succeeded", "failed", "already_handled", "pending"]
     decline_code: Text | None = Code
     advice_code: Text | None = Code
@@ -201,7 +201,7 @@ class TimelineOut(InvoiceOut):
         )
 
 
-class SettingsIn(_Strict):
+class SettingsIn(StrictModel):
     policy: Text | None = Field(
         default=None,
         max_length=64 * 1024,
@@ -227,7 +227,7 @@ class SettingsOut(BaseModel):
         )
 
 
-class ClockIn(_Strict):
+class ClockIn(StrictModel):
     advance_seconds: StrictInt | float | None = Field(default=None, ge=0, le=10 * 366 * 86400)
     to: AwareDatetime | None = None
 

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, get_args
 
 from recoup.errors import InvalidInput
 from recoup.timekeeping.instants import require_aware
@@ -112,11 +112,23 @@ class RetryPolicy:
 
 DEFAULT_RETRY = RetryPolicy()
 
+# The methods an HTTP target may use, for the Python API and the HTTP API alike (the API's
+# schema is this Literal): the seven RFC 9110 methods a webhook or an API call can need, as
+# Cloud Tasks and Cloud Scheduler offer them. CONNECT and TRACE are for proxies and
+# diagnostics, never a job's work. HEAD and OPTIONS only ask about a resource (a cache warm-up,
+# an uptime check): RFC 9110 gives content in such a request no meaning, and a server may refuse
+# a HEAD that carries some as a smuggling attempt (§9.3.2), so those targets may not carry a
+# body (`BODILESS_METHODS`, refused at creation). GET and DELETE keep theirs: search APIs read
+# a GET body, and jobs created with one stay valid.
+HttpMethod = Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+HTTP_METHODS: tuple[HttpMethod, ...] = get_args(HttpMethod)
+BODILESS_METHODS: frozenset[HttpMethod] = frozenset({"HEAD", "OPTIONS"})
+
 
 @dataclass(frozen=True, kw_only=True)
 class HttpTarget:
     url: str
-    method: str = "POST"
+    method: str = "POST"  # one of HTTP_METHODS, in any case (sent upper-cased)
     headers: dict[str, str] = field(default_factory=dict)
     body: Any = None  # JSON value, or a str sent as is
     kind: Literal["http"] = "http"

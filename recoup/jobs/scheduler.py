@@ -12,7 +12,6 @@ application embeds it:
 from __future__ import annotations
 
 import asyncio
-import builtins
 import contextlib
 import re
 import threading
@@ -22,7 +21,9 @@ from typing import Any
 
 from recoup.errors import InvalidInput, NotFound
 from recoup.jobs.model import (
+    BODILESS_METHODS,
     DEFAULT_TENANT,
+    HTTP_METHODS,
     HttpTarget,
     Job,
     JobState,
@@ -44,12 +45,11 @@ from recoup.jobs.schedules import (
 )
 from recoup.jobs.signing import new_signing_secret
 from recoup.jobs.ssrf import SsrfGuard
-from recoup.jobs.store import JobFilter, JobPage, SchedulerStore
+from recoup.jobs.store import MAX_PAGE, JobFilter, JobPage, SchedulerStore
 from recoup.jobs.worker import Worker
 from recoup.timekeeping.clock import Clock, SystemClock
 from recoup.timekeeping.instants import to_utc
 
-HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 _KEEP_DEFAULT = timedelta(days=7)  # as NewJob's default retention
 WORKER_START_TIMEOUT = 10.0  # seconds to wait for an embedded worker to start
 # RFC 9110 §5.1: a field name is a token; §5.5: a field value is visible ASCII with inner
@@ -65,6 +65,19 @@ RESERVED_HEADERS = frozenset(
     {"host", "content-length", "transfer-encoding", "connection", "idempotency-key"}
 )
 RESERVED_HEADER_PREFIXES = ("webhook-",)
+
+
+def check_method(target: HttpTarget, payload: Any = None) -> None:
+    """`InvalidInput` naming `target.method` for a method outside `HTTP_METHODS` (in any case),
+    or naming the body (`target.body`, else the job's `payload`, which is sent in its place)
+    given to a HEAD or OPTIONS target, which sends none (see `BODILESS_METHODS`)."""
+    method = target.method.upper()
+    if method not in HTTP_METHODS:
+        raise InvalidInput("target.method", target.method, f"expected one of {HTTP_METHODS}")
+    if method in BODILESS_METHODS:
+        for field, value in (("target.body", target.body), ("payload", payload)):
+            if value is not None:
+                raise InvalidInput(field, value, f"expected no body with {method}")
 
 
 def check_url_text(url: str) -> None:
@@ -135,7 +148,7 @@ class Scheduler:
         self.store = store
         self.clock: Clock = clock or SystemClock()
         self.ssrf = ssrf or SsrfGuard()
-        self._workers: builtins.list[Worker] = []
+        self._workers: list[Worker] = []
         self._default_tenant_ready = False
 
     def default_tenant(self) -> Tenant:
@@ -160,14 +173,12 @@ class Scheduler:
 
     # -- one-off jobs ------------------------------------------------------------------------
 
-    def check_target(self, target: Target) -> Target:
-        """Validate a target at creation: method, URL characters, scheme and host, header
-        names and values, SSRF guard; what would only fail at send time fails here."""
+    def check_target(self, target: Target, *, payload: Any = None) -> Target:
+        """Validate a target at creation: method (and no body with HEAD or OPTIONS, `payload`
+        included: it is sent as the body), URL characters, scheme and host, header names and
+        values, SSRF guard; what would only fail at send time fails here."""
         if isinstance(target, HttpTarget):
-            if target.method.upper() not in HTTP_METHODS:
-                raise InvalidInput(
-                    "target.method", target.method, f"expected one of {HTTP_METHODS}"
-                )
+            check_method(target, payload)
             check_url_text(target.url)
             check_headers(target.headers)
             self.ssrf.check_url(target.url)
@@ -190,7 +201,7 @@ class Scheduler:
     ) -> Job:
         """Schedule one job at `run_at`, or `delay` from now, or now (not both). A live job of
         the tenant with the same name → `Conflict`; the same idempotency key → that job.
-        `group` (1–200 characters) lets `list(group=…)` and `cancel_group` find it."""
+        `group` (1–200 characters) lets `list_jobs(group=…)` and `cancel_group` find it."""
         if run_at is not None and delay is not None:
             raise InvalidInput("run_at", run_at, "give run_at or delay, not both")
         now = self.clock.now()
@@ -212,7 +223,7 @@ class Scheduler:
     def submit(self, job: NewJob) -> Job:
         """Insert a prepared `NewJob` (after the same checks as `enqueue`)."""
         check_job_name(job)
-        self.check_target(job.target)
+        self.check_target(job.target, payload=job.payload)
         self._ensure_tenant(job.tenant)
         stored = self.store.insert(job, now=self.clock.now())
         self._poke()
@@ -225,9 +236,10 @@ class Scheduler:
         for job in jobs:
             if isinstance(job.target, HttpTarget):
                 if job.target.url in checked:
+                    check_method(job.target, job.payload)
                     check_headers(job.target.headers)  # the URL's checks (DNS) are done once
                 else:
-                    self.check_target(job.target)
+                    self.check_target(job.target, payload=job.payload)
                     checked.add(job.target.url)
         for tenant in {job.tenant for job in jobs}:
             self._ensure_tenant(tenant)
@@ -248,7 +260,7 @@ class Scheduler:
             raise NotFound(f"no job named {name!r}")
         return job
 
-    def list(
+    def list_jobs(
         self,
         *,
         tenant: str = DEFAULT_TENANT,
@@ -260,8 +272,8 @@ class Scheduler:
         cursor: str | None = None,
     ) -> JobPage:
         """Jobs of the tenant, newest first, a page at a time; `group` matches exactly."""
-        if not 1 <= limit <= 1000:
-            raise InvalidInput("limit", limit, "expected 1–1000")
+        if not 1 <= limit <= MAX_PAGE:
+            raise InvalidInput("limit", limit, f"expected 1–{MAX_PAGE}")
         return self.store.list_jobs(
             JobFilter(
                 tenant=tenant,
@@ -274,7 +286,7 @@ class Scheduler:
             )
         )
 
-    def runs(self, job_id: str, *, tenant: str = DEFAULT_TENANT) -> builtins.list[Run]:
+    def runs(self, job_id: str, *, tenant: str = DEFAULT_TENANT) -> list[Run]:
         """The run log of a job, oldest first (kept after the job itself is pruned)."""
         return self.store.runs(tenant, job_id)
 
@@ -336,7 +348,7 @@ class Scheduler:
             raise NotFound(f"no schedule {schedule_id!r}")
         return found
 
-    def list_schedules(self, *, tenant: str = DEFAULT_TENANT) -> builtins.list[Schedule]:
+    def list_schedules(self, *, tenant: str = DEFAULT_TENANT) -> list[Schedule]:
         return self.store.list_schedules(tenant)
 
     def pause(self, schedule_id: str, *, tenant: str = DEFAULT_TENANT) -> Schedule:
@@ -369,7 +381,7 @@ class Scheduler:
 
     def upcoming(
         self, schedule: Schedule | str, count: int = 10, *, tenant: str = DEFAULT_TENANT
-    ) -> builtins.list[datetime]:
+    ) -> list[datetime]:
         """The schedule's next `count` occurrences after now (whether paused or not)."""
         if not 1 <= count <= 1000:
             raise InvalidInput("count", count, "expected 1–1000")
@@ -398,7 +410,7 @@ class Scheduler:
         on exit, stop it gracefully and wait for it. Jobs enqueued through this scheduler
         meanwhile wake it at once."""
         worker = self.worker(**options)
-        failure: builtins.list[BaseException] = []
+        failure: list[BaseException] = []
 
         def main() -> None:
             try:
@@ -436,4 +448,4 @@ def _fields(schedule: NewSchedule) -> dict[str, Any]:
     return {name: getattr(schedule, name) for name in schedule.__dataclass_fields__}
 
 
-__all__ = ["HTTP_METHODS", "Scheduler"]
+__all__ = ["Scheduler", "check_method"]

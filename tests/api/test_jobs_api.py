@@ -644,7 +644,7 @@ def test_an_unexpected_error_is_a_bare_logged_500(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("secret internals: password=hunter2")
 
-    monkeypatch.setattr(scheduler, "list", broken)
+    monkeypatch.setattr(scheduler, "list_jobs", broken)
     monkeypatch.setattr(scheduler, "enqueue", broken)
     with caplog.at_level(logging.ERROR, logger="recoup.api"):
         response = http.get("/v1/jobs")

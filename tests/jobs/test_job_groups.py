@@ -123,11 +123,11 @@ def test_the_scheduler_enqueues_lists_and_cancels_by_group(store: Store) -> None
     second = scheduler.enqueue(TARGET, group=GROUP, tenant="t", delay=timedelta(days=1))
     scheduler.enqueue(TARGET, group=GROUP + "-x", tenant="t")
     assert first.group == GROUP
-    page = scheduler.list(tenant="t", group=GROUP)
+    page = scheduler.list_jobs(tenant="t", group=GROUP)
     assert {j.id for j in page.jobs} == {first.id, second.id}
     assert scheduler.cancel_group(GROUP, tenant="t") == 2
-    assert scheduler.list(tenant="t", group=GROUP, state=JobState.SCHEDULED).jobs == []
-    assert len(scheduler.list(tenant="t", group=GROUP + "-x").jobs) == 1
+    assert scheduler.list_jobs(tenant="t", group=GROUP, state=JobState.SCHEDULED).jobs == []
+    assert len(scheduler.list_jobs(tenant="t", group=GROUP + "-x").jobs) == 1
     with pytest.raises(InvalidInput) as caught:
         scheduler.cancel_group("", tenant="t")
     assert caught.value.field == "group"

@@ -98,7 +98,7 @@ def test_cancel_by_id_name_and_prefix(jobstore: Any) -> None:
     assert scheduler.cancel(a.id).state is JobState.CANCELLED  # idempotent
     assert scheduler.cancel_by_name("retry:inv_1:2") == 1
     assert scheduler.cancel_by_prefix("retry:inv_2:") == 1
-    assert scheduler.list(state=JobState.SCHEDULED).jobs == []
+    assert scheduler.list_jobs(state=JobState.SCHEDULED).jobs == []
     with pytest.raises(InvalidInput):
         scheduler.cancel_by_prefix("")
 
@@ -106,9 +106,9 @@ def test_cancel_by_id_name_and_prefix(jobstore: Any) -> None:
 def test_listing_pages_with_a_cursor(jobstore: Any) -> None:
     scheduler = make(jobstore)
     ids = {scheduler.enqueue(NOOP).id for _ in range(5)}
-    first = scheduler.list(limit=3)
+    first = scheduler.list_jobs(limit=3)
     assert len(first.jobs) == 3 and first.next_cursor is not None
-    second = scheduler.list(limit=3, cursor=first.next_cursor)
+    second = scheduler.list_jobs(limit=3, cursor=first.next_cursor)
     assert {j.id for j in first.jobs + second.jobs} == ids
 
 
@@ -270,10 +270,10 @@ def test_an_existing_schedule_id_is_returned_and_its_first_job_made_when_existin
         scheduler.create_schedule(every_minute)
     again = scheduler.create_schedule(every_minute, existing_ok=True)
     assert again.id == stored.id and again.created_at == stored.created_at
-    (first_job,) = scheduler.list(schedule_id=stored.id).jobs
+    (first_job,) = scheduler.list_jobs(schedule_id=stored.id).jobs
     assert first_job.run_at == first_fire
     assert scheduler.create_schedule(every_minute, existing_ok=True).id == stored.id
-    assert len(scheduler.list(schedule_id=stored.id).jobs) == 1
+    assert len(scheduler.list_jobs(schedule_id=stored.id).jobs) == 1
 
 
 def test_an_extreme_run_at_is_refused_naming_run_at(jobstore: Any) -> None:

@@ -106,7 +106,7 @@ def test_each_occurrence_is_a_job_named_after_the_schedule_and_instant(jobstore:
         )
     )
     run_for(worker, clock, datetime(2026, 6, 1, 15, 0, tzinfo=UTC), timedelta(minutes=15))
-    page = scheduler.list(schedule_id=schedule.id)
+    page = scheduler.list_jobs(schedule_id=schedule.id)
     names = sorted(job.name or "" for job in page.jobs)
     assert names[:3] == [
         "hourly@2026-06-01T13:00:00Z",
@@ -129,7 +129,7 @@ def test_two_materialisers_never_create_an_occurrence_twice(jobstore: Any) -> No
     scheduler.materialise(horizon=timedelta(minutes=10))
     other.materialise(horizon=timedelta(minutes=10))
     scheduler.materialise(horizon=timedelta(minutes=10))
-    names = [job.name for job in scheduler.list(name_prefix="m@", limit=1000).jobs]
+    names = [job.name for job in scheduler.list_jobs(name_prefix="m@", limit=1000).jobs]
     assert len(names) == len(set(names))
 
 
@@ -202,9 +202,9 @@ def test_deleting_a_schedule_cancels_its_pending_jobs(jobstore: Any) -> None:
             name="d", rule=CronRule(expression="*/10 * * * *", timezone="UTC"), target=TARGET
         )
     )
-    assert scheduler.list(schedule_id=schedule.id).jobs  # materialised within the minute
+    assert scheduler.list_jobs(schedule_id=schedule.id).jobs  # materialised within the minute
     scheduler.delete_schedule(schedule.id)
-    states = {job.state for job in scheduler.list(schedule_id=schedule.id).jobs}
+    states = {job.state for job in scheduler.list_jobs(schedule_id=schedule.id).jobs}
     assert states == {JobState.CANCELLED}
 
 

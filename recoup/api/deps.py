@@ -1,0 +1,77 @@
+"""The routes' dependencies: the app's state, the authenticated tenant, a POST's key context.
+
+Each reads what it needs from `request.app.state.api` (an `ApiState`), so a router is a plain
+module-level `APIRouter` and one app's state never leaks into another's.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Header, Request, Security
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from recoup.api.idempotent import PostContext, post_context
+from recoup.api.problems import ApiProblem
+from recoup.api.state import ApiState
+
+bearer = HTTPBearer(auto_error=False, description="A tenant's API token (`rcp_…`).")
+
+
+def api_state(request: Request) -> ApiState:
+    """The `ApiState` that `create_app` set on the app serving this request."""
+    state = request.app.state.api
+    assert isinstance(state, ApiState), "create_app sets app.state.api"
+    return state
+
+
+Api = Annotated[ApiState, Depends(api_state)]
+
+
+def tenant_of(
+    api: Api,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Security(bearer)],
+) -> str:
+    """The tenant of the request's bearer token; 401 without an active one."""
+    tenant = api.services.authenticate(credentials.credentials) if credentials else None
+    if tenant is None:
+        raise ApiProblem(
+            401,
+            "unauthorized",
+            "expected `Authorization: Bearer <token>` with an active token",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    return tenant
+
+
+Tenant = Annotated[str, Depends(tenant_of)]
+
+
+async def posting(
+    request: Request,
+    api: Api,
+    tenant: Tenant,
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            alias="Idempotency-Key",
+            description=(
+                'A unique key per request: bare (`abc-123`) or an RFC 8941 string (`"abc-123"`).'
+            ),
+        ),
+    ] = None,
+) -> PostContext:
+    """A POST of `tenant`, run under its `Idempotency-Key` when it sends one."""
+    return await post_context(
+        request,
+        tenant,
+        idempotency_key,
+        api.services.tables,
+        api.clock,
+        api.settings.idempotency_lock_timeout,
+    )
+
+
+Post = Annotated[PostContext, Depends(posting)]
+
+__all__ = ["Api", "Post", "Tenant", "api_state", "bearer", "posting", "tenant_of"]

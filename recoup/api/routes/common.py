@@ -1,0 +1,37 @@
+"""What the /v1 routers share: the documented error responses and the parameter types."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import Path, Query
+
+from recoup.api.problems import Problem
+from recoup.jobs.store import MAX_PAGE
+
+MAX_ID_LENGTH = 100
+NO_NUL = r"^[^\x00]*$"  # path and query strings: PostgreSQL text cannot hold NUL
+
+
+def _error_responses() -> dict[int | str, dict[str, Any]]:
+    reasons = {
+        400: "Malformed Idempotency-Key.",
+        401: "Missing, unknown or revoked bearer token.",
+        404: "No such resource for this tenant.",
+        409: "A live job or schedule holds that name, or the Idempotency-Key is in flight.",
+        413: "The body is over the size limit.",
+        422: "Invalid input (each field named), a refused target, or a reused key.",
+        500: "An unexpected error; logged, nothing of it disclosed.",
+        503: "The database is unavailable.",
+    }
+    return {code: {"model": Problem, "description": text} for code, text in reasons.items()}
+
+
+ERRORS = _error_responses()  # every /v1 operation may answer these (problem+json)
+
+Id = Annotated[str, Path(min_length=1, max_length=MAX_ID_LENGTH, pattern=NO_NUL)]
+# A page of a list: the stores' bound (`MAX_PAGE`), so a valid request is never refused below.
+Limit = Annotated[int, Query(ge=1, le=MAX_PAGE)]
+Cursor = Annotated[str | None, Query(min_length=1, max_length=500, pattern=NO_NUL)]
+
+__all__ = ["ERRORS", "MAX_ID_LENGTH", "NO_NUL", "Cursor", "Id", "Limit"]

@@ -1,0 +1,132 @@
+"""The /v1/dunning routes: failures in, invoices and their timelines, outcomes, payments and
+card updates, and the tenant's settings.
+
+Route handlers translate HTTP to `recoup.recovery.Dunning` calls and nothing more; the
+authenticated tenant scopes every call, so another tenant's invoice reads as absent (404).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query
+from starlette.responses import Response
+
+from recoup.api.deps import Api, Post, Tenant
+from recoup.api.dunning_schemas import (
+    FailureIn,
+    InvoiceOut,
+    InvoicePageOut,
+    OutcomeIn,
+    SettingsIn,
+    SettingsOut,
+    TimelineOut,
+)
+from recoup.api.idempotent import json_response
+from recoup.api.routes.common import ERRORS, NO_NUL, Cursor, Id, Limit
+from recoup.dunning.invoice import InvoiceState
+from recoup.recovery.store import InvoiceFilter
+
+router = APIRouter(prefix="/v1/dunning", responses=ERRORS, tags=["dunning"])
+
+
+@router.post("/failures", status_code=201, response_model=InvoiceOut)
+def report_failure(body: FailureIn, ctx: Post, api: Api) -> Response:
+    """Hand a failed charge to Recoup: it plans the retries with the tenant's policy and
+    schedules every planned attempt as a job (201). The same failure again answers 200
+    with the same invoice and changes nothing; another failure of an invoice already in
+    dunning is a 409."""
+    report = body.to_report()
+
+    def operation() -> tuple[int, InvoiceOut]:
+        invoice, created = api.dunning.report_failure(ctx.tenant, report)
+        return (201 if created else 200), InvoiceOut.of(invoice)
+
+    return ctx.run_with_status(operation)
+
+
+@router.get("/invoices", response_model=InvoicePageOut)
+def list_invoices(
+    api: Api,
+    tenant: Tenant,
+    state: InvoiceState | None = None,
+    customer_id: Annotated[str | None, Query(min_length=1, max_length=100, pattern=NO_NUL)] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
+) -> Response:
+    """Invoices in dunning, oldest first, a page at a time."""
+    page = api.dunning.list_invoices(
+        InvoiceFilter(
+            tenant=tenant, state=state, customer_id=customer_id, limit=limit, cursor=cursor
+        )
+    )
+    return json_response(
+        200,
+        InvoicePageOut(
+            invoices=[InvoiceOut.of(i) for i in page.invoices], next_cursor=page.next_cursor
+        ),
+    )
+
+
+@router.get("/invoices/{invoice_id}", response_model=TimelineOut)
+def get_invoice(tenant: Tenant, invoice_id: Id, api: Api) -> Response:
+    """The invoice's timeline: its plan, each attempt with its outcome and run log, and
+    every event in order."""
+    return json_response(200, TimelineOut.of_timeline(api.dunning.timeline(tenant, invoice_id)))
+
+
+@router.post("/invoices/{invoice_id}/attempts/{attempt}/outcome", response_model=InvoiceOut)
+def report_outcome(
+    invoice_id: Id,
+    attempt: Annotated[int, Path(ge=1, le=1000)],
+    body: OutcomeIn,
+    ctx: Post,
+    api: Api,
+) -> Response:
+    """Report an attempt's outcome later (for charge endpoints that answered 202).
+    Reporting the same outcome twice changes nothing."""
+    return ctx.run(
+        200,
+        lambda: InvoiceOut.of(
+            api.dunning.report_outcome(
+                ctx.tenant,
+                invoice_id,
+                attempt,
+                body.outcome,
+                decline_code=body.decline_code,
+                advice_code=body.advice_code,
+            )
+        ),
+    )
+
+
+@router.post("/invoices/{invoice_id}/paid", response_model=InvoiceOut)
+def mark_paid(invoice_id: Id, ctx: Post, api: Api) -> Response:
+    """The invoice was paid out of band: the remaining attempts are cancelled."""
+    return ctx.run(200, lambda: InvoiceOut.of(api.dunning.mark_paid(ctx.tenant, invoice_id)))
+
+
+@router.post("/invoices/{invoice_id}/payment-method-updated", response_model=InvoiceOut)
+def payment_method_updated(invoice_id: Id, ctx: Post, api: Api) -> Response:
+    """The customer has a new or corrected payment method: one prompt retry (awaiting the
+    customer) or a re-plan from now (retrying)."""
+    return ctx.run(
+        200, lambda: InvoiceOut.of(api.dunning.payment_method_updated(ctx.tenant, invoice_id))
+    )
+
+
+@router.get("/settings", response_model=SettingsOut)
+def get_settings(tenant: Tenant, api: Api) -> Response:
+    return json_response(200, SettingsOut.of(api.dunning.settings(tenant)))
+
+
+@router.put("/settings", response_model=SettingsOut)
+def put_settings(body: SettingsIn, tenant: Tenant, api: Api) -> Response:
+    """Replace the tenant's policy (TOML text), event URL and default charge URL."""
+    stored = api.dunning.configure(
+        tenant, policy_toml=body.policy, event_url=body.event_url, charge_url=body.charge_url
+    )
+    return json_response(200, SettingsOut.of(stored))
+
+
+__all__ = ["router"]

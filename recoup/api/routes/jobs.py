@@ -1,0 +1,120 @@
+"""The /v1/jobs routes: create, list, read, cancel one-off jobs, and read their run log."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+from starlette.responses import Response
+
+from recoup.api.deps import Api, Post, Tenant
+from recoup.api.idempotent import json_response
+from recoup.api.routes.common import ERRORS, NO_NUL, Cursor, Id, Limit
+from recoup.api.schemas import (
+    CancelIn,
+    CancelledOut,
+    ExactlyOne,
+    JobIn,
+    JobOut,
+    JobPageOut,
+    RunOut,
+    RunsOut,
+)
+from recoup.jobs.model import JobState
+
+router = APIRouter(prefix="/v1", responses=ERRORS, tags=["jobs"])
+
+
+@router.post("/jobs", status_code=201, response_model=JobOut)
+def create_job(body: JobIn, ctx: Post, api: Api) -> Response:
+    """Schedule a one-off job at `run_at` or after `delay_seconds`."""
+    run_at = body.instant(api.clock.now())
+    return ctx.run(
+        201,
+        lambda: JobOut.of(
+            api.scheduler.enqueue(
+                body.target.to_target(),
+                run_at=run_at,
+                name=body.name,
+                group=body.group,
+                retry=body.retry.to_policy(),
+                timeout=timedelta(seconds=body.timeout_seconds),
+                # The job carries the key (with the request's fingerprint) too: a retry after a
+                # lost response or a 5xx finds it.
+                idempotency_key=ctx.operation_key,
+                tenant=ctx.tenant,
+            )
+        ),
+    )
+
+
+@router.get("/jobs", response_model=JobPageOut)
+def list_jobs(
+    api: Api,
+    tenant: Tenant,
+    state: JobState | None = None,
+    name_prefix: Annotated[str | None, Query(min_length=1, max_length=200, pattern=NO_NUL)] = None,
+    group: Annotated[str | None, Query(min_length=1, max_length=200, pattern=NO_NUL)] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
+) -> Response:
+    """Jobs of the tenant, newest first, a page at a time; `group` matches exactly."""
+    page = api.scheduler.list_jobs(
+        tenant=tenant,
+        state=state,
+        name_prefix=name_prefix,
+        group=group,
+        limit=limit,
+        cursor=cursor,
+    )
+    return json_response(
+        200, JobPageOut(jobs=[JobOut.of(j) for j in page.jobs], next_cursor=page.next_cursor)
+    )
+
+
+@router.post("/jobs/cancel", response_model=CancelledOut)
+def cancel_jobs(body: CancelIn, ctx: Post, api: Api) -> Response:
+    """Cancel the live job named `name`, every live job whose name starts with
+    `name_prefix`, or every live job of exactly `group`."""
+    given = [body.name, body.name_prefix, body.group]
+    if sum(value is not None for value in given) != 1:
+        raise ExactlyOne("name", "name_prefix", "group")
+    scheduler = api.scheduler
+    if body.group is not None:
+        group = body.group
+        return ctx.run(
+            200, lambda: CancelledOut(cancelled=scheduler.cancel_group(group, tenant=ctx.tenant))
+        )
+    if body.name is not None:
+        name = body.name
+        return ctx.run(
+            200, lambda: CancelledOut(cancelled=scheduler.cancel_by_name(name, tenant=ctx.tenant))
+        )
+    prefix = body.name_prefix
+    assert prefix is not None
+    return ctx.run(
+        200, lambda: CancelledOut(cancelled=scheduler.cancel_by_prefix(prefix, tenant=ctx.tenant))
+    )
+
+
+@router.get("/jobs/{job_id}", response_model=JobOut)
+def get_job(tenant: Tenant, job_id: Id, api: Api) -> Response:
+    return json_response(200, JobOut.of(api.scheduler.get(job_id, tenant=tenant)))
+
+
+@router.delete("/jobs/{job_id}", response_model=JobOut)
+def cancel_job(tenant: Tenant, job_id: Id, api: Api) -> Response:
+    """Cancel a job. Idempotent: a job that already ended is returned as it is."""
+    return json_response(200, JobOut.of(api.scheduler.cancel(job_id, tenant=tenant)))
+
+
+@router.get("/jobs/{job_id}/runs", response_model=RunsOut)
+def job_runs(tenant: Tenant, job_id: Id, api: Api) -> Response:
+    """Every attempt of the job, first first."""
+    api.scheduler.get(job_id, tenant=tenant)  # 404 for an unknown job, not an empty log
+    runs = api.scheduler.runs(job_id, tenant=tenant)
+    return json_response(200, RunsOut(runs=[RunOut.of(r) for r in runs]))
+
+
+__all__ = ["router"]

@@ -1,0 +1,110 @@
+"""The /v1/schedules routes: create, list, read, delete, pause and resume recurring schedules."""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import timedelta
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+from starlette.responses import Response
+
+from recoup.api.deps import Api, Post, Tenant
+from recoup.api.idempotent import PostContext, json_response
+from recoup.api.problems import Problem
+from recoup.api.routes.common import ERRORS, Id
+from recoup.api.schemas import ScheduleIn, ScheduleListOut, ScheduleOut, UpcomingOut
+from recoup.api.state import ApiState
+from recoup.errors import NotFound
+from recoup.jobs.model import new_id
+from recoup.jobs.schedule_model import MissedPolicy, NewSchedule
+
+router = APIRouter(prefix="/v1", responses=ERRORS, tags=["schedules"])
+
+
+@router.post("/schedules", status_code=201, response_model=ScheduleOut)
+def create_schedule(body: ScheduleIn, ctx: Post, api: Api) -> Response:
+    """A recurring schedule: `cron` in `timezone`, or a billing `anchor`."""
+    rule = body.rule()
+    api.services.check_rule(rule)
+    # Under a key, the id is derived from the request: a retry after a 5xx (which frees the key)
+    # or a lost response finds the schedule the first attempt stored.
+    schedule_id = ctx.derived_id("schedule") or new_id()
+    schedule = NewSchedule(
+        # Without a name, a schedule is named by its id (unique, and free of '@').
+        name=body.name or schedule_id,
+        rule=rule,
+        target=body.target.to_target(),
+        tenant=ctx.tenant,
+        retry=body.retry.to_policy(),
+        timeout=timedelta(seconds=body.timeout_seconds),
+        missed=MissedPolicy(body.missed),
+        id=schedule_id,
+    )
+    return ctx.run(
+        201,
+        lambda: ScheduleOut.of(
+            api.scheduler.create_schedule(schedule, existing_ok=ctx.key is not None)
+        ),
+    )
+
+
+@router.get("/schedules", response_model=ScheduleListOut)
+def list_schedules(tenant: Tenant, api: Api) -> Response:
+    schedules = api.services.list_schedules(tenant)
+    return json_response(200, ScheduleListOut(schedules=[ScheduleOut.of(s) for s in schedules]))
+
+
+@router.get("/schedules/{schedule_id}", response_model=ScheduleOut)
+def get_schedule(tenant: Tenant, schedule_id: Id, api: Api) -> Response:
+    return json_response(200, ScheduleOut.of(api.services.schedule(tenant, schedule_id)))
+
+
+@router.delete(
+    "/schedules/{schedule_id}",
+    status_code=204,
+    responses={
+        204: {"description": "Deleted now, or already deleted (a repeat is harmless)."},
+        404: {"model": Problem, "description": "The tenant never had this schedule."},
+    },
+)
+def delete_schedule(tenant: Tenant, schedule_id: Id, api: Api) -> Response:
+    """Delete the schedule and cancel its live jobs. Idempotent, as DELETE of a job is: a
+    schedule already deleted answers 204 again; 404 only for one this tenant never had."""
+    found = api.scheduler.get_schedule(schedule_id, tenant=tenant)  # deleted ones are kept
+    if not found.deleted:
+        with contextlib.suppress(NotFound):  # a concurrent DELETE got there first
+            api.scheduler.delete_schedule(schedule_id, tenant=tenant)
+    return Response(status_code=204)
+
+
+@router.post("/schedules/{schedule_id}/pause", response_model=ScheduleOut)
+def pause_schedule(schedule_id: Id, ctx: Post, api: Api) -> Response:
+    return _set_paused(api, ctx, schedule_id, paused=True)
+
+
+@router.post("/schedules/{schedule_id}/resume", response_model=ScheduleOut)
+def resume_schedule(schedule_id: Id, ctx: Post, api: Api) -> Response:
+    return _set_paused(api, ctx, schedule_id, paused=False)
+
+
+def _set_paused(api: ApiState, ctx: PostContext, schedule_id: str, *, paused: bool) -> Response:
+    def operation() -> ScheduleOut:
+        api.services.schedule(ctx.tenant, schedule_id)  # 404 for a deleted schedule
+        change = api.scheduler.pause if paused else api.scheduler.resume
+        return ScheduleOut.of(change(schedule_id, tenant=ctx.tenant))
+
+    return ctx.run(200, operation)
+
+
+@router.get("/schedules/{schedule_id}/upcoming", response_model=UpcomingOut)
+def upcoming(
+    tenant: Tenant, schedule_id: Id, api: Api, count: Annotated[int, Query(ge=1, le=100)] = 5
+) -> Response:
+    """The next `count` occurrences after now; fewer when the series ends first (an
+    anchor's renewals end with the last one before the end of year 9999)."""
+    schedule = api.services.schedule(tenant, schedule_id)
+    return json_response(200, UpcomingOut(upcoming=api.scheduler.upcoming(schedule, count)))
+
+
+__all__ = ["router"]

@@ -1,0 +1,61 @@
+"""Request and response models of the /v1 API, one module per resource (`common`, `jobs`,
+`schedules`; /v1/dunning's are in `recoup.api.dunning_schemas`).
+
+Requests are strict (`extra="forbid"`: an unknown or misspelt field is an error naming it, never
+silently ignored; no string may hold NUL, which PostgreSQL cannot store); responses are plain
+models so /openapi.json describes every body.
+"""
+
+from recoup.api.schemas.common import (
+    ExactlyOne,
+    Health,
+    RetryIn,
+    RetryOut,
+    StrictModel,
+    TargetIn,
+    TargetOut,
+    Text,
+)
+from recoup.api.schemas.jobs import (
+    MAX_DELAY_SECONDS,
+    CancelIn,
+    CancelledOut,
+    JobIn,
+    JobOut,
+    JobPageOut,
+    RunOut,
+    RunsOut,
+)
+from recoup.api.schemas.schedules import (
+    AnchorIn,
+    AnchorOut,
+    ScheduleIn,
+    ScheduleListOut,
+    ScheduleOut,
+    UpcomingOut,
+)
+
+__all__ = [
+    "MAX_DELAY_SECONDS",
+    "AnchorIn",
+    "AnchorOut",
+    "CancelIn",
+    "CancelledOut",
+    "ExactlyOne",
+    "Health",
+    "JobIn",
+    "JobOut",
+    "JobPageOut",
+    "RetryIn",
+    "RetryOut",
+    "RunOut",
+    "RunsOut",
+    "ScheduleIn",
+    "ScheduleListOut",
+    "ScheduleOut",
+    "StrictModel",
+    "TargetIn",
+    "TargetOut",
+    "Text",
+    "UpcomingOut",
+]

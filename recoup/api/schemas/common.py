@@ -1,0 +1,133 @@
+"""What the /v1 models share: strict bodies free of NUL, targets, retry policies, health."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue
+
+from recoup.errors import InvalidInput
+from recoup.jobs.model import HttpMethod, HttpTarget, RetryPolicy, Target
+
+
+class ExactlyOne(InvalidInput):
+    """Fields of which exactly one must be given: the problem names each."""
+
+    def __init__(self, *fields: str) -> None:
+        self.fields = fields
+        names = " and ".join(fields) if len(fields) == 2 else ", ".join(fields)
+        super().__init__(fields[0], None, f"expected exactly one of {names}")
+
+
+def _no_nul(value: str) -> str:
+    # PostgreSQL text cannot hold NUL; refused here, by field, on every backend alike.
+    if "\x00" in value:
+        raise ValueError("expected no NUL (\\x00) characters")
+    return value
+
+
+def _no_nul_inside(value: JsonValue) -> JsonValue:
+    """`_no_nul` through a JSON value (strings, keys, nested arrays and objects)."""
+    if isinstance(value, str):
+        _no_nul(value)
+    elif isinstance(value, list):
+        for item in value:
+            _no_nul_inside(item)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _no_nul(key)
+            _no_nul_inside(item)
+    return value
+
+
+Text = Annotated[str, AfterValidator(_no_nul)]  # every string an API body carries
+
+
+class StrictModel(BaseModel):
+    """A request body: an unknown or misspelt field is an error naming it."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class TargetIn(StrictModel):
+    url: Text = Field(min_length=1, max_length=2048, description="http:// or https:// URL.")
+    method: HttpMethod = "POST"  # the jobs layer's set, so both APIs accept the same methods
+    headers: dict[Text, Text] = Field(
+        default_factory=dict,
+        max_length=50,
+        description="Names are RFC 9110 tokens; values printable ASCII, no CR/LF.",
+    )
+    body: Annotated[JsonValue, AfterValidator(_no_nul_inside)] = Field(
+        default=None, description="A JSON value, or a string sent as is."
+    )
+
+    def to_target(self) -> HttpTarget:
+        return HttpTarget(
+            url=self.url, method=self.method, headers=dict(self.headers), body=self.body
+        )
+
+
+class RetryIn(StrictModel):
+    max_attempts: int = Field(default=5, ge=1, le=100, description="Every attempt, the first too.")
+    # At least 0.1 s: a zero backoff retries at once, which is no backoff at all.
+    min_backoff_seconds: float = Field(default=1.0, ge=0.1, le=7 * 86_400)
+    max_backoff_seconds: float = Field(default=3600.0, ge=0.1, le=7 * 86_400)
+
+    def to_policy(self) -> RetryPolicy:
+        return RetryPolicy(
+            max_attempts=self.max_attempts,
+            min_backoff=timedelta(seconds=self.min_backoff_seconds),
+            max_backoff=timedelta(seconds=self.max_backoff_seconds),
+        )
+
+
+class TargetOut(BaseModel):
+    kind: Literal["http", "python"]
+    url: str | None = None
+    method: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    body: JsonValue = None
+    handler: str | None = None
+
+    @classmethod
+    def of(cls, target: Target) -> TargetOut:
+        if isinstance(target, HttpTarget):
+            return cls(
+                kind="http",
+                url=target.url,
+                method=target.method,
+                headers=dict(target.headers),
+                body=target.body,
+            )
+        return cls(kind="python", handler=target.handler)
+
+
+class RetryOut(BaseModel):
+    max_attempts: int
+    min_backoff_seconds: float
+    max_backoff_seconds: float
+
+    @classmethod
+    def of(cls, policy: RetryPolicy) -> RetryOut:
+        return cls(
+            max_attempts=policy.max_attempts,
+            min_backoff_seconds=policy.min_backoff.total_seconds(),
+            max_backoff_seconds=policy.max_backoff.total_seconds(),
+        )
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+
+
+__all__ = [
+    "ExactlyOne",
+    "Health",
+    "RetryIn",
+    "RetryOut",
+    "StrictModel",
+    "TargetIn",
+    "TargetOut",
+    "Text",
+]

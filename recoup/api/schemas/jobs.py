@@ -1,0 +1,143 @@
+"""Request and response models of /v1/jobs: a one-off job, a page of jobs, the run log."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from pydantic import AwareDatetime, BaseModel, Field
+
+from recoup.api.schemas.common import (
+    ExactlyOne,
+    RetryIn,
+    RetryOut,
+    StrictModel,
+    TargetIn,
+    TargetOut,
+    Text,
+)
+from recoup.jobs.model import Job, JobState, Run
+
+MAX_DELAY_SECONDS = 10 * 366 * 86_400  # ten years: further out is a typo, not a plan
+
+
+class JobIn(StrictModel):
+    """A one-off job. Exactly one of `run_at` and `delay_seconds`."""
+
+    run_at: AwareDatetime | None = Field(default=None, description="ISO-8601 with an offset.")
+    delay_seconds: float | None = Field(default=None, ge=0, le=MAX_DELAY_SECONDS)
+    target: TargetIn
+    name: Text | None = Field(default=None, min_length=1, max_length=200)
+    group: Text | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="Jobs that belong together: listed and cancelled by this exact value.",
+    )
+    retry: RetryIn = Field(default_factory=RetryIn)
+    timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
+
+    def instant(self, now: datetime) -> datetime:
+        """When the job runs; `InvalidInput` unless exactly one of the two fields is given."""
+        if (self.run_at is None) == (self.delay_seconds is None):
+            raise ExactlyOne("run_at", "delay_seconds")
+        if self.run_at is not None:
+            return self.run_at
+        assert self.delay_seconds is not None
+        return now + timedelta(seconds=self.delay_seconds)
+
+
+class CancelIn(StrictModel):
+    """Exactly one of `name` (the live job with that name), `name_prefix` and `group` (the
+    live jobs of exactly that group)."""
+
+    name: Text | None = Field(default=None, min_length=1, max_length=200)
+    name_prefix: Text | None = Field(default=None, min_length=1, max_length=200)
+    group: Text | None = Field(default=None, min_length=1, max_length=200)
+
+
+class JobOut(BaseModel):
+    id: str
+    name: str | None
+    state: JobState
+    run_at: datetime
+    target: TargetOut
+    retry: RetryOut
+    timeout_seconds: float
+    attempts: int
+    last_error: str | None
+    schedule_id: str | None
+    # A default, so that the client still reads the jobs of a server from before groups.
+    group: str | None = None
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None
+
+    @classmethod
+    def of(cls, job: Job) -> JobOut:
+        return cls(
+            id=job.id,
+            name=job.name,
+            state=job.state,
+            run_at=job.run_at,
+            target=TargetOut.of(job.target),
+            retry=RetryOut.of(job.retry),
+            timeout_seconds=job.timeout.total_seconds(),
+            attempts=job.attempts,
+            last_error=job.last_error,
+            schedule_id=job.schedule_id,
+            group=job.group,
+            created_at=job.created_at,
+            updated_at=job.updated_at,
+            finished_at=job.finished_at,
+        )
+
+
+class JobPageOut(BaseModel):
+    jobs: list[JobOut]
+    next_cursor: str | None = Field(
+        description="Pass as `cursor` for the next page; null at the end."
+    )
+
+
+class RunOut(BaseModel):
+    attempt: int
+    started_at: datetime
+    finished_at: datetime
+    duration_ms: float
+    status_code: int | None
+    error: str | None
+    response_excerpt: str | None
+    outcome: str
+
+    @classmethod
+    def of(cls, run: Run) -> RunOut:
+        return cls(
+            attempt=run.attempt,
+            started_at=run.started_at,
+            finished_at=run.finished_at,
+            duration_ms=run.duration_ms,
+            status_code=run.status_code,
+            error=run.error,
+            response_excerpt=run.response_excerpt,
+            outcome=str(run.outcome),
+        )
+
+
+class RunsOut(BaseModel):
+    runs: list[RunOut]
+
+
+class CancelledOut(BaseModel):
+    cancelled: int
+
+
+__all__ = [
+    "MAX_DELAY_SECONDS",
+    "CancelIn",
+    "CancelledOut",
+    "JobIn",
+    "JobOut",
+    "JobPageOut",
+    "RunOut",
+    "RunsOut",
+]

@@ -1,0 +1,136 @@
+"""Request and response models of /v1/schedules: a cron or anchor rule, and what it yields."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field, NaiveDatetime
+
+from recoup.api.schemas.common import (
+    ExactlyOne,
+    RetryIn,
+    RetryOut,
+    StrictModel,
+    TargetIn,
+    TargetOut,
+    Text,
+)
+from recoup.errors import InvalidInput
+from recoup.jobs.schedule_model import AnchorRule, CronRule, Schedule
+
+
+class AnchorIn(StrictModel):
+    local: NaiveDatetime = Field(description="Wall-clock time of occurrence 0, no offset.")
+    timezone: Text = Field(min_length=1, max_length=100)
+    every: Literal["day", "week", "month", "year"] = "month"
+    interval: int = Field(default=1, ge=1, le=1000)
+    end_of_month: Literal["clamp", "roll-forward", "last-day"] = "clamp"
+
+
+class ScheduleIn(StrictModel):
+    """A recurring schedule: `cron` with `timezone`, or `anchor`."""
+
+    name: Text | None = Field(default=None, min_length=1, max_length=200)
+    cron: Text | None = Field(default=None, min_length=1, max_length=200)
+    timezone: Text | None = Field(default=None, min_length=1, max_length=100)
+    anchor: AnchorIn | None = None
+    target: TargetIn
+    retry: RetryIn = Field(default_factory=RetryIn)
+    timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
+    missed: Literal["skip", "run_once", "run_all"] = "skip"
+
+    def rule(self) -> CronRule | AnchorRule:
+        """The stored rule; `InvalidInput` unless exactly one of `cron` and `anchor`."""
+        if (self.cron is None) == (self.anchor is None):
+            raise ExactlyOne("cron", "anchor")
+        if self.cron is not None:
+            if self.timezone is None:
+                raise InvalidInput("timezone", None, "a cron schedule needs a timezone")
+            return CronRule(expression=self.cron, timezone=self.timezone)
+        assert self.anchor is not None
+        if self.timezone is not None:
+            raise InvalidInput(
+                "timezone", self.timezone, "an anchor carries its zone in anchor.timezone"
+            )
+        a = self.anchor
+        return AnchorRule(
+            local=a.local,
+            timezone=a.timezone,
+            every=a.every,
+            interval=a.interval,
+            end_of_month=a.end_of_month,
+        )
+
+
+class AnchorOut(BaseModel):
+    local: str
+    timezone: str
+    every: str
+    interval: int
+    end_of_month: str
+
+
+class ScheduleOut(BaseModel):
+    id: str
+    name: str
+    cron: str | None
+    timezone: str
+    anchor: AnchorOut | None
+    target: TargetOut
+    retry: RetryOut
+    timeout_seconds: float
+    missed: str
+    paused: bool
+    next_fire_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, schedule: Schedule) -> ScheduleOut:
+        rule = schedule.rule
+        cron = rule.expression if isinstance(rule, CronRule) else None
+        anchor = (
+            AnchorOut(
+                local=rule.local.isoformat(),
+                timezone=rule.timezone,
+                every=rule.every,
+                interval=rule.interval,
+                end_of_month=rule.end_of_month,
+            )
+            if isinstance(rule, AnchorRule)
+            else None
+        )
+        return cls(
+            id=schedule.id,
+            name=schedule.name,
+            cron=cron,
+            timezone=rule.timezone,
+            anchor=anchor,
+            target=TargetOut.of(schedule.target),
+            retry=RetryOut.of(schedule.retry),
+            timeout_seconds=schedule.timeout.total_seconds(),
+            missed=str(schedule.missed),
+            paused=schedule.paused,
+            next_fire_at=schedule.next_fire_at,
+            created_at=schedule.created_at,
+            updated_at=schedule.updated_at,
+        )
+
+
+class ScheduleListOut(BaseModel):
+    schedules: list[ScheduleOut]
+
+
+class UpcomingOut(BaseModel):
+    upcoming: list[datetime] = Field(description="The next occurrences, UTC, earliest first.")
+
+
+__all__ = [
+    "AnchorIn",
+    "AnchorOut",
+    "ScheduleIn",
+    "ScheduleListOut",
+    "ScheduleOut",
+    "UpcomingOut",
+]
