@@ -35,13 +35,13 @@ from recoup.dunning.outcomes import idempotency_key
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry, PermanentError
 from recoup.jobs.model import HttpTarget, Job, JobState, trusted
 from recoup.jobs.targets import AttemptOutcome, AttemptResult, HttpExecutor
-from recoup.recovery.service import (
+from recoup.recovery.job_specs import (
     ATTEMPT_HANDLER,
     ATTEMPT_RETRY,
     ATTEMPT_TIMEOUT,
     DEADLINE_HANDLER,
-    Dunning,
 )
+from recoup.recovery.service import Dunning
 from recoup.timekeeping.clock import SystemClock
 from recoup.timekeeping.instants import format_utc
 

@@ -10,12 +10,12 @@ import httpx
 from recoup.jobs.handlers import HandlerRegistry
 from recoup.jobs.scheduler import Scheduler
 from recoup.recovery.attempts import AttemptRunner
-from recoup.recovery.service import Dunning, Store
+from recoup.recovery.service import Dunning, RuntimeStore
 
 
 def dunning_runtime(
     scheduler: Scheduler,
-    store: Store,
+    store: RuntimeStore,
     registry: HandlerRegistry | None = None,
     *,
     http_client: Callable[[], httpx.AsyncClient] | None = None,

@@ -13,17 +13,14 @@ from __future__ import annotations
 
 import enum
 import functools
-import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from recoup.dunning.invoice import (
-    ID_NAMESPACE,
     AttemptState,
     Invoice,
     InvoiceEvent,
-    job_group,
 )
 from recoup.dunning.lifecycle import (
     AttemptReported,
@@ -42,13 +39,13 @@ from recoup.dunning.lifecycle import (
     open_invoice,
     transition,
 )
-from recoup.dunning.outcomes import idempotency_key, job_name
 from recoup.dunning.planner import plan_retries
 from recoup.dunning.policy import DunningPolicy, parse_policy, preset
 from recoup.errors import Conflict, InvalidInput, NotFound
-from recoup.jobs.model import HttpTarget, NewJob, PythonTarget, RetryPolicy, Run
+from recoup.jobs.model import HttpTarget, Run
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.store import JobStore
+from recoup.recovery.job_specs import attempt_job, deadline_job, event_job
 from recoup.recovery.store import (
     DunningSettings,
     DunningStore,
@@ -59,25 +56,12 @@ from recoup.recovery.store import (
 from recoup.timekeeping.instants import format_utc, require_aware
 from recoup.timekeeping.zones import zone
 
-ATTEMPT_HANDLER = "recoup.dunning.attempt"
-DEADLINE_HANDLER = "recoup.dunning.deadline"
 DEFAULT_POLICY = "business-days"
-# An attempt job is retried (same attempt, same keys) on transport failures and while the
-# provider's answer is pending; backoff from a minute up to six hours, for about three days.
-ATTEMPT_RETRY = RetryPolicy(
-    max_attempts=20, min_backoff=timedelta(minutes=1), max_backoff=timedelta(hours=6)
-)
-ATTEMPT_TIMEOUT = timedelta(seconds=60)  # the charge endpoint talks to the provider
-EVENT_RETRY = RetryPolicy(
-    max_attempts=12, min_backoff=timedelta(seconds=30), max_backoff=timedelta(hours=2)
-)
-EVENT_TIMEOUT = timedelta(seconds=15)
-KEEP_JOBS_FOR = timedelta(days=30)  # the timeline links to their run logs
 CARD_HISTORY = timedelta(days=31)  # network limits count at most 30 days back
 MAX_ID_LENGTH = 100
 
 
-class Store(JobStore, DunningStore, Protocol):
+class RuntimeStore(JobStore, DunningStore, Protocol):
     """What the runtime needs of a backend: jobs and dunning tables in one database."""
 
 
@@ -138,10 +122,6 @@ class Keep(enum.Enum):
 KEEP = Keep.KEEP
 
 
-def deadline_job_id(tenant: str, invoice_id: str, at: datetime) -> str:
-    return str(uuid.uuid5(ID_NAMESPACE, f"deadline\x00{tenant}\x00{invoice_id}\x00{at}"))
-
-
 @functools.lru_cache(maxsize=64)
 def _policy_from_text(text: str | None) -> DunningPolicy:
     return preset(DEFAULT_POLICY) if text is None else parse_policy(text, name="tenant")
@@ -153,9 +133,9 @@ def check_policy(text: str) -> DunningPolicy:
 
 
 class Dunning:
-    """Failed charges of every tenant, over `scheduler`'s store (a `Store`)."""
+    """Failed charges of every tenant, over `scheduler`'s store (a `RuntimeStore`)."""
 
-    def __init__(self, scheduler: Scheduler, store: Store) -> None:
+    def __init__(self, scheduler: Scheduler, store: RuntimeStore) -> None:
         self.scheduler = scheduler
         self.store = store
 
@@ -360,42 +340,12 @@ class Dunning:
         for command in commands:
             match command:
                 case ScheduleAttempt():
-                    self.store.insert(self._attempt_job(invoice, command.attempt.attempt), now=now)
+                    self.store.insert(attempt_job(invoice, command.attempt.attempt), now=now)
                 case CancelAttempt():
                     self.store.cancel(invoice.tenant, command.attempt.job_id, now=now)
                 case ScheduleDeadline():
-                    self.store.insert(self._deadline_job(invoice, command.at), now=now)
+                    self.store.insert(deadline_job(invoice, command.at), now=now)
         self._dispatch(list(events))
-
-    def _attempt_job(self, invoice: Invoice, n: int) -> NewJob:
-        record = invoice.attempt(n)
-        assert record is not None
-        return NewJob(
-            id=record.job_id,
-            run_at=record.at,
-            target=PythonTarget(handler=ATTEMPT_HANDLER),
-            tenant=invoice.tenant,
-            name=job_name(invoice.invoice_id, n),
-            group=job_group(invoice.invoice_id),
-            payload={"invoice_id": invoice.invoice_id, "attempt": n},
-            idempotency_key=idempotency_key(invoice.invoice_id, n),
-            retry=ATTEMPT_RETRY,
-            timeout=ATTEMPT_TIMEOUT,
-            keep_for=KEEP_JOBS_FOR,
-        )
-
-    def _deadline_job(self, invoice: Invoice, at: datetime) -> NewJob:
-        return NewJob(
-            id=deadline_job_id(invoice.tenant, invoice.invoice_id, at),
-            run_at=at,
-            target=PythonTarget(handler=DEADLINE_HANDLER),
-            tenant=invoice.tenant,
-            group=job_group(invoice.invoice_id),
-            payload={"invoice_id": invoice.invoice_id},
-            idempotency_key=f"deadline:{invoice.invoice_id}:{format_utc(at)}",
-            retry=ATTEMPT_RETRY,
-            keep_for=KEEP_JOBS_FOR,
-        )
 
     def _dispatch(self, events: list[InvoiceEvent]) -> None:
         """Send the sendable events through durable jobs (they retry and keep run logs); the
@@ -412,29 +362,7 @@ class Dunning:
             url = urls[event.tenant]
             if url is None:
                 continue
-            # Events of one invoice due at one instant may arrive in any order (delivery is
-            # concurrent, and retried): `seq` orders them.
-            body = {
-                "id": event.id,
-                "seq": event.seq,
-                "type": event.type,
-                "timestamp": format_utc(event.at),
-                "data": event.data,
-            }
-            self.store.insert(
-                NewJob(
-                    id=event.id,
-                    run_at=now,
-                    target=HttpTarget(url=url, body=body),
-                    tenant=event.tenant,
-                    group=job_group(event.invoice_id),
-                    idempotency_key=f"event:{event.id}",
-                    retry=EVENT_RETRY,
-                    timeout=EVENT_TIMEOUT,
-                    keep_for=KEEP_JOBS_FOR,
-                ),
-                now=now,
-            )
+            self.store.insert(event_job(event, url, now=now), now=now)
         self.store.mark_events_dispatched([e.id for e in events], now=now)
 
     def resync(self, *, limit: int = 500) -> int:
@@ -451,7 +379,7 @@ class Dunning:
             if invoice is None:
                 continue
             if ref.attempt.state is AttemptState.SCHEDULED:
-                self.store.insert(self._attempt_job(invoice, ref.attempt.attempt), now=now)
+                self.store.insert(attempt_job(invoice, ref.attempt.attempt), now=now)
             else:
                 self.store.cancel(ref.tenant, ref.attempt.job_id, now=now)
             fixed += 1
@@ -459,13 +387,11 @@ class Dunning:
 
 
 __all__ = [
-    "ATTEMPT_HANDLER",
-    "DEADLINE_HANDLER",
     "KEEP",
     "Dunning",
     "FailureReport",
     "Keep",
-    "Store",
+    "RuntimeStore",
     "Timeline",
     "check_policy",
 ]

@@ -1,0 +1,132 @@
+"""The layering of ARCHITECTURE.md as a test: every module of the package may import only the
+layers its own layer may depend on, so a wrong-way import fails here, naming the rule.
+
+Imports inside functions and under `TYPE_CHECKING` count too: a lazy import is still a
+dependency, and a type-only one still ties a layer to another's names."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import recoup
+
+PACKAGE = Path(recoup.__file__).parent
+PURE = {"errors", "timekeeping"}
+
+# What each top-level part of `recoup` may import (besides itself). ARCHITECTURE.md, "Layers".
+ALLOWED: dict[str, set[str]] = {
+    "errors": set(),
+    "timekeeping": {"errors"},
+    "dunning": PURE,
+    "idempotency": PURE,
+    "jobs": PURE,
+    "tenancy": PURE | {"jobs"},
+    "payments": PURE | {"dunning"},
+    "analytics": PURE | {"dunning"},
+    "recovery": PURE | {"dunning", "jobs", "idempotency", "payments", "analytics", "tenancy"},
+    "storage": PURE | {"dunning", "jobs", "idempotency", "recovery", "tenancy"},
+    "receiver": PURE | {"payments", "idempotency"},
+    "api": PURE
+    | {"dunning", "jobs", "idempotency", "payments", "analytics", "tenancy", "recovery"}
+    | {"storage"},
+    "client": PURE | {"api"},  # the SDK reads the API's own request and response models
+    "cli": PURE
+    | {"dunning", "jobs", "idempotency", "payments", "analytics", "tenancy", "recovery"}
+    | {"storage", "api"},  # `recoup serve` serves the app
+    "__main__": {"cli"},
+    "__init__": {"jobs", "storage", "dunning", "recovery", "timekeeping", "errors"},
+}
+# Modules at the top of the package that belong to a layer of their own name.
+ALIASES = {"client_dunning": "client", "tenancy": "tenancy"}
+
+
+def layer_of(module: str) -> str:
+    """`recoup.jobs.worker` → `jobs`; `recoup.client_dunning` → `client`."""
+    top = module.split(".")[1] if module.count(".") else "__init__"
+    return ALIASES.get(top, top)
+
+
+def imported(tree: ast.AST, module: str, is_package: bool) -> list[tuple[int, str]]:
+    """(line, absolute module) of every `recoup` import in the tree, relative ones resolved."""
+    found: list[tuple[int, str]] = []
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names if a.name.startswith("recoup")]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parent = base[: len(base) - node.level + 1]
+                target = ".".join([*parent, node.module] if node.module else parent)
+            else:
+                target = node.module or ""
+            if target == "recoup" or target.startswith("recoup."):
+                if target == "recoup":  # `from recoup import cli`, or a name of the root
+                    found += [
+                        (node.lineno, f"recoup.{a.name}")
+                        for a in node.names
+                        if (PACKAGE / a.name).is_dir() or (PACKAGE / f"{a.name}.py").is_file()
+                    ]
+                else:
+                    found.append((node.lineno, target))
+    return found
+
+
+def violations(source: str, module: str, *, is_package: bool = False) -> list[str]:
+    """Every import of `source` (the text of `module`) that its layer may not make."""
+    layer = layer_of(module)
+    allowed = ALLOWED[layer] | {layer}
+    broken = []
+    for line, target in imported(ast.parse(source), module, is_package):
+        if target == "recoup":
+            continue
+        other = layer_of(target)
+        if other not in allowed:
+            broken.append(
+                f"{module}:{line} imports {target}: the {layer!r} layer may import only "
+                f"{sorted(ALLOWED[layer]) or 'nothing else'} (ARCHITECTURE.md, 'Layers')"
+            )
+    return broken
+
+
+def modules() -> list[tuple[str, Path]]:
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found.append((".".join(parts), path))
+    return found
+
+
+def test_every_part_of_the_package_has_a_layer() -> None:
+    tops = {layer_of(m) for m, _ in modules()}
+    assert tops <= set(ALLOWED), f"give these a layer in ALLOWED: {sorted(tops - set(ALLOWED))}"
+
+
+@pytest.mark.parametrize(("module", "path"), modules(), ids=[m for m, _ in modules()])
+def test_the_module_imports_only_the_layers_below_it(module: str, path: Path) -> None:
+    source = path.read_text(encoding="utf-8")
+    assert violations(source, module, is_package=path.name == "__init__.py") == []
+
+
+@pytest.mark.parametrize(
+    ("module", "source", "rule"),
+    [
+        ("recoup.dunning.planner", "from recoup.jobs.model import Job", "'dunning' layer"),
+        ("recoup.timekeeping.zones", "import recoup.dunning.policy", "'timekeeping' layer"),
+        ("recoup.jobs.worker", "def f():\n    from recoup.api import app", "'jobs' layer"),
+        ("recoup.storage.sqlite.store", "from ...api.tokens import x", "'storage' layer"),
+        ("recoup.recovery.service", "from recoup.cli import main", "'recovery' layer"),
+    ],
+)
+def test_a_wrong_way_import_fails_naming_the_rule(module: str, source: str, rule: str) -> None:
+    (found,) = violations(source, module)
+    assert rule in found and "ARCHITECTURE.md" in found
+
+
+def test_an_import_the_rules_allow_passes() -> None:
+    assert violations("from recoup.dunning.planner import plan_retries", "recoup.recovery.x") == []
+    assert violations("from .planner import plan_retries", "recoup.dunning.lifecycle") == []
