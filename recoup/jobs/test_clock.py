@@ -3,8 +3,9 @@
 `TestClock.advance_to(t)` moves the clock from one due instant to the next up to `t`,
 running at each instant every job due then (and whatever they schedule that falls before
 `t`), so two weeks of retries run in seconds, in due order, as if that time had passed. Only
-due time is virtual: leases, heartbeats and HTTP timeouts stay in real time (the worker's own
-business), so a jump of three days expires no lease.
+due time is virtual: leases, heartbeats and HTTP timeouts stay in elapsed (real) time (the
+worker's own business: ARCHITECTURE.md, 'Time in the worker'), so a jump of three days expires no
+lease. One advance runs in one worker session, however many instants it visits.
 """
 
 from __future__ import annotations
@@ -62,21 +63,29 @@ class TestClock:
                 raise InvalidInput(
                     "to", target.isoformat(), f"expected ≥ the clock's now ({self.clock.now()})"
                 )
+            return asyncio.run(self._advance_to(target))
+
+    async def _advance_to(self, target: datetime) -> int:
+        """Every step in one worker session: a step costs its store calls, not a session."""
+        async with self.worker.session():
             ran = 0
             for _ in range(MAX_STEPS):
-                if self.before_step is not None:
-                    self.before_step()
-                ran += asyncio.run(self.worker.run_until_idle())
-                step = self._next_due(target)
+                ran += await self._step()
+                step = await asyncio.to_thread(self._next_due, target)
                 if step is None or step > target:
                     break
                 if step > self.clock.now():
                     self.clock.set(step)
             self.clock.set(target)
-            if self.before_step is not None:
-                self.before_step()
-            ran += asyncio.run(self.worker.run_until_idle())
+            ran += await self._step()
             return ran
+
+    async def _step(self) -> int:
+        """`before_step` (in a thread: it may block, or run an event loop of its own), then
+        every job due now."""
+        if self.before_step is not None:
+            await asyncio.to_thread(self.before_step)
+        return await self.worker.run_until_idle()
 
     def _next_due(self, target: datetime) -> datetime | None:
         """The earliest due job, or schedule occurrence not yet materialised, before

@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -28,18 +27,11 @@ from tests.api.conftest import ServerThread
 from tests.jobs.engine.conftest import database  # noqa: F401  (the per-backend fixture)
 from tests.jobs.engine.support import Database
 from tests.recovery.conftest import ChargeSide
+from tests.support import wait_until
 
 pytestmark = pytest.mark.slow
 
 DEADLINE = 60.0  # seconds any one wait may take before the test fails
-
-
-def wait_until(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + DEADLINE
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 @pytest.fixture
@@ -116,17 +108,16 @@ def test_kill_9_during_an_attempt_charges_exactly_once(
         dunning.payment_method_updated("default", "inv_1")
 
         first = start_worker()
-        wait_until(arrived.is_set, "the first charge request")
+        assert wait_until(arrived.is_set, DEADLINE), "no first charge request"
         first.send_signal(signal.SIGKILL)
         first.wait(DEADLINE)
         release.set()  # the endpoint charges; nobody hears its answer
-        wait_until(lambda: gateway.total_charged("inv_1") > 0, "the first charge")
+        assert wait_until(lambda: gateway.total_charged("inv_1") > 0, DEADLINE), "no charge"
 
         start_worker()
-        wait_until(
-            lambda: dunning.get("default", "inv_1").state is InvoiceState.RECOVERED,
-            "the invoice to be recovered by the restarted worker",
-        )
+        assert wait_until(
+            lambda: dunning.get("default", "inv_1").state is InvoiceState.RECOVERED, DEADLINE
+        ), "the restarted worker did not recover the invoice"
     assert gateway.charges_per_key() == {"charge:inv_1:1": 1}
     assert gateway.double_charged_invoices() == []
     assert [r["attempt"] for r in side.requests] == [1, 1]

@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"  # the default tenant's signing secret
+POLL = 0.02  # seconds between the receiver's checks for a shutdown
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,10 @@ class Receiver:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # `shutdown()` waits for the serving loop's next poll: keep it short (default 0.5 s).
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": POLL}, daemon=True
+        )
         self.thread.start()
 
     @property

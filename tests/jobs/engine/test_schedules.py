@@ -17,6 +17,7 @@ from recoup.jobs.schedule_model import AnchorRule, CronRule, MissedPolicy, NewSc
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.schedules import occurrence_name, plan_advance
 from recoup.jobs.ssrf import SsrfGuard
+from recoup.jobs.test_clock import TestClock
 from recoup.jobs.worker import Worker
 from recoup.timekeeping.clock import VirtualClock
 
@@ -24,7 +25,9 @@ NEW_YORK = ZoneInfo("America/New_York")
 TARGET = PythonTarget(handler="tick")
 
 
-def harness(store: Any, start: datetime) -> tuple[Scheduler, Worker, VirtualClock, list[datetime]]:
+def harness(
+    store: Any, start: datetime, *, schedule_horizon: timedelta = timedelta(hours=1)
+) -> tuple[Scheduler, Worker, VirtualClock, list[datetime]]:
     clock = VirtualClock(start)
     registry = HandlerRegistry()
     fired: list[datetime] = []
@@ -35,16 +38,15 @@ def harness(store: Any, start: datetime) -> tuple[Scheduler, Worker, VirtualCloc
 
     scheduler = Scheduler(store, clock=clock, ssrf=SsrfGuard())
     worker = scheduler.worker(
-        handlers=registry, schedule_horizon=timedelta(hours=1), rng=random.Random(0)
+        handlers=registry, schedule_horizon=schedule_horizon, rng=random.Random(0)
     )
     return scheduler, worker, clock, fired
 
 
-def run_for(worker: Worker, clock: VirtualClock, until: datetime, step: timedelta) -> None:
-    while clock.now() < until:
-        worker.drain()
-        clock.advance(step)
-    worker.drain()
+def run_for(worker: Worker, clock: VirtualClock, until: datetime) -> None:
+    """Run every job and schedule occurrence due up to `until`, in due order: the clock steps
+    straight from one due instant to the next, in one worker session."""
+    TestClock(clock, worker, worker.store, schedules=worker.store).advance_to(until)
 
 
 def local_dates(instants: list[datetime]) -> Counter[date]:
@@ -63,7 +65,7 @@ def test_a_0230_cron_fires_once_on_the_spring_forward_day(jobstore: Any) -> None
             target=TARGET,
         )
     )
-    run_for(worker, clock, datetime(2026, 3, 10, 12, 0, tzinfo=UTC), timedelta(minutes=30))
+    run_for(worker, clock, datetime(2026, 3, 10, 12, 0, tzinfo=UTC))
     assert local_dates(fired) == {
         date(2026, 3, 7): 1,
         date(2026, 3, 8): 1,
@@ -86,7 +88,7 @@ def test_a_0130_cron_fires_once_on_the_fall_back_day(jobstore: Any) -> None:
             target=TARGET,
         )
     )
-    run_for(worker, clock, datetime(2026, 11, 3, 12, 0, tzinfo=UTC), timedelta(minutes=30))
+    run_for(worker, clock, datetime(2026, 11, 3, 12, 0, tzinfo=UTC))
     assert local_dates(fired) == {
         date(2026, 10, 31): 1,
         date(2026, 11, 1): 1,
@@ -105,7 +107,7 @@ def test_each_occurrence_is_a_job_named_after_the_schedule_and_instant(jobstore:
             name="hourly", rule=CronRule(expression="0 * * * *", timezone="UTC"), target=TARGET
         )
     )
-    run_for(worker, clock, datetime(2026, 6, 1, 15, 0, tzinfo=UTC), timedelta(minutes=15))
+    run_for(worker, clock, datetime(2026, 6, 1, 15, 0, tzinfo=UTC))
     page = scheduler.list_jobs(schedule_id=schedule.id)
     names = sorted(job.name or "" for job in page.jobs)
     assert names[:3] == [
@@ -136,7 +138,7 @@ def test_two_materialisers_never_create_an_occurrence_twice(jobstore: Any) -> No
 def downtime(store: Any, missed: MissedPolicy) -> tuple[Scheduler, list[datetime], Schedule]:
     # An hourly schedule, then five hours with no worker, then one worker pass at 17:00:30.
     start = datetime(2026, 6, 1, 11, 30, tzinfo=UTC)
-    scheduler, worker, clock, fired = harness(store, start)
+    scheduler, worker, clock, fired = harness(store, start, schedule_horizon=timedelta(minutes=1))
     schedule = scheduler.create_schedule(
         NewSchedule(
             name="hourly",
@@ -147,7 +149,6 @@ def downtime(store: Any, missed: MissedPolicy) -> tuple[Scheduler, list[datetime
     )
     # Created at 11:30: the first occurrence (12:00) is not materialised yet.
     clock.set(datetime(2026, 6, 1, 17, 0, 30, tzinfo=UTC))
-    worker.schedule_horizon = timedelta(minutes=1)
     worker.drain()
     return scheduler, fired, schedule
 
@@ -170,8 +171,9 @@ def test_run_all_runs_every_missed_occurrence(jobstore: Any) -> None:
 
 def test_pause_stops_occurrences_and_resume_starts_from_the_next_one(jobstore: Any) -> None:
     start = datetime(2026, 6, 1, 12, 0, 30, tzinfo=UTC)
-    scheduler, worker, clock, fired = harness(jobstore, start)
-    worker.schedule_horizon = timedelta(minutes=1)
+    scheduler, worker, clock, fired = harness(
+        jobstore, start, schedule_horizon=timedelta(minutes=1)
+    )
     schedule = scheduler.create_schedule(
         NewSchedule(
             name="q",
@@ -182,12 +184,12 @@ def test_pause_stops_occurrences_and_resume_starts_from_the_next_one(jobstore: A
     )
     paused = scheduler.pause(schedule.id)
     assert paused.paused
-    run_for(worker, clock, datetime(2026, 6, 1, 13, 0, tzinfo=UTC), timedelta(minutes=5))
+    run_for(worker, clock, datetime(2026, 6, 1, 13, 0, tzinfo=UTC))
     assert fired == []
     resumed = scheduler.resume(schedule.id)
     assert not resumed.paused
     assert resumed.next_fire_at == datetime(2026, 6, 1, 13, 15, tzinfo=UTC)
-    run_for(worker, clock, datetime(2026, 6, 1, 13, 31, tzinfo=UTC), timedelta(minutes=5))
+    run_for(worker, clock, datetime(2026, 6, 1, 13, 31, tzinfo=UTC))
     assert fired == [
         datetime(2026, 6, 1, 13, 15, tzinfo=UTC),
         datetime(2026, 6, 1, 13, 30, tzinfo=UTC),

@@ -6,7 +6,6 @@ import asyncio
 import random
 import threading
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -22,22 +21,13 @@ from recoup.jobs.store import ClaimParams
 from recoup.jobs.worker import Worker
 from recoup.timekeeping.clock import VirtualClock
 from tests.jobs.engine.support import SECRET, Database, Receiver, Reply
+from tests.support import DEADLINE, ManualElapsed, eventually, wait_until
 
 START = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 FAST_RETRY = RetryPolicy(
     max_attempts=5, min_backoff=timedelta(seconds=1), max_backoff=timedelta(seconds=10)
 )
 OPEN = SsrfGuard(allow_private=True)
-DEADLINE = 30.0  # seconds a real-time test waits for a condition (a loaded machine is slow)
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = DEADLINE) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return predicate()
 
 
 def virtual(store: Any, **options: Any) -> tuple[Scheduler, Worker, VirtualClock]:
@@ -279,26 +269,34 @@ def test_the_worker_prunes_finished_jobs_past_keep_for_and_keeps_their_runs(
     assert scheduler.get(kept.id).state is JobState.SUCCEEDED
 
 
-@pytest.mark.slow
 def test_a_job_cancelled_while_running_does_not_run_again(jobstore: Any) -> None:
     registry = HandlerRegistry()
-    started = threading.Event()
     calls: list[int] = []
 
     @registry.register("slow")
     async def slow(ctx: HandlerContext) -> None:
         calls.append(ctx.attempt)
-        started.set()
-        await asyncio.sleep(2.0)
+        await asyncio.sleep(DEADLINE)  # until the worker interrupts it
         raise RuntimeError("fails, so that an applied outcome would retry it")
 
-    scheduler = Scheduler(jobstore, ssrf=OPEN)
+    elapsed = ManualElapsed()
     lease = timedelta(seconds=1.5)
-    with scheduler.running_worker(handlers=registry, lease=lease, grace=timedelta(seconds=3)):
-        job = scheduler.enqueue(PythonTarget(handler="slow"), retry=FAST_RETRY)
-        assert started.wait(DEADLINE)
-        scheduler.cancel(job.id)
-        time.sleep(4.0)  # past the attempt, its backoff and one lease: nothing runs it again
+    scheduler, worker, clock = virtual(jobstore, handlers=registry, lease=lease, elapsed=elapsed)
+    job = scheduler.enqueue(PythonTarget(handler="slow"), retry=FAST_RETRY)
+
+    async def scenario() -> None:
+        async with worker.session():
+            drain = asyncio.create_task(worker.run_until_idle())
+            assert await eventually(lambda: calls == [1])
+            await asyncio.to_thread(scheduler.cancel, job.id)
+            # The next heartbeat finds the job taken back and interrupts the attempt.
+            elapsed.advance(worker.config.heartbeat_every)
+            assert await asyncio.wait_for(drain, DEADLINE) == 1
+            # Past the attempt's backoff and its lease: nothing runs it again.
+            clock.advance(timedelta(hours=1))
+            assert await worker.run_until_idle() == 0
+
+    asyncio.run(scenario())
     assert calls == [1]
     assert scheduler.get(job.id).state is JobState.CANCELLED
     # The interrupted attempt still has its row in the run log.

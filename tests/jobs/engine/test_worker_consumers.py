@@ -13,21 +13,13 @@ from recoup.jobs.handlers import HandlerContext, HandlerRegistry
 from recoup.jobs.model import JobState, NewJob, PythonTarget, RetryPolicy, RunOutcome
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
+from tests.support import wait_until
 
 OPEN = SsrfGuard(allow_private=True)
 ONCE = RetryPolicy(max_attempts=1)
 FAST_RETRY = RetryPolicy(
     max_attempts=5, min_backoff=timedelta(seconds=30), max_backoff=timedelta(seconds=60)
 )
-
-
-def wait_until(predicate: Any, timeout: float = 30.0) -> bool:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return predicate()
 
 
 def test_suspending_handlers_run_side_by_side_up_to_the_limit(jobstore: Any) -> None:

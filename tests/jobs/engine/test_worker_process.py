@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -24,6 +23,7 @@ from recoup.jobs.model import HttpTarget, JobState, RetryPolicy, RunOutcome
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
 from tests.jobs.engine.support import SECRET, Database, Receiver, Reply
+from tests.support import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -80,15 +80,6 @@ def start_worker(database: Database, tmp_path: Path) -> Iterator[Callable[..., W
             process.kill()
         process.wait(DEADLINE)
         stderr.close()
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
 
 
 def test_kill_9_mid_attempt_loses_no_job_and_it_completes_once(

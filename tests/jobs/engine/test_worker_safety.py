@@ -13,31 +13,22 @@ from typing import Any
 
 import pytest
 
-from recoup.jobs import worker as worker_module
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry
 from recoup.jobs.model import JobState, NewJob, PythonTarget, RetryPolicy, RunOutcome
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.store import ClaimParams
 from recoup.jobs.worker import Worker
+from recoup.jobs.worker import maintenance as worker_module
 from recoup.timekeeping.clock import SystemClock, VirtualClock
+from tests.support import DEADLINE, ManualElapsed, eventually, wait_until
 
 OPEN = SsrfGuard(allow_private=True)
 START = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
-DEADLINE = 30.0  # seconds a test waits for a condition (a loaded machine is slow)
 ONCE = RetryPolicy(max_attempts=1)
 FAST_RETRY = RetryPolicy(
     max_attempts=5, min_backoff=timedelta(seconds=1), max_backoff=timedelta(seconds=10)
 )
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = DEADLINE) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return predicate()
 
 
 class Faulty:
@@ -291,30 +282,63 @@ def test_a_job_cancelled_while_running_keeps_its_cancelled_run(jobstore: Any) ->
 
 
 def test_a_saturated_worker_leaves_due_jobs_to_other_workers(jobstore: Any) -> None:
-    release = threading.Event()
+    release = asyncio.Event()
     registry = HandlerRegistry()
 
     @registry.register("block")
     async def block(ctx: HandlerContext) -> None:
-        while not release.is_set():
-            await asyncio.sleep(0.01)
+        await release.wait()
 
-    scheduler = Scheduler(jobstore, ssrf=OPEN)
+    turns: list[datetime] = []  # the main loop's turns, seen through its rescue calls
+
+    def rescue(*, now: datetime, limit: int) -> list[str]:
+        turns.append(now)
+        rescued: list[str] = jobstore.rescue_expired(now=now, limit=limit)
+        return rescued
+
+    clock = VirtualClock(START)
+    elapsed = ManualElapsed()
+    scheduler = Scheduler(Faulty(jobstore, rescue_expired=rescue), clock=clock, ssrf=OPEN)
     concurrency = 2
     jobs = [NewJob(run_at=START, target=PythonTarget(handler="block")) for _ in range(40)]
     scheduler.enqueue_many(jobs)
-    try:
-        with scheduler.running_worker(handlers=registry, concurrency=concurrency) as worker:
-            assert wait_until(lambda: worker.stats.started == concurrency)
-            time.sleep(0.5)  # time to claim more, if it would
-            counts = jobstore.count_by_state()
+    worker = scheduler.worker(
+        handlers=registry,
+        concurrency=concurrency,
+        elapsed=elapsed,
+        rescue_interval=timedelta(seconds=1),
+    )
+
+    def succeeded() -> int:
+        return jobstore.count_by_state().get(JobState.SUCCEEDED, 0)
+
+    async def scenario() -> None:
+        running = asyncio.create_task(worker.run())
+        try:
+            assert await eventually(lambda: worker.stats.started == concurrency)
+            # Five more turns of the main loop, each one second of elapsed time later: five
+            # chances to claim more, if it would.
+            for _ in range(5):
+                seen = len(turns)
+                elapsed.advance(1.0)
+                assert await eventually(lambda: len(turns) > seen)  # noqa: B023
+            counts = await asyncio.to_thread(jobstore.count_by_state)
             # Up to a slot's worth claimed ahead while the slots were filling, no more.
             assert counts.get(JobState.RUNNING, 0) <= 2 * concurrency
             assert counts.get(JobState.SCHEDULED, 0) >= 40 - 2 * concurrency
             release.set()
-            assert wait_until(lambda: jobstore.count_by_state().get(JobState.SUCCEEDED) == 40)
-    finally:
-        release.set()
+            for _ in range(20_000):  # elapsed time goes on, a millisecond a step
+                if await asyncio.to_thread(succeeded) == 40:
+                    break
+                elapsed.advance(0.001)
+            assert await asyncio.to_thread(succeeded) == 40
+        finally:
+            release.set()
+            worker.request_stop()
+            elapsed.advance(worker.grace.total_seconds())
+            await asyncio.wait_for(running, DEADLINE)
+
+    asyncio.run(scenario())
 
 
 # 6. Crashes

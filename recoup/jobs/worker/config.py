@@ -1,0 +1,112 @@
+"""The worker's tunables as one frozen, validated record (`WorkerConfig`)."""
+
+from __future__ import annotations
+
+import os
+import random
+import socket
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from recoup.jobs.schedules import SCHEDULE_HORIZON
+
+DEFAULT_LEASE = timedelta(seconds=30)
+DEFAULT_HORIZON = timedelta(milliseconds=500)  # claim this far ahead; fire from memory
+DEFAULT_GRACE = timedelta(seconds=30)  # running attempts may finish this long after stop
+MAX_SLEEP = 1.0  # seconds; the longest idle sleep without a notification
+SCHEDULE_INTERVAL = timedelta(seconds=5)  # how often the materialiser runs
+PRUNE_INTERVAL = timedelta(minutes=10)  # how often finished jobs past keep_for are deleted
+KEEP_RUNS_FOR = timedelta(days=30)  # run-log retention (kept after their job is deleted)
+LEASE_MARGIN = 0.2  # held jobs are given up when no heartbeat succeeded for 80 % of a lease
+
+
+def default_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{random.getrandbits(24):06x}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerConfig:
+    """How a worker claims, runs, reports and maintains. Durations are elapsed (real) time
+    except `horizon` and `schedule_horizon`, which are distances in due time.
+
+    - `concurrency`: attempts running at once; `batch_size`: jobs per claim at most;
+      `prefetch`: claimed jobs not started yet at most (None: 2 × `batch_size`, at least
+      `concurrency`).
+    - `lease`: how long a claim holds a job without a heartbeat; `heartbeat_interval` (None: a
+      third of the lease) must stay well within it; `rescue_interval` (None: half the lease):
+      how often expired leases (anyone's) are rescued.
+    - `horizon`: how far ahead jobs are claimed, then fired from memory at their instant.
+    - `flush_size` completions, or `flush_interval` seconds after the first, make a batch.
+    - `schedules`: materialise schedule occurrences due within `schedule_horizon`, every
+      `schedule_interval`. `prune_interval` (None: never): how often finished jobs past their
+      `keep_for` and runs older than `keep_runs_for` are deleted.
+    - `grace`: how long running attempts may finish after a stop; `max_sleep` (seconds): the
+      longest idle sleep without a notification; `store_threads`: the store call pool."""
+
+    worker_id: str = field(default_factory=default_worker_id)
+    concurrency: int = 100
+    lease: timedelta = DEFAULT_LEASE
+    horizon: timedelta = DEFAULT_HORIZON
+    batch_size: int = 1000
+    prefetch: int | None = None
+    flush_size: int = 500
+    flush_interval: float = 0.005  # seconds
+    heartbeat_interval: timedelta | None = None
+    rescue_interval: timedelta | None = None
+    schedules: bool = True
+    schedule_horizon: timedelta = SCHEDULE_HORIZON
+    schedule_interval: timedelta = SCHEDULE_INTERVAL
+    grace: timedelta = DEFAULT_GRACE
+    prune_interval: timedelta | None = PRUNE_INTERVAL
+    keep_runs_for: timedelta = KEEP_RUNS_FOR
+    max_sleep: float = MAX_SLEEP
+    store_threads: int = 4
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise ValueError("concurrency must be ≥ 1")
+        if self.batch_size < 1:
+            raise ValueError("batch_size must be ≥ 1")
+        if self.lease <= timedelta(0):
+            raise ValueError("lease must be positive")
+        if self.heartbeat_interval is not None and self.heartbeat_interval >= self.lease * (
+            1 - LEASE_MARGIN
+        ):
+            raise ValueError("heartbeat_interval must be well within the lease")
+
+    @property
+    def unstarted_limit(self) -> int:
+        """Claimed jobs not yet started (waiting for their instant or a slot), at most."""
+        if self.prefetch is not None:
+            return self.prefetch
+        return max(2 * self.batch_size, self.concurrency)
+
+    @property
+    def heartbeat_every(self) -> float:
+        """Seconds between heartbeats."""
+        return (self.heartbeat_interval or self.lease / 3).total_seconds()
+
+    @property
+    def rescue_every(self) -> float:
+        """Seconds between rescues of expired leases."""
+        return (self.rescue_interval or self.lease / 2).total_seconds()
+
+    @property
+    def lease_safe(self) -> float:
+        """Seconds after the last heartbeat that succeeded began within which our leases
+        surely hold (`lease × (1 − LEASE_MARGIN)`)."""
+        return self.lease.total_seconds() * (1 - LEASE_MARGIN)
+
+
+__all__ = [
+    "DEFAULT_GRACE",
+    "DEFAULT_HORIZON",
+    "DEFAULT_LEASE",
+    "KEEP_RUNS_FOR",
+    "LEASE_MARGIN",
+    "MAX_SLEEP",
+    "PRUNE_INTERVAL",
+    "SCHEDULE_INTERVAL",
+    "WorkerConfig",
+    "default_worker_id",
+]

@@ -1,0 +1,411 @@
+"""The `Worker` facade: builds the parts from one configuration, runs the main loop, opens and
+reuses sessions, and stops gracefully."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import threading
+from collections.abc import AsyncIterator, Callable, Sequence
+from datetime import datetime, timedelta
+
+import httpx
+
+from recoup.jobs.handlers import HandlerRegistry
+from recoup.jobs.model import Completion, Job, Run
+from recoup.jobs.schedules import SCHEDULE_HORIZON
+from recoup.jobs.ssrf import SsrfGuard
+from recoup.jobs.store import SchedulerStore
+from recoup.jobs.worker.clocks import Elapsed, RealElapsed, WorkerClock, wait_tasks
+from recoup.jobs.worker.completions import CompletionBuffer
+from recoup.jobs.worker.config import (
+    DEFAULT_GRACE,
+    DEFAULT_HORIZON,
+    DEFAULT_LEASE,
+    KEEP_RUNS_FOR,
+    MAX_SLEEP,
+    PRUNE_INTERVAL,
+    SCHEDULE_INTERVAL,
+    WorkerConfig,
+)
+from recoup.jobs.worker.firing import Firing
+from recoup.jobs.worker.leases import LeaseKeeper
+from recoup.jobs.worker.ledger import READY, REVOKED, WAITING, Ledger, WorkerStats
+from recoup.jobs.worker.maintenance import Maintenance
+from recoup.jobs.worker.resources import Resources
+from recoup.jobs.worker.running import Runner
+from recoup.jobs.worker.secret_cache import SecretCache
+from recoup.jobs.worker.sleeping import Sleeper
+from recoup.timekeeping.clock import Clock, SystemClock
+
+log = logging.getLogger("recoup.worker")
+
+ERROR_PAUSE = 1.0  # seconds to wait after a store error before trying again
+
+
+class Worker:
+    """Runs due jobs from `store` (jobs, and the schedules it materialises unless
+    `schedules=False`; see the package docstring for the design).
+
+    The keyword arguments are `WorkerConfig`'s fields (or pass `config=` whole), plus:
+    `clock` (due time, maybe a `VirtualClock`), `elapsed` (elapsed time: real unless a test
+    steps it), `wall_clock` (signature timestamps: real even when `clock` is virtual),
+    `handlers` (Python targets), `ssrf` (guards HTTP targets at send time; the default refuses
+    every non-public address), `http_client`, `rng` (backoff jitter: seed it for reproducible
+    tests).
+
+    `on_attempt(job, run)` observes every attempt whose completion this worker wrote (metrics,
+    logs): called on the worker's event loop, once per attempt, right after the batch holding
+    it was written, with the job as claimed (`job.run_at` is the instant it was due) and the
+    run as reported (a RETRY may be logged as FAILED by the store when attempts are spent).
+    Attempts the store took back (revoked) are not reported. It must be quick and must not
+    block; an exception it raises is logged and ignored."""
+
+    def __init__(
+        self,
+        store: SchedulerStore,
+        *,
+        clock: Clock | None = None,
+        handlers: HandlerRegistry | None = None,
+        concurrency: int = 100,
+        worker_id: str | None = None,
+        lease: timedelta = DEFAULT_LEASE,
+        horizon: timedelta = DEFAULT_HORIZON,
+        batch_size: int = 1000,
+        prefetch: int | None = None,
+        ssrf: SsrfGuard | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        wall_clock: Callable[[], datetime] | None = None,
+        rng: random.Random | None = None,
+        flush_size: int = 500,
+        flush_interval: float = 0.005,
+        heartbeat_interval: timedelta | None = None,
+        rescue_interval: timedelta | None = None,
+        schedules: bool = True,
+        schedule_horizon: timedelta = SCHEDULE_HORIZON,
+        schedule_interval: timedelta = SCHEDULE_INTERVAL,
+        grace: timedelta = DEFAULT_GRACE,
+        prune_interval: timedelta | None = PRUNE_INTERVAL,
+        keep_runs_for: timedelta = KEEP_RUNS_FOR,
+        max_sleep: float = MAX_SLEEP,
+        store_threads: int = 4,
+        on_attempt: Callable[[Job, Run], None] | None = None,
+        elapsed: Elapsed | None = None,
+        config: WorkerConfig | None = None,
+    ) -> None:
+        if config is None:
+            options = {} if worker_id is None else {"worker_id": worker_id}
+            config = WorkerConfig(
+                concurrency=concurrency,
+                lease=lease,
+                horizon=horizon,
+                batch_size=batch_size,
+                prefetch=prefetch,
+                flush_size=flush_size,
+                flush_interval=flush_interval,
+                heartbeat_interval=heartbeat_interval,
+                rescue_interval=rescue_interval,
+                schedules=schedules,
+                schedule_horizon=schedule_horizon,
+                schedule_interval=schedule_interval,
+                grace=grace,
+                prune_interval=prune_interval,
+                keep_runs_for=keep_runs_for,
+                max_sleep=max_sleep,
+                store_threads=store_threads,
+                **options,
+            )
+        self.config = config
+        self.store = store
+        self.time = WorkerClock(
+            due=clock or SystemClock(),
+            elapsed=elapsed or RealElapsed(),
+            wall=wall_clock or SystemClock().now,
+        )
+        self.ssrf = ssrf or SsrfGuard()
+        self.stats = WorkerStats()
+        self.started = threading.Event()  # set once `run()` is claiming
+        self.stopped = threading.Event()  # set once `run()` has shut down
+        self._build(handlers or HandlerRegistry(), http_client, rng or random.Random(), on_attempt)
+        self._session_loop: asyncio.AbstractEventLoop | None = None
+
+    def _build(
+        self,
+        handlers: HandlerRegistry,
+        http_client: httpx.AsyncClient | None,
+        rng: random.Random,
+        on_attempt: Callable[[Job, Run], None] | None,
+    ) -> None:
+        config, store, now, elapsed = self.config, self.store, self.time.due.now, self.time.elapsed
+        self._ledger = ledger = Ledger(self.stats)
+        self._resources = resources = Resources(
+            store_threads=config.store_threads,
+            ssrf=self.ssrf,
+            wall_clock=self.time.wall,
+            http_client=http_client,
+            max_connections=config.concurrency,
+        )
+        call = resources.call
+        self._sleeper = sleeper = Sleeper(
+            now=now,
+            elapsed=elapsed,
+            horizon=config.horizon,
+            max_sleep=config.max_sleep,
+            worker_id=config.worker_id,
+        )
+
+        async def complete_many(completions: Sequence[Completion]) -> object:
+            return await call(store.complete_many, completions, now=now())
+
+        self._buffer = CompletionBuffer(
+            complete_many=complete_many,
+            ledger=ledger,
+            now=now,
+            elapsed=elapsed,
+            rng=rng,
+            worker_id=config.worker_id,
+            flush_size=config.flush_size,
+            flush_interval=config.flush_interval,
+            on_attempt=on_attempt,
+            written=sleeper.wake,
+        )
+
+        secrets = SecretCache(
+            lambda tenant: call(store.get_tenant, tenant),
+            elapsed=elapsed,
+            worker_id=config.worker_id,
+        )
+        self._runner = runner = Runner(
+            handlers=handlers,
+            ledger=ledger,
+            buffer=self._buffer,
+            secrets=secrets,
+            http=resources.http,
+            concurrency=config.concurrency,
+            worker_id=config.worker_id,
+            now=now,
+            elapsed=elapsed,
+        )
+        self._firing = Firing(
+            store=store,
+            call=call,
+            config=config,
+            ledger=ledger,
+            now=now,
+            elapsed=elapsed,
+            start=runner.start,
+        )
+
+        async def heartbeat(
+            ids: Sequence[str], attempts: Sequence[int], lease_until: datetime
+        ) -> list[str]:
+            return await call(
+                store.heartbeat,
+                config.worker_id,
+                ids,
+                lease_until=lease_until,
+                attempts=attempts,
+            )
+
+        self._leases = LeaseKeeper(
+            heartbeat=heartbeat,
+            ledger=ledger,
+            now=now,
+            elapsed=elapsed,
+            lease=config.lease,
+            every=config.heartbeat_every,
+            safe=config.lease_safe,
+            worker_id=config.worker_id,
+        )
+        self._maintenance = Maintenance(
+            store=store,
+            schedules=store if config.schedules else None,
+            call=call,
+            config=config,
+            stats=self.stats,
+            now=now,
+            elapsed=elapsed,
+            materialised=sleeper.wake,
+        )
+
+    # -- what callers read -----------------------------------------------------------------
+
+    @property
+    def worker_id(self) -> str:
+        return self.config.worker_id
+
+    @property
+    def lease(self) -> timedelta:
+        return self.config.lease
+
+    @property
+    def grace(self) -> timedelta:
+        return self.config.grace
+
+    @property
+    def clock(self) -> Clock:
+        """The due clock."""
+        return self.time.due
+
+    @property
+    def handlers(self) -> HandlerRegistry:
+        return self._runner.handlers
+
+    @property
+    def on_attempt(self) -> Callable[[Job, Run], None] | None:
+        return self._buffer.on_attempt
+
+    @on_attempt.setter
+    def on_attempt(self, observe: Callable[[Job, Run], None] | None) -> None:
+        self._buffer.on_attempt = observe
+
+    # -- sessions ----------------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def session(self) -> AsyncIterator[Worker]:
+        """Open the worker's resources on the running event loop (store threads, the HTTP
+        client on first use, the completion flusher, the lease keeper) for the block.
+        `run_until_idle()` and `run()` inside it reuse them instead of opening their own:
+        step a virtual clock and call `run_until_idle()` as often as needed for the price of
+        one session. Nested sessions on the same loop reuse the open one."""
+        loop = asyncio.get_running_loop()
+        if self._session_loop is loop:
+            yield self
+            return
+        if self._session_loop is not None:
+            raise RuntimeError("the worker's session is open on another event loop")
+        self._session_loop = loop
+        self._resources.open()
+        self._sleeper.open()
+        self._buffer.open()
+        self._ledger.idle = asyncio.Event()
+        self._ledger.idle.set()
+        flusher = asyncio.create_task(self._buffer.flush_loop(), name="recoup-flusher")
+        keeper = asyncio.create_task(self._leases.run(), name="recoup-heartbeat")
+        try:
+            yield self
+        finally:
+            keeper.cancel()
+            await asyncio.gather(keeper, return_exceptions=True)
+            try:
+                await self._buffer.flush()
+            finally:
+                flusher.cancel()
+                await asyncio.gather(flusher, return_exceptions=True)
+                await self._resources.aclose()
+                self._runner.close()
+                self._sleeper.close()
+                self._session_loop = None
+
+    # -- running -----------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Run until `request_stop()`; then shut down gracefully: stop claiming, release
+        claimed jobs not yet started, let running attempts finish for up to `grace`, then
+        interrupt the rest (reported as retryable), flush every completion."""
+        async with self.session():
+            self._resources.http()  # build the client now, not on the first attempt's clock
+            listener = self._sleeper.listen(self.store.wait_for_notify)
+            self._maintenance.reset()
+            elapsed, ledger = self.time.elapsed, self._ledger
+            self.started.set()
+            try:
+                while not ledger.stopping:
+                    try:
+                        await self._maintenance.run_due()
+                        if await self._firing.claim_once():
+                            continue  # a full batch: more may be due, claim again at once
+                        until = self._maintenance.next_deadline() - elapsed.monotonic()
+                        next_due = None
+                        if self._firing.room() > 0:
+                            next_due = await self._resources.call(self.store.next_due_at)
+                        await self._sleeper.sleep(until, next_due)
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception:
+                        log.exception("worker %s: store call failed; retrying", self.worker_id)
+                        await self._sleeper.wait(ERROR_PAUSE)
+            finally:
+                self._sleeper.stop_listening()  # it ends its last wait while we shut down
+                await self._shutdown()
+                await asyncio.get_running_loop().run_in_executor(None, listener.join, 2.0)
+                self.stopped.set()
+
+    async def run_until_idle(self, *, max_rounds: int = 1_000_000) -> int:
+        """Rescue, materialise schedules, then claim and run every job due at the due clock's
+        now until none is left (retries scheduled later than now are not waited for). Returns
+        the number of attempts run. For tests, test clocks, the demo and benchmarks. May be
+        called again after it returns (not while `run()` is running); inside `session()` it
+        reuses the session."""
+        self._ledger.stopping = False
+        async with self.session():
+            idle = self._ledger.idle
+            assert idle is not None
+            total = 0
+            for _ in range(max_rounds):
+                now = self.time.due.now()
+                await self._maintenance.rescue(now)
+                await self._maintenance.materialise(now)
+                jobs = await self._firing.claim(now, timedelta(0), self.config.batch_size)
+                if not jobs:
+                    break
+                total += len(jobs)
+                self._firing.accept(jobs)
+                await idle.wait()
+                await self._buffer.flush()
+            return total
+
+    def drain(self) -> int:
+        """`run_until_idle()` for synchronous callers (not from inside a running loop)."""
+        return asyncio.run(self.run_until_idle())
+
+    # -- stopping ----------------------------------------------------------------------------
+
+    def request_stop(self) -> None:
+        """Ask a running worker to shut down gracefully. Safe from any thread or a signal
+        handler."""
+        if not self._sleeper.call_threadsafe(self._begin_stop):
+            self._ledger.stopping = True
+
+    def poke(self) -> None:
+        """Wake the worker to look for due jobs now (e.g. after an in-process enqueue). Safe
+        from any thread."""
+        self._sleeper.wake_threadsafe()
+
+    def _begin_stop(self) -> None:
+        self._ledger.stopping = True
+        self._sleeper.wake()
+
+    async def _shutdown(self) -> None:
+        """Release what never started, let running attempts finish (up to `grace`), flush."""
+        ledger = self._ledger
+        ledger.stopping = True
+        self._firing.disarm()
+        unstarted = [h for h in ledger.held.values() if h.state in (WAITING, READY)]
+        ledger.ready.clear()
+        for held in unstarted:
+            held.state = REVOKED
+            ledger.forget(held)
+        ledger.unstarted = 0
+        if unstarted:
+            ids = [h.job.id for h in unstarted]
+            try:
+                released = await self._resources.call(
+                    self.store.release, self.worker_id, ids, now=self.time.due.now()
+                )
+                self.stats.released += released
+            except Exception:
+                log.exception("worker %s: releasing %d jobs failed", self.worker_id, len(ids))
+        tasks = self._runner.running_tasks()
+        if tasks:
+            pending = await wait_tasks(self.time.elapsed, tasks, self.grace.total_seconds())
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        ledger.check_idle()
+        await self._buffer.flush()
+
+
+__all__ = ["ERROR_PAUSE", "Worker"]

@@ -1,0 +1,154 @@
+"""Claiming and firing: claim what is due within the horizon, hold it in memory, and start each
+job at its exact instant (ARCHITECTURE.md, 'Time in the worker')."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+
+from recoup.jobs.model import Job
+from recoup.jobs.store import ClaimParams, JobStore
+from recoup.jobs.worker.clocks import Elapsed, Timer
+from recoup.jobs.worker.config import WorkerConfig
+from recoup.jobs.worker.ledger import DONE, READY, WAITING, Held, Ledger
+from recoup.jobs.worker.resources import StoreCall
+
+MIN_REARM = 0.0002  # seconds; the least a timer that fired early waits again
+
+
+class Firing:
+    """Claims jobs under a lease and holds them (`accept`): a job whose instant has come
+    starts on the next loop turn; the others wait in one bucket per distinct `run_at`, each
+    with one timer, so a burst due at one instant starts within milliseconds of it instead
+    of at the next poll. A timer is armed for the due-time distance in elapsed time and, when
+    it fires, the due clock is asked again: a job never starts before its instant. A job
+    whose instant has come starts at once if a slot is free, else waits in `ledger.ready`
+    (FIFO) for one (`start` is the runner's)."""
+
+    def __init__(
+        self,
+        *,
+        store: JobStore,
+        call: StoreCall,
+        config: WorkerConfig,
+        ledger: Ledger,
+        now: Callable[[], datetime],
+        elapsed: Elapsed,
+        start: Callable[[Held], None],
+    ) -> None:
+        self._store = store
+        self._call = call
+        self._config = config
+        self._ledger = ledger
+        self._stats = ledger.stats
+        self._now = now
+        self._elapsed = elapsed
+        self._start = start
+        self._buckets: dict[datetime, list[Held]] = {}
+        self._timers: dict[datetime, Timer] = {}
+
+    def room(self) -> int:
+        """How many jobs the next claim may take: the free slots (not running nor promised to
+        a job whose instant has come), plus as many as were freed since the previous claim
+        (what this worker gets through in one claim's time: so quick handlers are claimed in
+        large batches while slow ones are not), within `batch_size` and the unstarted limit.
+        A saturated worker does not sit on due jobs that idle workers could run. Jobs claimed
+        ahead, not due yet, do not take slots: a burst due at one instant is still claimed
+        ahead in full, in several claims."""
+        ledger, config = self._ledger, self._config
+        free = config.concurrency - ledger.running - len(ledger.ready) + ledger.freed
+        return min(config.batch_size, config.unstarted_limit - ledger.unstarted, free)
+
+    async def claim_once(self) -> bool:
+        """Claim what is due within the horizon, up to the room left; True when a full batch
+        came back (so more may be waiting)."""
+        room = self.room()
+        if room <= 0:
+            return False
+        self._ledger.freed = 0
+        jobs = await self.claim(self._now(), self._config.horizon, room)
+        if jobs:
+            self.accept(jobs)
+        return len(jobs) == room
+
+    async def claim(self, now: datetime, horizon: timedelta, limit: int) -> list[Job]:
+        params = ClaimParams(
+            worker_id=self._config.worker_id,
+            now=now,
+            horizon=horizon,
+            lease=self._config.lease,
+            limit=limit,
+        )
+        began = self._elapsed.monotonic()
+        jobs = await self._call(self._store.claim_due, params)
+        self._stats.claim_seconds += self._elapsed.monotonic() - began
+        self._stats.claimed += len(jobs)
+        return jobs
+
+    def accept(self, jobs: Sequence[Job]) -> None:
+        """Hold the claimed jobs: start the due ones now, arm one timer per future instant."""
+        ledger = self._ledger
+        now = self._now()
+        due: list[Held] = []
+        for job in jobs:
+            old = ledger.held.get(job.id)
+            if old is not None and old.state != DONE:
+                # We claimed it again, so the store took the older attempt back (our lease
+                # lapsed during a stall and it was rescued): stop that one first.
+                ledger.revoke(old)
+            held = Held(job)
+            ledger.held[job.id] = held
+            ledger.unstarted += 1
+            if job.run_at <= now:
+                due.append(held)
+                continue
+            bucket = self._buckets.get(job.run_at)
+            if bucket is None:
+                self._buckets[job.run_at] = [held]
+                self._arm(job.run_at, (job.run_at - now).total_seconds())
+            else:
+                bucket.append(held)
+        if ledger.held:
+            assert ledger.idle is not None
+            ledger.idle.clear()
+        if due:
+            # Next loop turn: the caller's next claim is then already on its way to the
+            # store while these run (claim latency overlaps handler time).
+            asyncio.get_running_loop().call_soon(self.fire, due)
+
+    def _arm(self, run_at: datetime, delay: float) -> None:
+        self._timers[run_at] = self._elapsed.call_later(delay, lambda: self._fire_bucket(run_at))
+
+    def _fire_bucket(self, run_at: datetime) -> None:
+        # The timer measured the due-time distance in elapsed time: by the due clock it may
+        # come a hair early (or, on a virtual clock, long before). Never start a job before
+        # its instant: wait again.
+        early = (run_at - self._now()).total_seconds()
+        if early > 0:
+            self._arm(run_at, max(early, MIN_REARM))
+            return
+        self._timers.pop(run_at, None)
+        self.fire(self._buckets.pop(run_at, []))
+
+    def fire(self, batch: list[Held]) -> None:
+        """The instant of these jobs has come: start them, or queue them for a slot."""
+        ledger = self._ledger
+        for held in batch:
+            if held.state != WAITING:
+                continue  # revoked while waiting
+            if ledger.running < self._config.concurrency and not ledger.ready:
+                self._start(held)
+            else:
+                held.state = READY
+                ledger.ready.append(held)
+
+    def disarm(self) -> None:
+        """Cancel every timer and forget the buckets (the worker is stopping)."""
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+        self._buckets.clear()
+
+
+__all__ = ["MIN_REARM", "Firing"]

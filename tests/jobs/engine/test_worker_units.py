@@ -1,0 +1,143 @@
+"""The worker's pure parts: the completion rule (an attempt's result → the completion to write)
+and the configuration's checks. No store, no event loop."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from recoup.jobs.model import Job, JobState, PythonTarget, RetryPolicy, RunOutcome
+from recoup.jobs.targets import AttemptOutcome, AttemptResult
+from recoup.jobs.worker import WorkerConfig, completion_for
+
+Outcome = tuple[RunOutcome, datetime | None, str | None]  # a run's outcome, retry_at, error
+
+START = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+ENDED = START + timedelta(seconds=2)
+NO_JITTER = RetryPolicy(
+    max_attempts=3,
+    min_backoff=timedelta(seconds=10),
+    max_backoff=timedelta(minutes=5),
+    jitter=False,
+)
+
+
+def job(attempts: int, retry: RetryPolicy = NO_JITTER) -> Job:
+    return Job(
+        id="job_1",
+        tenant="default",
+        name=None,
+        run_at=START,
+        target=PythonTarget(handler="h"),
+        payload=None,
+        idempotency_key=None,
+        retry=retry,
+        timeout=timedelta(seconds=30),
+        keep_for=None,
+        schedule_id=None,
+        state=JobState.RUNNING,
+        attempts=attempts,
+        lease_expires_at=START + timedelta(seconds=30),
+        leased_by="w",
+        last_error=None,
+        created_at=START,
+        updated_at=START,
+        finished_at=None,
+    )
+
+
+def complete(attempts: int, result: AttemptResult, retry: RetryPolicy = NO_JITTER) -> Outcome:
+    completion = completion_for(
+        job(attempts, retry),
+        result,
+        started_at=START,
+        finished_at=ENDED,
+        worker_id="w",
+        rng=random.Random(7),
+    )
+    run = completion.run
+    return run.outcome, completion.retry_at, run.error
+
+
+@pytest.mark.parametrize(
+    ("attempts", "result", "expected"),
+    [
+        # success: no retry instant
+        (1, AttemptResult(AttemptOutcome.SUCCEEDED), (RunOutcome.SUCCEEDED, None, None)),
+        # a retryable failure with attempts left: the backoff runs from when the attempt ended
+        (
+            1,
+            AttemptResult(AttemptOutcome.RETRY, error="502"),
+            (RunOutcome.RETRY, ENDED + timedelta(seconds=10), "502"),
+        ),
+        (
+            2,
+            AttemptResult(AttemptOutcome.RETRY, error="502"),
+            (RunOutcome.RETRY, ENDED + timedelta(seconds=20), "502"),
+        ),
+        # Retry-After beyond the backoff wins
+        (
+            1,
+            AttemptResult(AttemptOutcome.RETRY, error="429", retry_after=timedelta(minutes=2)),
+            (RunOutcome.RETRY, ENDED + timedelta(minutes=2), "429"),
+        ),
+        # the last attempt: a retryable failure fails, and says why
+        (
+            3,
+            AttemptResult(AttemptOutcome.RETRY, error="502"),
+            (RunOutcome.FAILED, None, "502 (attempts spent: 3 of 3)"),
+        ),
+        # a permanent failure fails at once, whatever attempts are left
+        (
+            1,
+            AttemptResult(AttemptOutcome.FAILED, error="422"),
+            (RunOutcome.FAILED, None, "422"),
+        ),
+    ],
+)
+def test_the_completion_rule(attempts: int, result: AttemptResult, expected: Outcome) -> None:
+    assert complete(attempts, result) == expected
+
+
+def test_a_completion_carries_the_attempt_its_instants_and_the_worker() -> None:
+    result = AttemptResult(AttemptOutcome.SUCCEEDED, status_code=200, duration_ms=12.5)
+    completion = completion_for(
+        job(2), result, started_at=START, finished_at=ENDED, worker_id="w", rng=random.Random()
+    )
+    run = completion.run
+    assert (run.job_id, run.attempt, run.started_at, run.finished_at) == ("job_1", 2, START, ENDED)
+    assert (run.status_code, run.duration_ms, run.worker_id) == (200, 12.5, "w")
+    assert completion.worker_id == "w"
+
+
+def test_jitter_comes_from_the_rng_it_is_given() -> None:
+    jittered = RetryPolicy(max_attempts=5, min_backoff=timedelta(seconds=1))
+    retry = AttemptResult(AttemptOutcome.RETRY)
+    first = complete(3, retry, jittered)[1]
+    assert first == complete(3, retry, jittered)[1]  # the same seed, the same instant
+    assert ENDED + timedelta(seconds=1) <= first <= ENDED + timedelta(seconds=8)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"concurrency": 0}, "concurrency"),
+        ({"batch_size": 0}, "batch_size"),
+        ({"lease": timedelta(0)}, "lease"),
+        ({"lease": timedelta(seconds=3), "heartbeat_interval": timedelta(seconds=3)}, "heartbeat"),
+    ],
+)
+def test_a_config_refuses_settings_that_cannot_work(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        WorkerConfig(**options)
+
+
+def test_a_configs_derived_settings_follow_the_lease_and_the_batch() -> None:
+    config = WorkerConfig(lease=timedelta(seconds=9), batch_size=10, concurrency=50)
+    assert (config.heartbeat_every, config.rescue_every) == (3.0, 4.5)
+    assert config.lease_safe == pytest.approx(7.2)
+    assert config.unstarted_limit == 50  # 2 × batch_size, at least concurrency
+    assert WorkerConfig(prefetch=7).unstarted_limit == 7
