@@ -33,7 +33,7 @@ class JobFilter:
     name_prefix: str | None = None
     schedule_id: str | None = None
     group: str | None = None  # exact equality, never a prefix
-    limit: int = 50
+    limit: int = 50  # 1–MAX_PAGE
     cursor: str | None = None  # opaque; from the previous page
 
 
