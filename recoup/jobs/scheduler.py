@@ -13,22 +13,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from recoup.errors import InvalidInput, NotFound
 from recoup.jobs.model import (
-    BODILESS_METHODS,
     DEFAULT_TENANT,
-    HTTP_METHODS,
+    BackoffPolicy,
     HttpTarget,
     Job,
     JobState,
     NewJob,
-    RetryPolicy,
     Run,
     Target,
     Tenant,
@@ -46,81 +43,13 @@ from recoup.jobs.schedules import (
 from recoup.jobs.signing import new_signing_secret
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.store import MAX_PAGE, JobFilter, JobPage, SchedulerStore
+from recoup.jobs.target_checks import check_headers, check_method, check_url_text
 from recoup.jobs.worker import Worker
 from recoup.timekeeping.clock import Clock, SystemClock
 from recoup.timekeeping.instants import to_utc
 
 _KEEP_DEFAULT = timedelta(days=7)  # as NewJob's default retention
 WORKER_START_TIMEOUT = 10.0  # seconds to wait for an embedded worker to start
-# RFC 9110 §5.1: a field name is a token; §5.5: a field value is visible ASCII with inner
-# spaces or tabs (obs-text is refused: httpx sends header values as ASCII).
-_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_HEADER_VALUE = re.compile(r"([\x21-\x7e]([ \t]*[\x21-\x7e])*)?")
-_URL_FORBIDDEN = re.compile(r"[\x00-\x20\x7f]")  # whitespace and control characters
-# Headers a target may not set (compared case-insensitively): framing and routing, which the
-# HTTP client derives from the URL and body (a forged Host or Content-Length smuggles
-# requests), and what each delivery stamps itself: its Idempotency-Key and the Standard Webhooks
-# headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) that receivers verify.
-RESERVED_HEADERS = frozenset(
-    {"host", "content-length", "transfer-encoding", "connection", "idempotency-key"}
-)
-RESERVED_HEADER_PREFIXES = ("webhook-",)
-
-
-def check_method(target: HttpTarget, payload: Any = None) -> None:
-    """`InvalidInput` naming `target.method` for a method outside `HTTP_METHODS` (in any case),
-    or naming the body (`target.body`, else the job's `payload`, which is sent in its place)
-    given to a HEAD or OPTIONS target, which sends none (see `BODILESS_METHODS`)."""
-    method = target.method.upper()
-    if method not in HTTP_METHODS:
-        raise InvalidInput("target.method", target.method, f"expected one of {HTTP_METHODS}")
-    if method in BODILESS_METHODS:
-        for field, value in (("target.body", target.body), ("payload", payload)):
-            if value is not None:
-                raise InvalidInput(field, value, f"expected no body with {method}")
-
-
-def check_url_text(url: str) -> None:
-    """`InvalidInput` naming `target.url` for a URL with whitespace or control characters,
-    which no request can carry (percent-encode them: `%20`)."""
-    found = _URL_FORBIDDEN.search(url)
-    if found is not None:
-        raise InvalidInput(
-            "target.url",
-            url,
-            f"expected a URL without spaces or control characters (found {found.group()!r} "
-            f"at {found.start()}; percent-encode it)",
-        )
-
-
-def check_headers(headers: Mapping[str, str]) -> None:
-    """`InvalidInput` naming `target.headers` for a header that cannot be sent: a name that
-    is not an RFC 9110 token, a reserved name (`RESERVED_HEADERS`, `webhook-*`, in any case),
-    or a value with CR, LF, NUL, other controls, non-ASCII characters, or leading or trailing
-    whitespace."""
-    for name, value in headers.items():
-        if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
-            raise InvalidInput(
-                "target.headers",
-                name,
-                "expected header names made of letters, digits and !#$%&'*+-.^_`|~",
-            )
-        lowered = name.lower()
-        if lowered in RESERVED_HEADERS or lowered.startswith(RESERVED_HEADER_PREFIXES):
-            raise InvalidInput(
-                "target.headers",
-                name,
-                f"header {name!r} is set by Recoup itself and cannot be overridden (reserved: "
-                "Host, Content-Length, Transfer-Encoding, Connection, Idempotency-Key, "
-                "webhook-*)",
-            )
-        if not isinstance(value, str) or not _HEADER_VALUE.fullmatch(value):
-            raise InvalidInput(
-                "target.headers",
-                {name: value},
-                "expected header values of printable ASCII without CR, LF or control "
-                "characters, and no leading or trailing whitespace",
-            )
 
 
 def check_job_name(job: NewJob) -> None:
@@ -193,7 +122,7 @@ class Scheduler:
         name: str | None = None,
         payload: Any = None,
         idempotency_key: str | None = None,
-        retry: RetryPolicy | None = None,
+        retry: BackoffPolicy | None = None,
         timeout: timedelta = timedelta(seconds=30),
         keep_for: timedelta | None = _KEEP_DEFAULT,
         tenant: str = DEFAULT_TENANT,
@@ -213,7 +142,7 @@ class Scheduler:
             name=name,
             payload=payload,
             idempotency_key=idempotency_key,
-            retry=retry or RetryPolicy(),
+            retry=retry or BackoffPolicy(),
             timeout=timeout,
             keep_for=keep_for,
             group=group,

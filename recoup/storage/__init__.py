@@ -9,12 +9,13 @@ Accepted URLs:
 
 The modules of the package:
 - `protocol`: `Store` and `ApiTables`, the types the rest of Recoup sees;
-- `sqlite/`, `postgres/`: one package per backend (its store, its API tables, its queries and
-  numbered migrations as `.sql` files);
+- `sqlite/`, `postgres/`: one package per backend (its store, the worker's hot path in `queue`,
+  its API tables, its queries and numbered migrations as `.sql` files);
 - `sql_store`, `dunning_tables`, `api_tables`: the operations written once over both backends'
   hooks (jobs, schedules and tenants; invoices; idempotency keys and tokens);
 - `rules`: the rules both backends follow (checks, conflicts, completions, lost leases);
-- `job_rows`: the mapping between records and rows; `sql_files`: loading the `.sql` files.
+- `job_rows`, `row_decoding`: the job scheduler's records into rows and back; `dunning_rows`:
+  the dunning records' rows; `sql_files`: loading the `.sql` files.
 """
 
 from __future__ import annotations

@@ -6,7 +6,9 @@ backend's `dunning_queries.sql`).
 instant codec) and the backend's `DQ` queries; `SqliteStore` and `PostgresStore` inherit it, so
 the store `open_store` returns is a `DunningStore` too, in the same database as the jobs (one
 query sees an attempt and its job). What differs by dialect is in the SQL (placeholders,
-`FOR UPDATE`, jsonb casts) and in `_encode_texts` (a list of strings as one parameter).
+`FOR UPDATE`, jsonb casts) and in `_encode_texts` (a list of strings as one parameter). The
+mapping between the records and rows (and the column lists the queries expand) is
+`dunning_rows`; this module holds the argument checks and the operations.
 
 An invoice is always read with its attempts in one statement (the invoice rows `LEFT JOIN`
 their attempts), so a reader never pairs an invoice with attempts of another version.
@@ -14,18 +16,11 @@ their attempts), so a reader never pairs an invoice with attempts of another ver
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, ClassVar, get_args
 
-from recoup.dunning.invoice import (
-    AttemptRecord,
-    AttemptState,
-    Invoice,
-    InvoiceEvent,
-    InvoiceState,
-)
+from recoup.dunning.invoice import AttemptRecord, Invoice, InvoiceEvent, InvoiceState
 from recoup.dunning.limits import CardAttempt
 from recoup.dunning.outcomes import DecisionKind
 from recoup.dunning.policy import FinalAction
@@ -37,64 +32,23 @@ from recoup.recovery.store import (
     InvoiceFilter,
     InvoicePage,
 )
-from recoup.storage.job_rows import decode_cursor, dumps, encode_cursor
+from recoup.storage.dunning_rows import (
+    ATTEMPT_COLUMNS,
+    EVENT_COLUMNS,
+    EXPANSIONS,
+    INVOICE_COLUMNS,
+    SETTINGS_COLUMNS,
+    attempt_from_row,
+    attempt_values,
+    event_from_row,
+    event_values,
+    invoice_values,
+    invoices_from_rows,
+    settings_from_row,
+)
+from recoup.storage.job_rows import decode_cursor, encode_cursor
 from recoup.storage.rules import check_page_limit
 from recoup.storage.sql_store import SqlStore
-
-# Column order of the queries that return invoices, attempts, events and settings (the
-# `{…_columns}` placeholders of dunning_queries.sql).
-INVOICE_COLUMNS = (
-    "tenant",
-    "invoice_id",
-    "customer_id",
-    "amount",
-    "currency",
-    "failed_at",
-    "timezone",
-    "country",
-    "decline_code",
-    "advice_code",
-    "card_fingerprint",
-    "card_network",
-    "gateway",
-    "merchant_id",
-    "charge_url",
-    "policy",
-    "state",
-    "decision",
-    "reason",
-    "final_action",
-    "recovered_by",
-    "version",
-    "created_at",
-    "updated_at",
-)
-# An attempt's own columns (its invoice's key comes with the invoice's columns).
-ATTEMPT_COLUMNS = (
-    "attempt",
-    "at",
-    "state",
-    "job_id",
-    "decline_code",
-    "advice_code",
-    "reported_at",
-)
-EVENT_COLUMNS = ("id", "tenant", "invoice_id", "seq", "type", "at", "data")
-SETTINGS_COLUMNS = ("tenant", "policy_toml", "event_url", "charge_url", "updated_at")
-
-
-def _listed(columns: Sequence[str], prefix: str = "") -> str:
-    return ", ".join(prefix + column for column in columns)
-
-
-EXPANSIONS = {
-    "{invoice_columns}": _listed(INVOICE_COLUMNS),
-    "{p_invoice_columns}": _listed(INVOICE_COLUMNS, "p."),
-    "{attempt_columns}": _listed(ATTEMPT_COLUMNS),
-    "{a_attempt_columns}": _listed(ATTEMPT_COLUMNS, "a."),
-    "{event_columns}": _listed(EVENT_COLUMNS),
-    "{settings_columns}": _listed(SETTINGS_COLUMNS),
-}
 
 _DECISIONS = frozenset(get_args(DecisionKind))
 _FINAL_ACTIONS = frozenset(action.value for action in FinalAction)
@@ -141,11 +95,6 @@ def check_events(tenant: str, invoice_id: str, events: Sequence[InvoiceEvent]) -
         ids.add(event.id)
 
 
-def _json(value: Any) -> Any:
-    # SQLite returns JSON as text, and so does PostgreSQL's jsonb through the store's loaders.
-    return json.loads(value) if isinstance(value, str | bytes) else value
-
-
 class SqlDunningTables(SqlStore):
     """`DunningStore` over a `SqlStore`'s connections, instant codec and `DQ` queries."""
 
@@ -156,140 +105,21 @@ class SqlDunningTables(SqlStore):
         says otherwise."""
         return list(values)
 
-    # Rows
-
-    def _invoice_values(self, invoice: Invoice) -> dict[str, Any]:
-        encode = self._encode_instant
-        return {
-            "tenant": invoice.tenant,
-            "invoice_id": invoice.invoice_id,
-            "customer_id": invoice.customer_id,
-            "amount": invoice.amount,
-            "currency": invoice.currency,
-            "failed_at": encode(invoice.failed_at),
-            "timezone": invoice.timezone,
-            "country": invoice.country,
-            "decline_code": invoice.decline_code,
-            "advice_code": invoice.advice_code,
-            "card_fingerprint": invoice.card_fingerprint,
-            "card_network": invoice.card_network,
-            "gateway": invoice.gateway,
-            "merchant_id": invoice.merchant_id,
-            "charge_url": invoice.charge_url,
-            "policy": invoice.policy,
-            "state": invoice.state.value,
-            "decision": invoice.decision,
-            "reason": invoice.reason,
-            "final_action": invoice.final_action,
-            "recovered_by": invoice.recovered_by,
-            "version": invoice.version,
-            "created_at": encode(invoice.created_at),
-            "updated_at": encode(invoice.updated_at),
-        }
-
-    def _attempt_values(self, invoice: Invoice, attempt: AttemptRecord) -> dict[str, Any]:
-        encode = self._encode_instant
-        return {
-            "tenant": invoice.tenant,
-            "invoice_id": invoice.invoice_id,
-            "attempt": attempt.attempt,
-            "at": encode(attempt.at),
-            "state": attempt.state.value,
-            "job_id": attempt.job_id,
-            "decline_code": attempt.decline_code,
-            "advice_code": attempt.advice_code,
-            "reported_at": None if attempt.reported_at is None else encode(attempt.reported_at),
-        }
-
-    def _event_values(self, event: InvoiceEvent) -> dict[str, Any]:
-        return {
-            "id": event.id,
-            "tenant": event.tenant,
-            "invoice_id": event.invoice_id,
-            "seq": event.seq,
-            "type": event.type,
-            "at": self._encode_instant(event.at),
-            "data": dumps(event.data),
-        }
-
-    def _attempt_from_row(self, row: Sequence[Any]) -> AttemptRecord:
-        """A row in `ATTEMPT_COLUMNS` order."""
-        attempt, at, state, job_id, decline_code, advice_code, reported_at = row
-        instant = self._decode_instant
-        return AttemptRecord(
-            attempt=attempt,
-            at=instant(at),
-            state=AttemptState(state),
-            job_id=job_id,
-            decline_code=decline_code,
-            advice_code=advice_code,
-            reported_at=None if reported_at is None else instant(reported_at),
-        )
-
-    def _invoice_from_row(self, row: Sequence[Any], attempts: Iterable[AttemptRecord]) -> Invoice:
-        """A row in `INVOICE_COLUMNS` order."""
-        fields = dict(zip(INVOICE_COLUMNS, row, strict=True))
-        instant = self._decode_instant
-        for name in ("failed_at", "created_at", "updated_at"):
-            fields[name] = instant(fields[name])
-        fields["state"] = InvoiceState(fields["state"])
-        return Invoice(**fields, attempts=tuple(attempts))
-
-    def _invoices_from_rows(self, rows: Iterable[Sequence[Any]]) -> list[Invoice]:
-        """Invoices from the rows of an invoice-`LEFT JOIN`-attempts query ordered by invoice,
-        then attempt: one row per attempt (or one with NULL attempt columns)."""
-        width = len(INVOICE_COLUMNS)
-        invoices: list[Invoice] = []
-        head: Sequence[Any] | None = None
-        attempts: list[AttemptRecord] = []
-        for row in rows:
-            if head is None or (row[0], row[1]) != (head[0], head[1]):
-                if head is not None:
-                    invoices.append(self._invoice_from_row(head, attempts))
-                head, attempts = row[:width], []
-            if row[width] is not None:
-                attempts.append(self._attempt_from_row(row[width:]))
-        if head is not None:
-            invoices.append(self._invoice_from_row(head, attempts))
-        return invoices
-
-    def _event_from_row(self, row: Sequence[Any]) -> InvoiceEvent:
-        """A row in `EVENT_COLUMNS` order."""
-        id_, tenant, invoice_id, seq, type_, at, data = row
-        return InvoiceEvent(
-            id=id_,
-            tenant=tenant,
-            invoice_id=invoice_id,
-            seq=seq,
-            type=type_,
-            at=self._decode_instant(at),
-            data=_json(data),
-        )
-
-    def _settings_from_row(self, row: Sequence[Any]) -> DunningSettings:
-        tenant, policy_toml, event_url, charge_url, updated_at = row
-        return DunningSettings(
-            tenant=tenant,
-            policy_toml=policy_toml,
-            event_url=event_url,
-            charge_url=charge_url,
-            updated_at=self._decode_instant(updated_at),
-        )
-
     # Writing, inside a caller's transaction
 
     def _read_invoice(self, conn: Any, tenant: str, invoice_id: str) -> Invoice | None:
         rows = conn.execute(
             self.DQ["get_invoice"], {"tenant": tenant, "invoice_id": invoice_id}
         ).fetchall()
-        found = self._invoices_from_rows(rows)
+        found = invoices_from_rows(rows, self._decode_instant)
         return found[0] if found else None
 
     def _write_attempts(
         self, conn: Any, invoice: Invoice, attempts: Sequence[AttemptRecord]
     ) -> None:
         if attempts:
-            rows = [self._attempt_values(invoice, attempt) for attempt in attempts]
+            encode = self._encode_instant
+            rows = [attempt_values(invoice, attempt, encode) for attempt in attempts]
             conn.cursor().executemany(self.DQ["upsert_attempt"], rows)
 
     def _write_events(
@@ -310,6 +140,7 @@ class SqlDunningTables(SqlStore):
             ).fetchall()
         )
         new = []
+        encode = self._encode_instant
         for event in events:
             holder = held.get(event.seq)
             if holder == event.id:
@@ -319,7 +150,7 @@ class SqlDunningTables(SqlStore):
                     f"invoice {invoice_id!r} already has event {event.seq} ({holder!r}),"
                     f" not {event.id!r}"
                 )
-            new.append(self._event_values(event))
+            new.append(event_values(event, encode))
         if new:
             conn.cursor().executemany(self.DQ["insert_event"], new)
 
@@ -334,7 +165,7 @@ class SqlDunningTables(SqlStore):
             # The primary key decides concurrent creations: one insert wins; on PostgreSQL the
             # others wait for it to commit, insert nothing and read the winner's invoice.
             inserted = conn.execute(
-                self.DQ["insert_invoice"], self._invoice_values(invoice)
+                self.DQ["insert_invoice"], invoice_values(invoice, self._encode_instant)
             ).fetchone()
             if inserted is None:
                 stored = self._read_invoice(conn, invoice.tenant, invoice.invoice_id)
@@ -376,7 +207,7 @@ class SqlDunningTables(SqlStore):
                     "limit": query.limit + 1,  # one more says whether a next page exists
                 },
             ).fetchall()
-        invoices = self._invoices_from_rows(rows)
+        invoices = invoices_from_rows(rows, self._decode_instant)
         next_cursor = None
         if len(invoices) > query.limit:
             invoices = invoices[: query.limit]
@@ -415,7 +246,7 @@ class SqlDunningTables(SqlStore):
                 )
             check_invoice(new)
             check_events(tenant, invoice_id, result.events)
-            values = self._invoice_values(new)
+            values = invoice_values(new, self._encode_instant)
             values["expected_version"] = current.version
             # Compare-and-set on the version: the backstop of the lock.
             if not conn.execute(self.DQ["update_invoice"], values).rowcount:
@@ -431,12 +262,14 @@ class SqlDunningTables(SqlStore):
         ids = {"tenant": tenant, "invoice_id": invoice_id}
         with self.read() as conn:
             rows = conn.execute(self.DQ["invoice_events"], ids).fetchall()
-        return [self._event_from_row(row) for row in rows]
+        instant = self._decode_instant
+        return [event_from_row(row, instant) for row in rows]
 
     def undispatched_events(self, *, limit: int = 500) -> list[InvoiceEvent]:
         with self.read() as conn:
             rows = conn.execute(self.DQ["undispatched_events"], {"limit": limit}).fetchall()
-        return [self._event_from_row(row) for row in rows]
+        instant = self._decode_instant
+        return [event_from_row(row, instant) for row in rows]
 
     def mark_events_dispatched(self, event_ids: Sequence[str], *, now: datetime) -> None:
         if not event_ids:
@@ -450,8 +283,9 @@ class SqlDunningTables(SqlStore):
     def attempts_out_of_sync(self, *, limit: int = 500) -> list[AttemptRef]:
         with self.read() as conn:
             rows = conn.execute(self.DQ["attempts_out_of_sync"], {"limit": limit}).fetchall()
+        instant = self._decode_instant
         return [
-            AttemptRef(tenant=row[0], invoice_id=row[1], attempt=self._attempt_from_row(row[2:]))
+            AttemptRef(tenant=row[0], invoice_id=row[1], attempt=attempt_from_row(row[2:], instant))
             for row in rows
         ]
 
@@ -479,7 +313,7 @@ class SqlDunningTables(SqlStore):
     def get_settings(self, tenant: str) -> DunningSettings | None:
         with self.read() as conn:
             row = conn.execute(self.DQ["get_settings"], {"tenant": tenant}).fetchone()
-        return None if row is None else self._settings_from_row(row)
+        return None if row is None else settings_from_row(row, self._decode_instant)
 
     def put_settings(self, settings: DunningSettings) -> DunningSettings:
         params = {
@@ -492,7 +326,7 @@ class SqlDunningTables(SqlStore):
         with self.write() as conn:
             row = conn.execute(self.DQ["put_settings"], params).fetchone()
         assert row is not None  # an upsert … RETURNING returns its row
-        return self._settings_from_row(row)
+        return settings_from_row(row, self._decode_instant)
 
 
 __all__ = [

@@ -1,5 +1,6 @@
 """The one mapping between the job scheduler's records (jobs, runs, schedules, tenants) and
-table rows, shared by every backend; and the opaque page cursor.
+table rows, shared by every backend: column orders, codecs and the encoding of records into rows
+(`row_decoding` reads them back); and the opaque page cursor.
 
 - target, payload and schedule rules are JSON text (jsonb in PostgreSQL);
 - enums are stored as their string values;
@@ -14,35 +15,14 @@ table rows, shared by every backend; and the opaque page cursor.
 from __future__ import annotations
 
 import base64
-import functools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from recoup.errors import InvalidInput
-from recoup.jobs.model import (
-    HttpTarget,
-    Job,
-    JobState,
-    NewJob,
-    PythonTarget,
-    RetryPolicy,
-    Run,
-    RunOutcome,
-    Target,
-    Tenant,
-    trusted,
-)
-from recoup.jobs.schedule_model import (
-    AnchorRule,
-    CronRule,
-    MissedPolicy,
-    NewSchedule,
-    Rule,
-    Schedule,
-)
-from recoup.tenancy import TenantInfo
+from recoup.jobs.model import BackoffPolicy, HttpTarget, NewJob, Target
+from recoup.jobs.schedule_model import CronRule, NewSchedule, Rule
 
 # Column order of every query that returns jobs (see `{job_columns}` in the .sql files).
 JOB_COLUMNS = (
@@ -165,11 +145,6 @@ def dumps(value: Any) -> str:
     return _ENCODE(value)
 
 
-def _loads(value: Any) -> Any:
-    # SQLite returns JSON as text; psycopg returns jsonb already decoded.
-    return json.loads(value) if isinstance(value, str | bytes) else value
-
-
 # Targets
 
 
@@ -183,20 +158,6 @@ def target_to_dict(target: Target) -> dict[str, Any]:
             "body": target.body,
         }
     return {"kind": "python", "handler": target.handler}
-
-
-def target_from_dict(data: dict[str, Any]) -> Target:
-    kind = data.get("kind")
-    if kind == "http":
-        return HttpTarget(
-            url=data["url"],
-            method=data.get("method", "POST"),
-            headers=dict(data.get("headers") or {}),
-            body=data.get("body"),
-        )
-    if kind == "python":
-        return PythonTarget(handler=data["handler"])
-    raise InvalidInput("target.kind", kind, "expected 'http' or 'python'")
 
 
 def payload_json(payload: Any) -> str | None:
@@ -219,45 +180,16 @@ def rule_to_dict(rule: Rule) -> dict[str, Any]:
     }
 
 
-def rule_from_dict(data: dict[str, Any]) -> Rule:
-    if data.get("kind") == "cron":
-        return CronRule(expression=data["expression"], timezone=data["timezone"])
-    return AnchorRule(
-        local=datetime.fromisoformat(data["local"]),
-        timezone=data["timezone"],
-        every=data["every"],
-        interval=int(data["interval"]),
-        end_of_month=data["end_of_month"],
-    )
-
-
 # Retry policies: (max_attempts, min_backoff_s, max_backoff_s, jitter)
 
 
-def retry_values(policy: RetryPolicy) -> tuple[int, float, float, bool]:
+def retry_values(policy: BackoffPolicy) -> tuple[int, float, float, bool]:
     return (
         policy.max_attempts,
         policy.min_backoff.total_seconds(),
         policy.max_backoff.total_seconds(),
         policy.jitter,
     )
-
-
-# Decoding a claimed batch builds the same few policies and durations over and over; they are
-# immutable, so each distinct value is built (and validated) once.
-@functools.lru_cache(maxsize=256)
-def retry_from_values(max_attempts: int, min_s: float, max_s: float, jitter: Any) -> RetryPolicy:
-    return RetryPolicy(
-        max_attempts=max_attempts,
-        min_backoff=timedelta(seconds=min_s),
-        max_backoff=timedelta(seconds=max_s),
-        jitter=bool(jitter),
-    )
-
-
-@functools.lru_cache(maxsize=256)
-def duration(seconds: float) -> timedelta:
-    return timedelta(seconds=seconds)
 
 
 # Jobs
@@ -275,7 +207,7 @@ class JobEncoder:
         self._instant = instant
         self._binary = jsonb_binary
         self._targets: dict[int, tuple[Target, str | bytes]] = {}
-        self._retries: dict[RetryPolicy, tuple[int, float, float, bool]] = {}
+        self._retries: dict[BackoffPolicy, tuple[int, float, float, bool]] = {}
 
     def json(self, value: Any) -> str | bytes:
         text = _ENCODE(value)
@@ -290,7 +222,7 @@ class JobEncoder:
         self._targets[id(target)] = (target, encoded)
         return encoded
 
-    def retry(self, policy: RetryPolicy) -> tuple[int, float, float, bool]:
+    def retry(self, policy: BackoffPolicy) -> tuple[int, float, float, bool]:
         values = self._retries.get(policy)
         if values is None:
             values = self._retries[policy] = retry_values(policy)
@@ -320,179 +252,6 @@ class JobEncoder:
             now,
             now,
         )
-
-
-# Decoding targets: a claimed batch names the same few handlers over and over. Python targets
-# are immutable, so one object per distinct value is shared (HTTP targets hold a headers dict,
-# so each row gets its own). Bounded, in case handler names are unbounded.
-_TARGET_CACHE_LIMIT = 4096
-_TARGETS_BY_TEXT: dict[str, Target] = {}
-_PYTHON_TARGETS: dict[str, PythonTarget] = {}
-_JOB_STATES = {state.value: state for state in JobState}
-
-
-def decode_target(value: Any) -> Target:
-    """A target column: JSON text (SQLite, or PostgreSQL read as text) or a decoded dict."""
-    if isinstance(value, str):
-        cached = _TARGETS_BY_TEXT.get(value)
-        if cached is not None:
-            return cached
-        target = target_from_dict(json.loads(value))
-        if isinstance(target, PythonTarget) and len(_TARGETS_BY_TEXT) < _TARGET_CACHE_LIMIT:
-            _TARGETS_BY_TEXT[value] = target
-        return target
-    if isinstance(value, dict) and value.get("kind") == "python" and "handler" in value:
-        handler = value["handler"]
-        python = _PYTHON_TARGETS.get(handler) if isinstance(handler, str) else None
-        if python is None:
-            python = PythonTarget(handler=handler)
-            if isinstance(handler, str) and len(_PYTHON_TARGETS) < _TARGET_CACHE_LIMIT:
-                _PYTHON_TARGETS[handler] = python
-        return python
-    return target_from_dict(_loads(value))
-
-
-def job_from_row(row: Sequence[Any], instant: DecodeInstant) -> Job:
-    """Decode a row in `JOB_COLUMNS` order. The row is what the store wrote (validated on the
-    way in), so the record is built with `trusted`, without re-validating it."""
-    (
-        id_,
-        tenant,
-        name,
-        run_at,
-        target,
-        payload,
-        idempotency_key,
-        max_attempts,
-        min_s,
-        max_s,
-        jitter,
-        timeout_s,
-        keep_for_s,
-        schedule_id,
-        job_group,
-        state,
-        attempts,
-        lease_expires_at,
-        leased_by,
-        last_error,
-        created_at,
-        updated_at,
-        finished_at,
-    ) = row
-    return trusted(
-        Job,
-        {
-            "id": id_,
-            "tenant": tenant,
-            "name": name,
-            "run_at": instant(run_at),
-            "target": decode_target(target),
-            "payload": None if payload is None else _loads(payload),
-            "idempotency_key": idempotency_key,
-            "retry": retry_from_values(max_attempts, min_s, max_s, jitter),
-            "timeout": duration(timeout_s),
-            "keep_for": None if keep_for_s is None else duration(keep_for_s),
-            "schedule_id": schedule_id,
-            "state": _JOB_STATES[state],
-            "attempts": attempts,
-            "lease_expires_at": None if lease_expires_at is None else instant(lease_expires_at),
-            "leased_by": leased_by,
-            "last_error": last_error,
-            "created_at": instant(created_at),
-            "updated_at": instant(updated_at),
-            "finished_at": None if finished_at is None else instant(finished_at),
-            "group": job_group,
-        },
-    )
-
-
-# Runs
-
-
-def run_from_row(row: Sequence[Any], instant: DecodeInstant) -> Run:
-    """Decode a row in `RUN_COLUMNS` order."""
-    (
-        job_id,
-        tenant,
-        attempt,
-        started_at,
-        finished_at,
-        outcome,
-        status_code,
-        duration_ms,
-        response_excerpt,
-        error,
-        worker_id,
-    ) = row
-    return Run(
-        job_id=job_id,
-        tenant=tenant,
-        attempt=attempt,
-        started_at=instant(started_at),
-        finished_at=instant(finished_at),
-        outcome=RunOutcome(outcome),
-        status_code=status_code,
-        duration_ms=duration_ms,
-        response_excerpt=response_excerpt,
-        error=error,
-        worker_id=worker_id,
-    )
-
-
-# Tenants
-
-
-def tenant_from_row(row: Sequence[Any], instant: DecodeInstant) -> Tenant:
-    id_, name, signing_secret, created_at = row
-    return Tenant(id=id_, name=name, signing_secret=signing_secret, created_at=instant(created_at))
-
-
-def tenant_info_from_row(row: Sequence[Any], instant: DecodeInstant) -> TenantInfo:
-    """A row of `id, name, created_at` (the `list_tenants` query)."""
-    return TenantInfo(id=row[0], name=row[1], created_at=instant(row[2]))
-
-
-# Schedules
-
-
-def schedule_from_row(row: Sequence[Any], instant: DecodeInstant) -> Schedule:
-    """Decode a row in `SCHEDULE_COLUMNS` order."""
-    (
-        id_,
-        tenant,
-        name,
-        rule,
-        target,
-        payload,
-        max_attempts,
-        min_s,
-        max_s,
-        jitter,
-        timeout_s,
-        missed,
-        paused,
-        next_fire_at,
-        created_at,
-        updated_at,
-        deleted_at,
-    ) = row
-    return Schedule(
-        id=id_,
-        tenant=tenant,
-        name=name,
-        rule=rule_from_dict(_loads(rule)),
-        target=target_from_dict(_loads(target)),
-        payload=None if payload is None else _loads(payload),
-        retry=retry_from_values(max_attempts, min_s, max_s, jitter),
-        timeout=timedelta(seconds=timeout_s),
-        missed=MissedPolicy(missed),
-        paused=bool(paused),
-        next_fire_at=None if next_fire_at is None else instant(next_fire_at),
-        created_at=instant(created_at),
-        updated_at=instant(updated_at),
-        deleted=deleted_at is not None,
-    )
 
 
 # Cursors: opaque to callers, (created_at µs, id) of the last job of a page.

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from recoup.jobs.model import Job, JobState, NewJob, Run, Tenant
 from recoup.jobs.schedule_model import NewSchedule, Schedule
 from recoup.jobs.store import JobFilter, JobPage, PruneResult
-from recoup.storage import job_rows
+from recoup.storage import job_rows, row_decoding
 from recoup.storage.rules import (
     check_name_prefix,
     check_page_limit,
@@ -122,18 +122,18 @@ class SqlStore:
             )
             row = conn.execute(Q["get_tenant"], {"id": tenant.id}).fetchone()
         assert row is not None
-        return job_rows.tenant_from_row(row, self._decode_instant)
+        return row_decoding.tenant_from_row(row, self._decode_instant)
 
     def get_tenant(self, tenant_id: str) -> Tenant | None:
         with self.read() as conn:
             row = conn.execute(self.Q["get_tenant"], {"id": tenant_id}).fetchone()
-        return None if row is None else job_rows.tenant_from_row(row, self._decode_instant)
+        return None if row is None else row_decoding.tenant_from_row(row, self._decode_instant)
 
     def list_tenants(self) -> list[TenantInfo]:
         with self.read() as conn:
             rows = conn.execute(self.Q["list_tenants"]).fetchall()
         instant = self._decode_instant
-        return [job_rows.tenant_info_from_row(row, instant) for row in rows]
+        return [row_decoding.tenant_info_from_row(row, instant) for row in rows]
 
     # Cancelling
 
@@ -161,7 +161,7 @@ class SqlStore:
     def get(self, tenant: str, job_id: str) -> Job | None:
         with self.read() as conn:
             row = conn.execute(self.Q["get_job"], {"tenant": tenant, "id": job_id}).fetchone()
-        return None if row is None else job_rows.job_from_row(row, self._decode_instant)
+        return None if row is None else row_decoding.job_from_row(row, self._decode_instant)
 
     def get_by_name(self, tenant: str, name: str) -> Job | None:
         Q = self.Q
@@ -170,7 +170,7 @@ class SqlStore:
             row = conn.execute(Q["get_live_job_by_name"], params).fetchone()
             if row is None:
                 row = conn.execute(Q["get_latest_job_by_name"], params).fetchone()
-        return None if row is None else job_rows.job_from_row(row, self._decode_instant)
+        return None if row is None else row_decoding.job_from_row(row, self._decode_instant)
 
     def list_jobs(self, query: JobFilter) -> JobPage:
         check_page_limit(query.limit)
@@ -197,13 +197,13 @@ class SqlStore:
                 },
             ).fetchall()
         instant = self._decode_instant
-        return job_page(rows, query.limit, lambda row: job_rows.job_from_row(row, instant))
+        return job_page(rows, query.limit, lambda row: row_decoding.job_from_row(row, instant))
 
     def runs(self, tenant: str, job_id: str) -> list[Run]:
         with self.read() as conn:
             rows = conn.execute(self.Q["runs"], {"tenant": tenant, "job_id": job_id}).fetchall()
         instant = self._decode_instant
-        return [job_rows.run_from_row(row, instant) for row in rows]
+        return [row_decoding.run_from_row(row, instant) for row in rows]
 
     def count_by_state(self, tenant: str | None = None) -> dict[JobState, int]:
         Q = self.Q
@@ -251,20 +251,20 @@ class SqlStore:
             row = conn.execute(self.Q["insert_schedule"], values).fetchone()
         if row is None:
             raise schedule_conflict(schedule)
-        return job_rows.schedule_from_row(row, self._decode_instant)
+        return row_decoding.schedule_from_row(row, self._decode_instant)
 
     def get_schedule(self, tenant: str, schedule_id: str) -> Schedule | None:
         """Deleted schedules are returned too, with `deleted=True` (their jobs still name them)."""
         params = {"tenant": tenant, "id": schedule_id}
         with self.read() as conn:
             row = conn.execute(self.Q["get_schedule"], params).fetchone()
-        return None if row is None else job_rows.schedule_from_row(row, self._decode_instant)
+        return None if row is None else row_decoding.schedule_from_row(row, self._decode_instant)
 
     def list_schedules(self, tenant: str) -> list[Schedule]:
         with self.read() as conn:
             rows = conn.execute(self.Q["list_schedules"], {"tenant": tenant}).fetchall()
         instant = self._decode_instant
-        return [job_rows.schedule_from_row(row, instant) for row in rows]
+        return [row_decoding.schedule_from_row(row, instant) for row in rows]
 
     def set_schedule_paused(
         self,
@@ -285,7 +285,7 @@ class SqlStore:
         }
         with self.write() as conn:
             row = conn.execute(self.Q["set_schedule_paused"], params).fetchone()
-        return None if row is None else job_rows.schedule_from_row(row, self._decode_instant)
+        return None if row is None else row_decoding.schedule_from_row(row, self._decode_instant)
 
     def delete_schedule(self, tenant: str, schedule_id: str, *, now: datetime) -> bool:
         Q = self.Q
@@ -303,7 +303,7 @@ class SqlStore:
         with self.read() as conn:
             rows = conn.execute(self.Q["due_schedules"], params).fetchall()
         instant = self._decode_instant
-        return [job_rows.schedule_from_row(row, instant) for row in rows]
+        return [row_decoding.schedule_from_row(row, instant) for row in rows]
 
     def advance_schedule(
         self,

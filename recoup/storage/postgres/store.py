@@ -17,12 +17,14 @@
   whole index where the planned-each-time version looks ids up in the primary key.
 - An AFTER INSERT statement trigger sends one `pg_notify('<schema>_jobs', earliest run_at)` per
   inserting statement; `wait_for_notify` LISTENs on a dedicated connection.
+- The worker's hot path (claims, completions, heartbeats, releases, rescues, waiting for new
+  jobs) is `PostgresQueue`, in `queue.py`; this module opens the pool, migrates the schema,
+  inserts (COPY included) and cancels jobs.
 """
 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
@@ -36,25 +38,18 @@ from psycopg.pq import Format
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from recoup.errors import InvalidInput, StorageError
-from recoup.jobs.model import (
-    ERROR_LIMIT,
-    RESPONSE_EXCERPT_LIMIT,
-    Completion,
-    Job,
-    NewJob,
+from recoup.jobs.model import Job, NewJob
+from recoup.storage import (
+    SCHEMA_NAME_ALLOWED,
+    job_rows,
+    redact_url,
+    row_decoding,
+    valid_schema_name,
 )
-from recoup.jobs.store import ClaimParams
-from recoup.storage import SCHEMA_NAME_ALLOWED, job_rows, redact_url, valid_schema_name
 from recoup.storage.dunning_tables import EXPANSIONS, SqlDunningTables
 from recoup.storage.job_rows import aware_utc
-from recoup.storage.rules import (
-    FINAL_STATE_OF,
-    attempt_keys,
-    clip,
-    insert_conflict,
-    latest_completions,
-    outcome_is_retry,
-)
+from recoup.storage.postgres.queue import PostgresQueue
+from recoup.storage.rules import insert_conflict
 from recoup.storage.sql_files import Migration, load_migrations, load_queries
 
 if TYPE_CHECKING:
@@ -67,7 +62,6 @@ DEFAULT_SCHEMA = "recoup"
 POOL_TIMEOUT = 30.0  # seconds to wait for a free pooled connection
 CONNECT_TIMEOUT = 10  # seconds to establish one connection
 PROBE_TIMEOUT = 5  # seconds for the one connection tried before the pool opens
-LISTEN_SLICE = 0.25  # seconds: how long `close` may wait for a waiting `wait_for_notify`
 COPY_THRESHOLD = 16  # rows from which insert_many uses COPY (measured: COPY wins from ~20)
 # Taken while migrating, so that stores starting at once apply each migration once.
 _MIGRATION_LOCK_KEY = 0x7265636F7570  # "recoup"
@@ -97,9 +91,9 @@ _COPY_TYPES = [
 
 
 class _JsonbTextLoader(Loader):
-    """jsonb as its JSON text, for `job_rows` to decode (or look up: targets repeat) itself, as it
-    does SQLite's JSON text. (psycopg's own loader would hand back a decoded value, which
-    `job_rows` cannot tell from JSON text when it is a string.)"""
+    """jsonb as its JSON text, for `row_decoding` to decode (or look up: targets repeat) itself,
+    as it does SQLite's JSON text. (psycopg's own loader would hand back a decoded value, which
+    `row_decoding` cannot tell from JSON text when it is a string.)"""
 
     def load(self, data: Buffer) -> str:
         return bytes(data).decode()
@@ -121,7 +115,7 @@ _ADAPTERS.register_loader("jsonb", _JsonbTextLoader)
 _ADAPTERS.register_loader("jsonb", _JsonbBinaryTextLoader)
 
 
-class PostgresStore(SqlDunningTables):
+class PostgresStore(PostgresQueue, SqlDunningTables):
     """Every store protocol (`recoup.storage.Store`) on PostgreSQL, every table in `schema`."""
 
     backend = "postgresql"
@@ -295,14 +289,14 @@ class PostgresStore(SqlDunningTables):
         with self._conn() as conn:
             row = conn.execute(Q["insert_job"], values).fetchone()
             if row is not None:
-                return job_rows.job_from_row(row, aware_utc)
+                return row_decoding.job_from_row(row, aware_utc)
             if job.idempotency_key is not None:
                 found = conn.execute(
                     Q["get_job_by_idempotency_key"],
                     {"tenant": job.tenant, "key": job.idempotency_key},
                 ).fetchone()
                 if found is not None:
-                    return job_rows.job_from_row(found, aware_utc)
+                    return row_decoding.job_from_row(found, aware_utc)
             raise insert_conflict(conn, Q, job)
 
     def insert_many(self, jobs: Sequence[NewJob], *, now: datetime) -> int:
@@ -352,145 +346,6 @@ class PostgresStore(SqlDunningTables):
             for job in jobs:
                 write_row(row(job, now))
 
-    # The worker's side
-
-    def claim_due(self, params: ClaimParams) -> list[Job]:
-        if params.limit <= 0:
-            return []
-        with self._conn() as conn:
-            conn.execute(Q["queue_plans"])
-            # Binary results (instants, numbers) load faster; jsonb comes back as its text
-            # (see _ADAPTERS), which `job_from_row` maps to a cached target.
-            rows = conn.execute(
-                Q["claim_due"],
-                {
-                    "worker_id": params.worker_id,
-                    "now": params.now,
-                    "until": params.now + params.horizon,
-                    "lease": params.lease,
-                    "limit": params.limit,
-                },
-                prepare=False,
-                binary=True,
-            ).fetchall()
-        jobs = [job_rows.job_from_row(row, aware_utc) for row in rows]
-        jobs.sort(key=lambda job: (job.run_at, job.id))
-        return jobs
-
-    def complete_many(self, completions: Sequence[Completion], *, now: datetime) -> list[str]:
-        if not completions:
-            return []
-        # One jsonb object, job id → values (see `complete_many` in queries.sql).
-        rows: dict[str, list[Any]] = {}
-        for completion in latest_completions(completions):
-            run = completion.run
-            outcome_value, retry, final_state = _OUTCOME_COLUMNS[run.outcome]
-            retry_at = completion.retry_at
-            rows[run.job_id] = [
-                run.tenant,
-                run.attempt,
-                completion.worker_id,
-                outcome_value,
-                retry,
-                final_state,
-                None if retry_at is None else retry_at.isoformat(),
-                _json_text(run.error, ERROR_LIMIT),
-                run.started_at.isoformat(),
-                run.finished_at.isoformat(),
-                run.status_code,
-                max(0.0, run.duration_ms),
-                _json_text(run.response_excerpt, RESPONSE_EXCERPT_LIMIT),
-                run.worker_id,
-            ]
-        with self._conn() as conn:
-            conn.execute(Q["queue_plans"])
-            found = conn.execute(
-                Q["complete_many"], {"rows": job_rows.dumps(rows), "now": now}, prepare=False
-            ).fetchall()
-        return [row[0] for row in found]
-
-    def heartbeat(
-        self,
-        worker_id: str,
-        job_ids: Sequence[str],
-        *,
-        lease_until: datetime,
-        attempts: Sequence[int] | None = None,
-    ) -> list[str]:
-        if not job_ids:
-            return []
-        params = {
-            "ids": list(job_ids),
-            "keys": attempt_keys(job_ids, attempts),
-            "worker_id": worker_id,
-            "lease_until": lease_until,
-        }
-        with self._conn() as conn:
-            conn.execute(Q["queue_plans"])
-            rows = conn.execute(Q["heartbeat"], params, prepare=False).fetchall()
-        return [row[0] for row in rows]
-
-    def release(self, worker_id: str, job_ids: Sequence[str], *, now: datetime) -> int:
-        if not job_ids:
-            return 0
-        with self._conn() as conn:
-            conn.execute(Q["queue_plans"])
-            released = conn.execute(
-                Q["release"],
-                {"ids": list(job_ids), "worker_id": worker_id, "now": now},
-                prepare=False,
-            ).rowcount
-            if released:
-                conn.execute(Q["notify"], {"channel": self.channel})
-        return released
-
-    def rescue_expired(self, *, now: datetime, limit: int = 1000) -> list[str]:
-        with self._conn() as conn:
-            conn.execute(Q["queue_plans"])
-            rows = conn.execute(
-                Q["rescue_expired"], {"now": now, "limit": limit}, prepare=False
-            ).fetchall()
-            if rows:
-                conn.execute(Q["notify"], {"channel": self.channel})
-        return [row[0] for row in rows]
-
-    def next_due_at(self) -> datetime | None:
-        with self._conn() as conn:
-            row = conn.execute(Q["next_due_at"]).fetchone()
-        return None if row is None or row[0] is None else aware_utc(row[0])
-
-    def due_backlog(self, now: datetime) -> int:
-        with self._conn() as conn:
-            row = conn.execute(Q["due_backlog"], {"now": now}).fetchone()
-        return int(row[0]) if row else 0
-
-    def wait_for_notify(self, timeout: float) -> bool:
-        """LISTEN on a dedicated connection (opened at the first call, kept until `close`).
-        Notifications that arrive between two calls are kept by the connection, so none is
-        lost; one thread waits at a time. Waits in slices so that `close` ends a wait within
-        `LISTEN_SLICE`."""
-        deadline = time.monotonic() + max(0.0, timeout)
-        with self._listener_lock:
-            try:
-                if self._closing:
-                    return False
-                if self._listener is None or self._listener.closed:
-                    listener = psycopg.connect(self.url, autocommit=True, **self._connect_kwargs())
-                    listener.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
-                    self._listener = listener
-                while True:
-                    remaining = deadline - time.monotonic()
-                    wait = max(0.0, min(remaining, LISTEN_SLICE))
-                    for _ in self._listener.notifies(timeout=wait, stop_after=1):
-                        return True
-                    if remaining <= LISTEN_SLICE or self._closing:
-                        return False
-            except psycopg.Error as exc:
-                if self._listener is not None:
-                    self._listener.close()
-                    self._listener = None
-                raise StorageError(f"PostgreSQL LISTEN: {exc}") from exc
-
     # Cancelling
 
     def cancel(self, tenant: str, job_id: str, *, now: datetime) -> Job | None:
@@ -498,22 +353,7 @@ class PostgresStore(SqlDunningTables):
             row = conn.execute(
                 Q["cancel_job"], {"tenant": tenant, "id": job_id, "now": now}
             ).fetchone()
-        return None if row is None else job_rows.job_from_row(row, aware_utc)
-
-
-# Per run outcome: (outcome, retries?, the job's final state), as complete_many sends them.
-_OUTCOME_COLUMNS = {
-    outcome: (outcome.value, outcome_is_retry(outcome), FINAL_STATE_OF[outcome].value)
-    for outcome in FINAL_STATE_OF
-}
-
-
-def _json_text(text: str | None, limit: int) -> str | None:
-    """`text` clipped to `limit`; NUL, which no PostgreSQL text (nor jsonb) can hold, replaced."""
-    clipped = clip(text, limit)
-    if clipped is None or "\x00" not in clipped:
-        return clipped
-    return clipped.replace("\x00", "\ufffd")
+        return None if row is None else row_decoding.job_from_row(row, aware_utc)
 
 
 def _utc(value: datetime) -> datetime:

@@ -9,9 +9,9 @@ machine.
   connection to `:memory:` would be a different, empty database.
 - Instants are INTEGER microseconds since the Unix epoch in UTC: exact, compact and ordered as
   integers (see `0001_init.sql`).
-- `wait_for_notify` wakes at once for inserts made through any store on the same file in this
-  process, and within `WAKE_POLL_INTERVAL` for inserts made by other processes (they bump a
-  counter row that idle waiters poll: a read of one row, so polling costs next to nothing).
+- The worker's hot path (claims, completions, heartbeats, releases, rescues, waiting for new
+  jobs) is `SqliteQueue`, in `queue.py`; this module opens the database, migrates it, inserts
+  and cancels jobs.
 """
 
 from __future__ import annotations
@@ -28,29 +28,13 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from recoup.errors import InvalidInput, StorageError
-from recoup.jobs.model import (
-    ERROR_LIMIT,
-    RESPONSE_EXCERPT_LIMIT,
-    Completion,
-    Job,
-    JobState,
-    NewJob,
-    Run,
-    RunOutcome,
-)
-from recoup.jobs.store import ClaimParams
-from recoup.storage import job_rows
+from recoup.jobs.model import Job, NewJob
+from recoup.storage import job_rows, row_decoding
 from recoup.storage.dunning_tables import EXPANSIONS, SqlDunningTables
-from recoup.storage.job_rows import ONE_US, from_micros, micros
-from recoup.storage.rules import (
-    FINAL_STATE_OF,
-    attempt_keys,
-    clip,
-    insert_conflict,
-    latest_completions,
-    outcome_is_retry,
-)
+from recoup.storage.job_rows import from_micros, micros
+from recoup.storage.rules import insert_conflict
 from recoup.storage.sql_files import Migration, load_migrations, load_queries
+from recoup.storage.sqlite.queue import MEMORY, SqliteQueue, Wakeups
 
 if TYPE_CHECKING:
     from recoup.storage.protocol import ApiTables
@@ -59,32 +43,6 @@ Q = load_queries("recoup.storage.sqlite")
 DQ = load_queries("recoup.storage.sqlite", "dunning_queries.sql", EXPANSIONS)
 
 BUSY_TIMEOUT = 10.0  # seconds a writer waits for the write lock before giving up
-WAKE_POLL_INTERVAL = 0.05  # seconds between checks for inserts made by other processes
-MEMORY = ":memory:"
-
-
-class _Wakeups:
-    """In-process wake-ups per database file: a counter and a condition."""
-
-    _lock = threading.Lock()
-    _by_path: dict[str, _Wakeups] = {}  # noqa: RUF012  (a registry shared by all instances)
-
-    def __init__(self) -> None:
-        self.condition = threading.Condition()
-        self.generation = 0
-
-    @classmethod
-    def for_path(cls, path: str) -> _Wakeups:
-        with cls._lock:
-            found = cls._by_path.get(path)
-            if found is None:
-                found = cls._by_path[path] = cls()
-            return found
-
-    def notify(self) -> None:
-        with self.condition:
-            self.generation += 1
-            self.condition.notify_all()
 
 
 class _ThreadConnection:
@@ -106,7 +64,7 @@ def _forget(
     conn.close()
 
 
-class SqliteStore(SqlDunningTables):
+class SqliteStore(SqliteQueue, SqlDunningTables):
     """Every store protocol (`recoup.storage.Store`) on one SQLite file (or `:memory:`)."""
 
     backend = "sqlite"
@@ -139,7 +97,7 @@ class SqliteStore(SqlDunningTables):
         # `:memory:` is one connection shared under this lock; files use one per thread.
         self._shared_lock: threading.RLock | None = threading.RLock() if path == MEMORY else None
         self._shared: sqlite3.Connection | None = None
-        self._wakeups = _Wakeups() if path == MEMORY else _Wakeups.for_path(self.path)
+        self._wakeups = Wakeups() if path == MEMORY else Wakeups.for_path(self.path)
         if migrate:
             self.migrate()
 
@@ -296,11 +254,11 @@ class SqliteStore(SqlDunningTables):
                         {"tenant": job.tenant, "key": job.idempotency_key},
                     ).fetchone()
                     if found is not None:
-                        return job_rows.job_from_row(found, from_micros)
+                        return row_decoding.job_from_row(found, from_micros)
                 raise insert_conflict(conn, Q, job)
             conn.execute(Q["bump_wakeups"])
         self._wakeups.notify()
-        return job_rows.job_from_row(row, from_micros)
+        return row_decoding.job_from_row(row, from_micros)
 
     def insert_many(self, jobs: Sequence[NewJob], *, now: datetime) -> int:
         if not jobs:
@@ -324,183 +282,13 @@ class SqliteStore(SqlDunningTables):
             conn.execute(Q["bump_wakeups"])
         return inserted
 
-    # The worker's side
-
-    def claim_due(self, params: ClaimParams) -> list[Job]:
-        if params.limit <= 0:
-            return []
-        now = micros(params.now)
-        with self._write() as conn:
-            rows = conn.execute(
-                Q["claim_due"],
-                {
-                    "worker_id": params.worker_id,
-                    "now": now,
-                    "until": now + params.horizon // ONE_US,
-                    "lease": params.lease // ONE_US,
-                    "limit": params.limit,
-                },
-            ).fetchall()
-        jobs = [job_rows.job_from_row(row, from_micros) for row in rows]
-        jobs.sort(key=lambda job: (job.run_at, job.id))
-        return jobs
-
-    def complete_many(self, completions: Sequence[Completion], *, now: datetime) -> list[str]:
-        if not completions:
-            return []
-        now_us = micros(now)
-        applied: list[str] = []
-        runs: list[tuple[Any, ...]] = []
-        with self._write() as conn:
-            for completion in latest_completions(completions):
-                run = completion.run
-                retry = outcome_is_retry(run.outcome)
-                retry_at = completion.retry_at if completion.retry_at is not None else now
-                key = {"id": run.job_id, "worker_id": completion.worker_id, "attempt": run.attempt}
-                row = conn.execute(
-                    Q["complete_job"],
-                    {
-                        **key,
-                        "retry": retry,
-                        "final_state": FINAL_STATE_OF[run.outcome].value,
-                        "retry_at": micros(retry_at),
-                        "error": clip(run.error, ERROR_LIMIT),
-                        "now": now_us,
-                    },
-                ).fetchone()
-                if row is not None:
-                    applied.append(run.job_id)
-                    outcome = run.outcome
-                    if retry and row[0] == JobState.FAILED:
-                        outcome = RunOutcome.FAILED  # attempts spent: no further attempt
-                    runs.append(_run_values(run, outcome))
-                elif conn.execute(Q["was_cancelled_during_attempt"], key).fetchone():
-                    # Cancelled while this attempt ran: the attempt happened, so log it, but
-                    # leave the job cancelled.
-                    runs.append(_run_values(run, RunOutcome.CANCELLED))
-            conn.executemany(Q["insert_run"], runs)
-        return applied
-
-    def heartbeat(
-        self,
-        worker_id: str,
-        job_ids: Sequence[str],
-        *,
-        lease_until: datetime,
-        attempts: Sequence[int] | None = None,
-    ) -> list[str]:
-        if not job_ids:
-            return []
-        keys = attempt_keys(job_ids, attempts)
-        with self._write() as conn:
-            rows = conn.execute(
-                Q["heartbeat"],
-                {
-                    "ids": json.dumps(list(job_ids)),
-                    "keys": None if keys is None else json.dumps(keys),
-                    "worker_id": worker_id,
-                    "lease_until": micros(lease_until),
-                },
-            ).fetchall()
-        return [row[0] for row in rows]
-
-    def release(self, worker_id: str, job_ids: Sequence[str], *, now: datetime) -> int:
-        if not job_ids:
-            return 0
-        with self._write() as conn:
-            cursor = conn.execute(
-                Q["release"],
-                {"ids": json.dumps(list(job_ids)), "worker_id": worker_id, "now": micros(now)},
-            )
-            released = cursor.rowcount
-            if released:
-                conn.execute(Q["bump_wakeups"])
-        if released:
-            self._wakeups.notify()
-        return released
-
-    def rescue_expired(self, *, now: datetime, limit: int = 1000) -> list[str]:
-        # The rule is `recoup.storage.rules`'; the write lock holds the batch still meanwhile.
-        now_us = micros(now)
-        with self._write() as conn:
-            rows = conn.execute(Q["expired_leases"], {"now": now_us, "limit": limit}).fetchall()
-            rescued = [row[0] for row in rows]
-            if rescued:
-                params = {"ids": json.dumps(rescued), "now": now_us}
-                conn.execute(Q["log_lost_attempts"], params)
-                conn.execute(Q["rescue_jobs"], params)
-                conn.execute(Q["bump_wakeups"])
-        if rescued:
-            self._wakeups.notify()
-        return rescued
-
-    def next_due_at(self) -> datetime | None:
-        with self._connection() as conn:
-            value = conn.execute(Q["next_due_at"]).fetchone()[0]
-        return None if value is None else from_micros(value)
-
-    def due_backlog(self, now: datetime) -> int:
-        with self._connection() as conn:
-            count: int = conn.execute(Q["due_backlog"], {"now": micros(now)}).fetchone()[0]
-        return count
-
-    def wait_for_notify(self, timeout: float) -> bool:
-        """Sleep up to `timeout` seconds; True as soon as jobs were inserted (or released or
-        rescued) through any store on this database, False on timeout or once the store is
-        closed (within `WAKE_POLL_INTERVAL`)."""
-        deadline = time.monotonic() + max(0.0, timeout)
-        wakeups = self._wakeups
-        with wakeups.condition:
-            generation = wakeups.generation
-        seq = self._wake_seq()
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or self._closed:
-                return False
-            with wakeups.condition:
-                if wakeups.condition.wait_for(
-                    lambda: wakeups.generation != generation,
-                    timeout=min(remaining, WAKE_POLL_INTERVAL),
-                ):
-                    return True
-            if self.path == MEMORY:
-                continue
-            try:
-                if self._wake_seq() != seq:
-                    return True
-            except StorageError:
-                if self._closed:  # closed from another thread while we polled
-                    return False
-                raise
-
-    def _wake_seq(self) -> int:
-        with self._connection() as conn:
-            seq: int = conn.execute(Q["wake_seq"]).fetchone()[0]
-            return seq
-
     # Cancelling
 
     def cancel(self, tenant: str, job_id: str, *, now: datetime) -> Job | None:
         with self._write() as conn:
             conn.execute(Q["cancel_job"], {"tenant": tenant, "id": job_id, "now": micros(now)})
             row = conn.execute(Q["get_job"], {"tenant": tenant, "id": job_id}).fetchone()
-        return None if row is None else job_rows.job_from_row(row, from_micros)
-
-
-def _run_values(run: Run, outcome: RunOutcome) -> tuple[Any, ...]:
-    return (
-        run.job_id,
-        run.tenant,
-        run.attempt,
-        micros(run.started_at),
-        micros(run.finished_at),
-        outcome.value,
-        run.status_code,
-        max(0.0, run.duration_ms),
-        clip(run.response_excerpt, RESPONSE_EXCERPT_LIMIT),
-        clip(run.error, ERROR_LIMIT),
-        run.worker_id,
-    )
+        return None if row is None else row_decoding.job_from_row(row, from_micros)
 
 
 def _now_us() -> int:

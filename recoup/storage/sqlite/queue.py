@@ -1,0 +1,255 @@
+"""The worker's side of the SQLite job store, its hot path: claims, completions, heartbeats,
+releases and rescues, each one `BEGIN IMMEDIATE` transaction, and waiting for new jobs.
+
+`wait_for_notify` wakes at once for inserts made through any store on the same file in this
+process, and within `WAKE_POLL_INTERVAL` for inserts made by other processes (they bump a
+counter row that idle waiters poll: a read of one row, so polling costs next to nothing).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any, ClassVar
+
+from recoup.errors import StorageError
+from recoup.jobs.model import (
+    ERROR_LIMIT,
+    RESPONSE_EXCERPT_LIMIT,
+    Completion,
+    Job,
+    JobState,
+    Run,
+    RunOutcome,
+)
+from recoup.jobs.store import ClaimParams
+from recoup.storage import row_decoding
+from recoup.storage.job_rows import ONE_US, from_micros, micros
+from recoup.storage.rules import (
+    FINAL_STATE_OF,
+    attempt_keys,
+    clip,
+    latest_completions,
+    outcome_is_retry,
+)
+
+WAKE_POLL_INTERVAL = 0.05  # seconds between checks for inserts made by other processes
+MEMORY = ":memory:"
+
+
+class Wakeups:
+    """In-process wake-ups per database file: a counter and a condition."""
+
+    _lock = threading.Lock()
+    _by_path: dict[str, Wakeups] = {}  # noqa: RUF012  (a registry shared by all instances)
+
+    def __init__(self) -> None:
+        self.condition = threading.Condition()
+        self.generation = 0
+
+    @classmethod
+    def for_path(cls, path: str) -> Wakeups:
+        with cls._lock:
+            found = cls._by_path.get(path)
+            if found is None:
+                found = cls._by_path[path] = cls()
+            return found
+
+    def notify(self) -> None:
+        with self.condition:
+            self.generation += 1
+            self.condition.notify_all()
+
+
+class SqliteQueue:
+    """The worker's operations of `SqliteStore`, over its connections (`_connection`, `_write`),
+    queries (`Q`) and wake-ups."""
+
+    Q: ClassVar[Mapping[str, str]]
+    path: str
+    _closed: bool
+    _wakeups: Wakeups
+
+    def _connection(self) -> AbstractContextManager[sqlite3.Connection]:
+        """This thread's connection, outside any transaction (`SqliteStore` opens it)."""
+        raise NotImplementedError
+
+    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
+        """One `BEGIN IMMEDIATE` write transaction (`SqliteStore` opens it)."""
+        raise NotImplementedError
+
+    def claim_due(self, params: ClaimParams) -> list[Job]:
+        if params.limit <= 0:
+            return []
+        now = micros(params.now)
+        with self._write() as conn:
+            rows = conn.execute(
+                self.Q["claim_due"],
+                {
+                    "worker_id": params.worker_id,
+                    "now": now,
+                    "until": now + params.horizon // ONE_US,
+                    "lease": params.lease // ONE_US,
+                    "limit": params.limit,
+                },
+            ).fetchall()
+        jobs = [row_decoding.job_from_row(row, from_micros) for row in rows]
+        jobs.sort(key=lambda job: (job.run_at, job.id))
+        return jobs
+
+    def complete_many(self, completions: Sequence[Completion], *, now: datetime) -> list[str]:
+        if not completions:
+            return []
+        Q = self.Q
+        now_us = micros(now)
+        applied: list[str] = []
+        runs: list[tuple[Any, ...]] = []
+        with self._write() as conn:
+            for completion in latest_completions(completions):
+                run = completion.run
+                retry = outcome_is_retry(run.outcome)
+                retry_at = completion.retry_at if completion.retry_at is not None else now
+                key = {"id": run.job_id, "worker_id": completion.worker_id, "attempt": run.attempt}
+                row = conn.execute(
+                    Q["complete_job"],
+                    {
+                        **key,
+                        "retry": retry,
+                        "final_state": FINAL_STATE_OF[run.outcome].value,
+                        "retry_at": micros(retry_at),
+                        "error": clip(run.error, ERROR_LIMIT),
+                        "now": now_us,
+                    },
+                ).fetchone()
+                if row is not None:
+                    applied.append(run.job_id)
+                    outcome = run.outcome
+                    if retry and row[0] == JobState.FAILED:
+                        outcome = RunOutcome.FAILED  # attempts spent: no further attempt
+                    runs.append(_run_values(run, outcome))
+                elif conn.execute(Q["was_cancelled_during_attempt"], key).fetchone():
+                    # Cancelled while this attempt ran: the attempt happened, so log it, but
+                    # leave the job cancelled.
+                    runs.append(_run_values(run, RunOutcome.CANCELLED))
+            conn.executemany(Q["insert_run"], runs)
+        return applied
+
+    def heartbeat(
+        self,
+        worker_id: str,
+        job_ids: Sequence[str],
+        *,
+        lease_until: datetime,
+        attempts: Sequence[int] | None = None,
+    ) -> list[str]:
+        if not job_ids:
+            return []
+        keys = attempt_keys(job_ids, attempts)
+        with self._write() as conn:
+            rows = conn.execute(
+                self.Q["heartbeat"],
+                {
+                    "ids": json.dumps(list(job_ids)),
+                    "keys": None if keys is None else json.dumps(keys),
+                    "worker_id": worker_id,
+                    "lease_until": micros(lease_until),
+                },
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    def release(self, worker_id: str, job_ids: Sequence[str], *, now: datetime) -> int:
+        if not job_ids:
+            return 0
+        Q = self.Q
+        with self._write() as conn:
+            cursor = conn.execute(
+                Q["release"],
+                {"ids": json.dumps(list(job_ids)), "worker_id": worker_id, "now": micros(now)},
+            )
+            released = cursor.rowcount
+            if released:
+                conn.execute(Q["bump_wakeups"])
+        if released:
+            self._wakeups.notify()
+        return released
+
+    def rescue_expired(self, *, now: datetime, limit: int = 1000) -> list[str]:
+        # The rule is `recoup.storage.rules`'; the write lock holds the batch still meanwhile.
+        Q = self.Q
+        now_us = micros(now)
+        with self._write() as conn:
+            rows = conn.execute(Q["expired_leases"], {"now": now_us, "limit": limit}).fetchall()
+            rescued = [row[0] for row in rows]
+            if rescued:
+                params = {"ids": json.dumps(rescued), "now": now_us}
+                conn.execute(Q["log_lost_attempts"], params)
+                conn.execute(Q["rescue_jobs"], params)
+                conn.execute(Q["bump_wakeups"])
+        if rescued:
+            self._wakeups.notify()
+        return rescued
+
+    def next_due_at(self) -> datetime | None:
+        with self._connection() as conn:
+            value = conn.execute(self.Q["next_due_at"]).fetchone()[0]
+        return None if value is None else from_micros(value)
+
+    def due_backlog(self, now: datetime) -> int:
+        with self._connection() as conn:
+            count: int = conn.execute(self.Q["due_backlog"], {"now": micros(now)}).fetchone()[0]
+        return count
+
+    def wait_for_notify(self, timeout: float) -> bool:
+        """Sleep up to `timeout` seconds; True as soon as jobs were inserted (or released or
+        rescued) through any store on this database, False on timeout or once the store is
+        closed (within `WAKE_POLL_INTERVAL`)."""
+        deadline = time.monotonic() + max(0.0, timeout)
+        wakeups = self._wakeups
+        with wakeups.condition:
+            generation = wakeups.generation
+        seq = self._wake_seq()
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or self._closed:
+                return False
+            with wakeups.condition:
+                if wakeups.condition.wait_for(
+                    lambda: wakeups.generation != generation,
+                    timeout=min(remaining, WAKE_POLL_INTERVAL),
+                ):
+                    return True
+            if self.path == MEMORY:
+                continue
+            try:
+                if self._wake_seq() != seq:
+                    return True
+            except StorageError:
+                if self._closed:  # closed from another thread while we polled
+                    return False
+                raise
+
+    def _wake_seq(self) -> int:
+        with self._connection() as conn:
+            seq: int = conn.execute(self.Q["wake_seq"]).fetchone()[0]
+            return seq
+
+
+def _run_values(run: Run, outcome: RunOutcome) -> tuple[Any, ...]:
+    return (
+        run.job_id,
+        run.tenant,
+        run.attempt,
+        micros(run.started_at),
+        micros(run.finished_at),
+        outcome.value,
+        run.status_code,
+        max(0.0, run.duration_ms),
+        clip(run.response_excerpt, RESPONSE_EXCERPT_LIMIT),
+        clip(run.error, ERROR_LIMIT),
+        run.worker_id,
+    )
