@@ -1,4 +1,89 @@
-"""Recoup: a durable scheduler for work that must happen later and take effect once,
-and a dunning engine for retrying failed payments on top of it."""
+"""Recoup: a durable scheduler for work that must happen later and take effect once, and a
+dunning engine for retrying failed payments on top of it.
+
+The names a user starts with are here; each loads its module on first use, so `import recoup`
+stays cheap (the command line starts fast, and no extra is needed until it is used):
+
+    from recoup import Scheduler, open_store, PythonTarget
+    scheduler = Scheduler(open_store("sqlite:///recoup.db"))
+
+ARCHITECTURE.md is the map of the rest.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from recoup.dunning.planner import Failure, plan_retries
+    from recoup.dunning.policy import DunningPolicy, parse_policy, preset
+    from recoup.errors import Conflict, InvalidInput, NotFound, RecoupError
+    from recoup.jobs.handlers import HandlerContext, HandlerRegistry, PermanentError
+    from recoup.jobs.model import BackoffPolicy, HttpTarget, PythonTarget
+    from recoup.jobs.scheduler import Scheduler
+    from recoup.recovery.runtime import dunning_runtime
+    from recoup.recovery.service import Dunning, FailureReport
+    from recoup.storage import open_store
+    from recoup.timekeeping.clock import SystemClock, VirtualClock
+
+_HOMES = {
+    "BackoffPolicy": "recoup.jobs.model",
+    "Conflict": "recoup.errors",
+    "Dunning": "recoup.recovery.service",
+    "DunningPolicy": "recoup.dunning.policy",
+    "Failure": "recoup.dunning.planner",
+    "FailureReport": "recoup.recovery.service",
+    "HandlerContext": "recoup.jobs.handlers",
+    "HandlerRegistry": "recoup.jobs.handlers",
+    "HttpTarget": "recoup.jobs.model",
+    "InvalidInput": "recoup.errors",
+    "NotFound": "recoup.errors",
+    "PermanentError": "recoup.jobs.handlers",
+    "PythonTarget": "recoup.jobs.model",
+    "RecoupError": "recoup.errors",
+    "Scheduler": "recoup.jobs.scheduler",
+    "SystemClock": "recoup.timekeeping.clock",
+    "VirtualClock": "recoup.timekeeping.clock",
+    "dunning_runtime": "recoup.recovery.runtime",
+    "open_store": "recoup.storage",
+    "parse_policy": "recoup.dunning.policy",
+    "plan_retries": "recoup.dunning.planner",
+    "preset": "recoup.dunning.policy",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'recoup' has no attribute {name!r}")
+    return getattr(importlib.import_module(home), name)
+
+
+__all__ = [
+    "BackoffPolicy",
+    "Conflict",
+    "Dunning",
+    "DunningPolicy",
+    "Failure",
+    "FailureReport",
+    "HandlerContext",
+    "HandlerRegistry",
+    "HttpTarget",
+    "InvalidInput",
+    "NotFound",
+    "PermanentError",
+    "PythonTarget",
+    "RecoupError",
+    "Scheduler",
+    "SystemClock",
+    "VirtualClock",
+    "__version__",
+    "dunning_runtime",
+    "open_store",
+    "parse_policy",
+    "plan_retries",
+    "preset",
+]

@@ -49,7 +49,7 @@ from recoup.api.schemas import (
     UpcomingOut,
 )
 from recoup.client_dunning import DunningCalls
-from recoup.errors import RecoupError
+from recoup.errors import Conflict, NotFound, RecoupError
 
 __all__ = [
     "ApiError",
@@ -109,11 +109,16 @@ class Unauthorized(ApiError):
     http_status = 401
 
 
-class NotFoundError(ApiError):
+class NotFoundError(ApiError, NotFound):
+    """404 from the server: also a `recoup.errors.NotFound`, so code written against the
+    in-process API catches it unchanged."""
+
     http_status = 404
 
 
-class ConflictError(ApiError):
+class ConflictError(ApiError, Conflict):
+    """409 from the server: also a `recoup.errors.Conflict`."""
+
     http_status = 409
 
 

@@ -137,9 +137,12 @@ def replay_command(
     for option, path in (("--out", out), ("--plot", plot)):
         if path is not None:
             _check_writable(option, path)
-    if importlib.util.find_spec("numpy") is None:
-        raise RecoupError("recoup replay needs numpy: pip install 'recoup[replay]'")
-    from recoup.analytics import replay as engine  # numpy: loaded by the command that needs it
+    try:  # numpy: loaded by the one command that needs it
+        from recoup.analytics import replay as engine
+    except ModuleNotFoundError as exc:
+        raise RecoupError(
+            f"recoup replay needs {exc.name or 'numpy'}: pip install 'recoup[replay]'"
+        ) from None
 
     chosen = load_policy(policy).policy
     try:

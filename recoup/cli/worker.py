@@ -100,7 +100,7 @@ def worker_command(
     if metrics_port is not None:
         from prometheus_client import start_http_server
 
-        from recoup.api.metrics import JobMetrics
+        from recoup.jobs.metrics import JobMetrics
 
         metrics = JobMetrics(
             count_by_state=store.count_by_state,

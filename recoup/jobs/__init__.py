@@ -4,13 +4,13 @@ worker, recurring schedules and the `Scheduler` Python API."""
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry, PermanentError
 from recoup.jobs.model import (
     DEFAULT_TENANT,
+    BackoffPolicy,
     Completion,
     HttpTarget,
     Job,
     JobState,
     NewJob,
     PythonTarget,
-    RetryPolicy,
     Run,
     RunOutcome,
     Target,
@@ -32,6 +32,7 @@ from recoup.jobs.worker import Worker
 __all__ = [
     "DEFAULT_TENANT",
     "AnchorRule",
+    "BackoffPolicy",
     "Completion",
     "CronRule",
     "HandlerContext",
@@ -45,7 +46,6 @@ __all__ = [
     "NewSchedule",
     "PermanentError",
     "PythonTarget",
-    "RetryPolicy",
     "Rule",
     "Run",
     "RunOutcome",

@@ -23,13 +23,13 @@ import random
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 
-from recoup.jobs.model import RetryPolicy
+from recoup.jobs.model import BackoffPolicy
 
 RETRY_AFTER_LIMIT = timedelta(hours=1)  # the longest Retry-After honoured beyond max_backoff
 _MAX_DOUBLINGS = 62  # 2^62 · any useful min_backoff exceeds every max_backoff; avoids overflow
 
 
-def backoff_ceiling(policy: RetryPolicy, attempt: int) -> timedelta:
+def backoff_ceiling(policy: BackoffPolicy, attempt: int) -> timedelta:
     """The longest delay after `attempt`: `min(max_backoff, min_backoff · 2^attempt)` with
     jitter, `min(max_backoff, min_backoff · 2^(attempt−1))` (the delay itself) without."""
     if attempt < 1:
@@ -40,7 +40,7 @@ def backoff_ceiling(policy: RetryPolicy, attempt: int) -> timedelta:
 
 
 def backoff_delay(
-    policy: RetryPolicy,
+    policy: BackoffPolicy,
     attempt: int,
     *,
     rng: random.Random | None = None,

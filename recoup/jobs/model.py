@@ -84,7 +84,7 @@ def new_id() -> str:
 
 
 @dataclass(frozen=True, kw_only=True)
-class RetryPolicy:
+class BackoffPolicy:
     """How a job's target is retried: exponential backoff with full jitter, capped.
 
     `max_attempts` counts every attempt, the first included (1 = never retry).
@@ -110,7 +110,7 @@ class RetryPolicy:
             )
 
 
-DEFAULT_RETRY = RetryPolicy()
+DEFAULT_RETRY = BackoffPolicy()
 
 # The methods an HTTP target may use, for the Python API and the HTTP API alike (the API's
 # schema is this Literal): the seven RFC 9110 methods a webhook or an API call can need, as
@@ -155,7 +155,7 @@ class NewJob:
     name: str | None = None
     payload: Any = None
     idempotency_key: str | None = None
-    retry: RetryPolicy = DEFAULT_RETRY
+    retry: BackoffPolicy = DEFAULT_RETRY
     timeout: timedelta = timedelta(seconds=30)
     keep_for: timedelta | None = timedelta(days=7)  # after completion; None keeps forever
     schedule_id: str | None = None
@@ -185,7 +185,7 @@ class Job:
     target: Target
     payload: Any
     idempotency_key: str | None
-    retry: RetryPolicy
+    retry: BackoffPolicy
     timeout: timedelta
     keep_for: timedelta | None
     schedule_id: str | None

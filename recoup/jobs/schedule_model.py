@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Literal
 
-from recoup.jobs.model import DEFAULT_TENANT, RetryPolicy, Target, new_id
+from recoup.jobs.model import DEFAULT_TENANT, BackoffPolicy, Target, new_id
 from recoup.timekeeping.instants import require_aware
 
 
@@ -47,7 +47,7 @@ class NewSchedule:
     target: Target
     tenant: str = DEFAULT_TENANT
     payload: Any = None
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    retry: BackoffPolicy = field(default_factory=BackoffPolicy)
     timeout: timedelta = timedelta(seconds=30)
     missed: MissedPolicy = MissedPolicy.SKIP
     id: str = field(default_factory=new_id)
@@ -61,7 +61,7 @@ class Schedule:
     rule: Rule
     target: Target
     payload: Any
-    retry: RetryPolicy
+    retry: BackoffPolicy
     timeout: timedelta
     missed: MissedPolicy
     paused: bool

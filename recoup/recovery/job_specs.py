@@ -8,18 +8,18 @@ from datetime import datetime, timedelta
 
 from recoup.dunning.invoice import ID_NAMESPACE, Invoice, InvoiceEvent, job_group
 from recoup.dunning.outcomes import idempotency_key, job_name
-from recoup.jobs.model import HttpTarget, NewJob, PythonTarget, RetryPolicy
+from recoup.jobs.model import BackoffPolicy, HttpTarget, NewJob, PythonTarget
 from recoup.timekeeping.instants import format_utc
 
 ATTEMPT_HANDLER = "recoup.dunning.attempt"
 DEADLINE_HANDLER = "recoup.dunning.deadline"
 # An attempt job is retried (same attempt, same keys) on transport failures and while the
 # provider's answer is pending; backoff from a minute up to six hours, for about three days.
-ATTEMPT_RETRY = RetryPolicy(
+ATTEMPT_RETRY = BackoffPolicy(
     max_attempts=20, min_backoff=timedelta(minutes=1), max_backoff=timedelta(hours=6)
 )
 ATTEMPT_TIMEOUT = timedelta(seconds=60)  # the charge endpoint talks to the provider
-EVENT_RETRY = RetryPolicy(
+EVENT_RETRY = BackoffPolicy(
     max_attempts=12, min_backoff=timedelta(seconds=30), max_backoff=timedelta(hours=2)
 )
 EVENT_TIMEOUT = timedelta(seconds=15)

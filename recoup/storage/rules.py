@@ -25,7 +25,7 @@ from recoup.jobs.schedule_model import NewSchedule
 from recoup.jobs.store import MAX_PAGE, JobPage, latest_per_job
 from recoup.storage.job_rows import encode_cursor
 
-# The schema's ceiling on max_attempts (CHECK max_attempts BETWEEN 1 AND 100, as `RetryPolicy`
+# The schema's ceiling on max_attempts (CHECK max_attempts BETWEEN 1 AND 100, as `BackoffPolicy`
 # validates it): the most attempts a rescue may grant a job whose workers keep vanishing.
 ATTEMPTS_CEILING = 100
 LOST_ERROR = "lease expired: worker {worker} stopped heartbeating"

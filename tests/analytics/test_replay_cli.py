@@ -250,3 +250,18 @@ def test_rows_outside_the_accepted_years_are_bad_rows_by_line(
     for line in (3, 4, 5):
         assert f"line {line}: failed_at" in err
     assert "Traceback" not in err
+
+
+def test_a_skipped_row_with_an_unknown_country_does_not_stop_the_others(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    failures = tmp_path / "f.csv"
+    failures.write_text(
+        "invoice_id,failed_at,timezone,country\n"
+        "inv_1,2026-06-23T15:00:00Z,America/Chicago,US\n"
+        "inv_2,2026-06-23T15:00:00Z,America/Chicago,XX\n"
+    )
+    code, out, err = run(capsys, "replay", str(failures), "--json")
+    assert code == 0, err
+    assert json.loads(out)["invoices"] == 1
+    assert "line 3: country 'XX'" in err

@@ -169,3 +169,11 @@ def test_client_errors_are_not_retried(no_backoff_sleep: list[float]) -> None:
     ):
         recoup.create_job(TARGET, delay_seconds=1)
     assert caught.value.fields == ["name"] and len(seen) == 1 and no_backoff_sleep == []
+
+
+def test_client_errors_are_the_domain_errors_too() -> None:
+    from recoup.client import ConflictError, NotFoundError
+    from recoup.errors import Conflict, NotFound
+
+    assert issubclass(NotFoundError, NotFound) and issubclass(ConflictError, Conflict)
+    assert NotFoundError(404, "no job").status == 404

@@ -6,7 +6,7 @@ from collections import Counter
 
 from prometheus_client import generate_latest
 
-from recoup.api.metrics import FINAL_TTL, LIVE_TTL, JobMetrics
+from recoup.jobs.metrics import FINAL_TTL, LIVE_TTL, JobMetrics
 from recoup.jobs.model import JobState
 
 

@@ -4,7 +4,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from recoup.errors import InvalidInput
-from recoup.jobs.model import NewJob, PythonTarget, RetryPolicy, new_id
+from recoup.jobs.model import BackoffPolicy, NewJob, PythonTarget, new_id
 
 
 def test_job_ids_are_uuid7_in_canonical_text_and_ordered_by_creation() -> None:
@@ -38,5 +38,5 @@ def test_a_job_refuses_a_naive_run_at() -> None:
 )
 def test_a_retry_policy_names_the_field_it_refuses(kwargs: dict[str, object], field: str) -> None:
     with pytest.raises(InvalidInput) as caught:
-        RetryPolicy(**kwargs)  # type: ignore[arg-type]
+        BackoffPolicy(**kwargs)  # type: ignore[arg-type]
     assert caught.value.field == field

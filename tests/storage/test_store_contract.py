@@ -18,13 +18,13 @@ from hypothesis import strategies as st
 
 from recoup.errors import Conflict, InvalidInput
 from recoup.jobs.model import (
+    BackoffPolicy,
     Completion,
     HttpTarget,
     Job,
     JobState,
     NewJob,
     PythonTarget,
-    RetryPolicy,
     Run,
     RunOutcome,
     Tenant,
@@ -101,7 +101,7 @@ def test_an_inserted_job_reads_back_field_for_field(store: Store) -> None:
         ),
         payload={"invoice": "in_1", "items": [1, 2.5, None, True]},
         idempotency_key="key-1",
-        retry=RetryPolicy(
+        retry=BackoffPolicy(
             max_attempts=3, min_backoff=timedelta(seconds=2), max_backoff=timedelta(minutes=5)
         ),
         timeout=timedelta(seconds=12.5),
@@ -306,7 +306,7 @@ def test_a_retry_reschedules_at_its_instant_and_the_next_claim_counts_the_attemp
 
 
 def test_a_retry_with_attempts_spent_fails_the_job(store: Store) -> None:
-    inserted = store.insert(job(retry=RetryPolicy(max_attempts=1)), now=T0)
+    inserted = store.insert(job(retry=BackoffPolicy(max_attempts=1)), now=T0)
     (claimed,) = claim(store)
     store.complete_many(
         [report(claimed, RunOutcome.RETRY, retry_at=T0 + SECOND, error="boom")], now=T0
@@ -497,7 +497,7 @@ def test_an_expired_lease_is_rescued_with_a_lost_run(store: Store) -> None:
 
 def test_a_lost_attempt_never_consumes_the_last_attempt(store: Store) -> None:
     # A worker killed before it started its claimed job must not fail that job.
-    inserted = store.insert(job(retry=RetryPolicy(max_attempts=1)), now=T0)
+    inserted = store.insert(job(retry=BackoffPolicy(max_attempts=1)), now=T0)
     claim(store, worker="crashed")
     later = T0 + timedelta(hours=1)
     assert store.rescue_expired(now=later) == [inserted.id]
@@ -517,7 +517,7 @@ def test_a_lost_attempt_never_consumes_the_last_attempt(store: Store) -> None:
 
 def test_a_job_lost_on_its_hundredth_attempt_fails(store: Store) -> None:
     # The ceiling of 100 attempts bounds a job that kills every worker running it.
-    inserted = store.insert(job(retry=RetryPolicy(max_attempts=100)), now=T0)
+    inserted = store.insert(job(retry=BackoffPolicy(max_attempts=100)), now=T0)
     now = T0
     for _ in range(100):
         claim(store, now=now)
@@ -819,7 +819,7 @@ def occurrence(schedule_id: str, at: datetime) -> NewJob:
 
 
 def test_a_schedule_reads_back_and_its_name_is_unique_while_it_exists(store: Store) -> None:
-    new = schedule(payload={"a": 1}, retry=RetryPolicy(max_attempts=2))
+    new = schedule(payload={"a": 1}, retry=BackoffPolicy(max_attempts=2))
     created = store.insert_schedule(new, next_fire_at=T0, now=T0)
     assert created == store.get_schedule("default", new.id)
     assert created.rule == new.rule and created.target == new.target

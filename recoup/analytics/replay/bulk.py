@@ -222,7 +222,13 @@ def replay_failures(
     verdicts = _verdicts(rows, policy, table)
     kind = verdicts.kind.copy()
     soft = np.flatnonzero(kind == RETRY)
-    calendars = [customer_calendar(policy, c or None) for c in rows.countries]
+    # Only the countries of the rows kept: a skipped row's unknown country (refused when the
+    # file was read) must not stop the replay of the others.
+    used = set(np.unique(rows.country).tolist())
+    calendars = [
+        customer_calendar(policy, (c or None) if code in used else None)
+        for code, c in enumerate(rows.countries)
+    ]
     cal_keys: dict[tuple[frozenset[int], str | None], int] = {}
     cal_code = np.array(
         [cal_keys.setdefault((c.weekend, c.country), len(cal_keys)) for c in calendars] or [0],

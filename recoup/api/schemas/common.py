@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue
 
 from recoup.errors import InvalidInput
-from recoup.jobs.model import HttpMethod, HttpTarget, RetryPolicy, Target
+from recoup.jobs.model import BackoffPolicy, HttpMethod, HttpTarget, Target
 
 
 class ExactlyOne(InvalidInput):
@@ -74,8 +74,8 @@ class RetryIn(StrictModel):
     min_backoff_seconds: float = Field(default=1.0, ge=0.1, le=7 * 86_400)
     max_backoff_seconds: float = Field(default=3600.0, ge=0.1, le=7 * 86_400)
 
-    def to_policy(self) -> RetryPolicy:
-        return RetryPolicy(
+    def to_policy(self) -> BackoffPolicy:
+        return BackoffPolicy(
             max_attempts=self.max_attempts,
             min_backoff=timedelta(seconds=self.min_backoff_seconds),
             max_backoff=timedelta(seconds=self.max_backoff_seconds),
@@ -109,7 +109,7 @@ class RetryOut(BaseModel):
     max_backoff_seconds: float
 
     @classmethod
-    def of(cls, policy: RetryPolicy) -> RetryOut:
+    def of(cls, policy: BackoffPolicy) -> RetryOut:
         return cls(
             max_attempts=policy.max_attempts,
             min_backoff_seconds=policy.min_backoff.total_seconds(),

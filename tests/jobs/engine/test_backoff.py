@@ -15,12 +15,12 @@ from recoup.jobs.backoff import (
     backoff_delay,
     parse_retry_after,
 )
-from recoup.jobs.model import RetryPolicy
+from recoup.jobs.model import BackoffPolicy
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
 policies = st.builds(
-    lambda lo, extra, jitter: RetryPolicy(
+    lambda lo, extra, jitter: BackoffPolicy(
         max_attempts=100,
         min_backoff=timedelta(seconds=lo),
         max_backoff=timedelta(seconds=lo + extra),
@@ -34,7 +34,7 @@ policies = st.builds(
 
 @given(policies, st.integers(min_value=1, max_value=200), st.integers())
 def test_every_delay_lies_between_min_and_max_backoff(
-    policy: RetryPolicy, attempt: int, seed: int
+    policy: BackoffPolicy, attempt: int, seed: int
 ) -> None:
     delay = backoff_delay(policy, attempt, rng=random.Random(seed))
     assert policy.min_backoff <= delay <= policy.max_backoff
@@ -43,13 +43,13 @@ def test_every_delay_lies_between_min_and_max_backoff(
 
 @given(policies, st.integers(min_value=1, max_value=199))
 def test_the_ceiling_never_shrinks_from_one_attempt_to_the_next(
-    policy: RetryPolicy, attempt: int
+    policy: BackoffPolicy, attempt: int
 ) -> None:
     assert backoff_ceiling(policy, attempt) <= backoff_ceiling(policy, attempt + 1)
 
 
 @given(policies, st.integers(min_value=1, max_value=60), st.integers())
-def test_the_same_seed_gives_the_same_delay(policy: RetryPolicy, attempt: int, seed: int) -> None:
+def test_the_same_seed_gives_the_same_delay(policy: BackoffPolicy, attempt: int, seed: int) -> None:
     first = backoff_delay(policy, attempt, rng=random.Random(seed))
     assert first == backoff_delay(policy, attempt, rng=random.Random(seed))
 
@@ -61,7 +61,7 @@ def test_the_same_seed_gives_the_same_delay(policy: RetryPolicy, attempt: int, s
     st.integers(),
 )
 def test_retry_after_is_a_lower_bound_up_to_its_limit(
-    policy: RetryPolicy, attempt: int, retry_after_s: float, seed: int
+    policy: BackoffPolicy, attempt: int, retry_after_s: float, seed: int
 ) -> None:
     retry_after = timedelta(seconds=retry_after_s)
     delay = backoff_delay(policy, attempt, rng=random.Random(seed), retry_after=retry_after)
@@ -72,7 +72,7 @@ def test_retry_after_is_a_lower_bound_up_to_its_limit(
 
 
 def test_without_jitter_the_delay_doubles_from_min_backoff_up_to_the_cap() -> None:
-    policy = RetryPolicy(
+    policy = BackoffPolicy(
         min_backoff=timedelta(seconds=2), max_backoff=timedelta(seconds=20), jitter=False
     )
     delays = [backoff_delay(policy, n).total_seconds() for n in range(1, 7)]
@@ -81,7 +81,7 @@ def test_without_jitter_the_delay_doubles_from_min_backoff_up_to_the_cap() -> No
 
 def test_with_jitter_the_first_retry_is_spread_over_min_backoff_to_twice_it() -> None:
     # A thousand jobs that failed together (one target's outage) must not retry in lockstep.
-    policy = RetryPolicy(min_backoff=timedelta(seconds=3), max_backoff=timedelta(minutes=5))
+    policy = BackoffPolicy(min_backoff=timedelta(seconds=3), max_backoff=timedelta(minutes=5))
     rng = random.Random(7)
     delays = [backoff_delay(policy, 1, rng=rng).total_seconds() for _ in range(1000)]
     assert all(3 <= d <= 6 for d in delays)
@@ -91,7 +91,7 @@ def test_with_jitter_the_first_retry_is_spread_over_min_backoff_to_twice_it() ->
 
 @given(policies, st.integers(min_value=1, max_value=12), st.integers())
 def test_a_jittered_delay_lies_between_min_backoff_and_min_backoff_times_two_to_the_n(
-    policy: RetryPolicy, attempt: int, seed: int
+    policy: BackoffPolicy, attempt: int, seed: int
 ) -> None:
     delay = backoff_delay(policy, attempt, rng=random.Random(seed))
     top = min(policy.max_backoff, policy.min_backoff * 2**attempt)
@@ -102,13 +102,13 @@ def test_a_jittered_delay_lies_between_min_backoff_and_min_backoff_times_two_to_
 
 
 def test_huge_attempt_numbers_do_not_overflow() -> None:
-    policy = RetryPolicy(min_backoff=timedelta(seconds=1), max_backoff=timedelta(hours=1))
+    policy = BackoffPolicy(min_backoff=timedelta(seconds=1), max_backoff=timedelta(hours=1))
     assert backoff_ceiling(policy, 10**6) == timedelta(hours=1)
 
 
 def test_attempt_numbers_start_at_one() -> None:
     with pytest.raises(ValueError):
-        backoff_ceiling(RetryPolicy(), 0)
+        backoff_ceiling(BackoffPolicy(), 0)
 
 
 @pytest.mark.parametrize(

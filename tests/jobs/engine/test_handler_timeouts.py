@@ -11,14 +11,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry
-from recoup.jobs.model import JobState, PythonTarget, RetryPolicy, RunOutcome
+from recoup.jobs.model import BackoffPolicy, JobState, PythonTarget, RunOutcome
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.worker import Worker
 from recoup.timekeeping.clock import VirtualClock
 
 START = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
-RETRY = RetryPolicy(max_attempts=3, min_backoff=timedelta(seconds=1))
+RETRY = BackoffPolicy(max_attempts=3, min_backoff=timedelta(seconds=1))
 TIMEOUT = timedelta(seconds=0.2)
 
 

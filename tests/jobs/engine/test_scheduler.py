@@ -159,7 +159,7 @@ def test_the_exported_names_are_the_intended_ones() -> None:
             "NewSchedule",
             "PermanentError",
             "PythonTarget",
-            "RetryPolicy",
+            "BackoffPolicy",
             "Rule",
             "Run",
             "RunOutcome",

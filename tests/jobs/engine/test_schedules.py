@@ -12,7 +12,7 @@ import pytest
 
 from recoup.errors import Conflict, InvalidInput
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry
-from recoup.jobs.model import JobState, PythonTarget, RetryPolicy
+from recoup.jobs.model import BackoffPolicy, JobState, PythonTarget
 from recoup.jobs.schedule_model import AnchorRule, CronRule, MissedPolicy, NewSchedule, Schedule
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.schedules import occurrence_name, plan_advance
@@ -292,7 +292,7 @@ def schedule_at(
         rule=CronRule(expression=expression, timezone="UTC"),
         target=TARGET,
         payload=None,
-        retry=RetryPolicy(),
+        retry=BackoffPolicy(),
         timeout=timedelta(seconds=30),
         missed=missed,
         paused=False,

@@ -14,11 +14,11 @@ from standardwebhooks import Webhook
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry, PermanentError
 from recoup.jobs.model import (
     RESPONSE_EXCERPT_LIMIT,
+    BackoffPolicy,
     HttpTarget,
     Job,
     JobState,
     PythonTarget,
-    RetryPolicy,
 )
 from recoup.jobs.ssrf import SsrfGuard, TargetRefused
 from recoup.jobs.targets import (
@@ -45,7 +45,7 @@ def make_job(target: Any, **changes: Any) -> Job:
         "target": target,
         "payload": None,
         "idempotency_key": None,
-        "retry": RetryPolicy(),
+        "retry": BackoffPolicy(),
         "timeout": timedelta(seconds=5),
         "keep_for": None,
         "schedule_id": None,

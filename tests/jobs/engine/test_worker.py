@@ -14,7 +14,7 @@ from standardwebhooks import Webhook
 
 from recoup.errors import NotFound
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry, PermanentError
-from recoup.jobs.model import HttpTarget, JobState, PythonTarget, RetryPolicy, RunOutcome
+from recoup.jobs.model import BackoffPolicy, HttpTarget, JobState, PythonTarget, RunOutcome
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.store import ClaimParams
@@ -24,7 +24,7 @@ from tests.jobs.engine.support import SECRET, Database, Receiver, Reply
 from tests.support import DEADLINE, ManualElapsed, eventually, wait_until
 
 START = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
-FAST_RETRY = RetryPolicy(
+FAST_RETRY = BackoffPolicy(
     max_attempts=5, min_backoff=timedelta(seconds=1), max_backoff=timedelta(seconds=10)
 )
 OPEN = SsrfGuard(allow_private=True)
@@ -127,7 +127,7 @@ def test_when_attempts_are_spent_the_job_fails(jobstore: Any, receiver: Receiver
     scheduler, worker, clock = virtual(jobstore)
     job = scheduler.enqueue(
         HttpTarget(url=receiver.url),
-        retry=RetryPolicy(max_attempts=2, min_backoff=timedelta(seconds=1)),
+        retry=BackoffPolicy(max_attempts=2, min_backoff=timedelta(seconds=1)),
     )
     for _ in range(3):
         worker.drain()

@@ -10,14 +10,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry
-from recoup.jobs.model import JobState, NewJob, PythonTarget, RetryPolicy, RunOutcome
+from recoup.jobs.model import BackoffPolicy, JobState, NewJob, PythonTarget, RunOutcome
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
 from tests.support import wait_until
 
 OPEN = SsrfGuard(allow_private=True)
-ONCE = RetryPolicy(max_attempts=1)
-FAST_RETRY = RetryPolicy(
+ONCE = BackoffPolicy(max_attempts=1)
+FAST_RETRY = BackoffPolicy(
     max_attempts=5, min_backoff=timedelta(seconds=30), max_backoff=timedelta(seconds=60)
 )
 

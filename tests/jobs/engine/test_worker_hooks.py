@@ -10,15 +10,15 @@ from typing import Any
 import pytest
 from prometheus_client import generate_latest
 
-from recoup.api.metrics import JobMetrics
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry, PermanentError
-from recoup.jobs.model import Job, PythonTarget, RetryPolicy, Run, RunOutcome
+from recoup.jobs.metrics import JobMetrics
+from recoup.jobs.model import BackoffPolicy, Job, PythonTarget, Run, RunOutcome
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.worker import Worker
 from recoup.timekeeping.clock import VirtualClock
 
 START = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
-RETRY_ONCE = RetryPolicy(
+RETRY_ONCE = BackoffPolicy(
     max_attempts=2, min_backoff=timedelta(seconds=1), max_backoff=timedelta(seconds=1)
 )
 

@@ -19,7 +19,7 @@ from typing import IO, Any
 import pytest
 from standardwebhooks import Webhook
 
-from recoup.jobs.model import HttpTarget, JobState, RetryPolicy, RunOutcome
+from recoup.jobs.model import BackoffPolicy, HttpTarget, JobState, RunOutcome
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
 from tests.jobs.engine.support import SECRET, Database, Receiver, Reply
@@ -89,7 +89,7 @@ def test_kill_9_mid_attempt_loses_no_job_and_it_completes_once(
     scheduler = Scheduler(jobstore, ssrf=SsrfGuard(allow_private=True))
     job = scheduler.enqueue(
         HttpTarget(url=receiver.url, body={"invoice": "inv_9"}),
-        retry=RetryPolicy(max_attempts=5, min_backoff=timedelta(seconds=0.1)),
+        retry=BackoffPolicy(max_attempts=5, min_backoff=timedelta(seconds=0.1)),
         timeout=timedelta(seconds=60),
     )
     first = start_worker()

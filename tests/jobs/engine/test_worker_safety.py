@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry
-from recoup.jobs.model import JobState, NewJob, PythonTarget, RetryPolicy, RunOutcome
+from recoup.jobs.model import BackoffPolicy, JobState, NewJob, PythonTarget, RunOutcome
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.store import ClaimParams
@@ -25,8 +25,8 @@ from tests.support import DEADLINE, ManualElapsed, eventually, wait_until
 
 OPEN = SsrfGuard(allow_private=True)
 START = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
-ONCE = RetryPolicy(max_attempts=1)
-FAST_RETRY = RetryPolicy(
+ONCE = BackoffPolicy(max_attempts=1)
+FAST_RETRY = BackoffPolicy(
     max_attempts=5, min_backoff=timedelta(seconds=1), max_backoff=timedelta(seconds=10)
 )
 

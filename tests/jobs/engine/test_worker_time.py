@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry
-from recoup.jobs.model import NewJob, PythonTarget, RetryPolicy, RunOutcome
+from recoup.jobs.model import BackoffPolicy, NewJob, PythonTarget, RunOutcome
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.test_clock import TestClock
@@ -85,7 +85,7 @@ def test_the_lease_watchdog_counts_elapsed_time_not_due_time(jobstore: Any) -> N
     scheduler = Scheduler(Refusing(jobstore), clock=clock, ssrf=OPEN)
     lease = timedelta(seconds=30)
     worker = scheduler.worker(handlers=registry, elapsed=elapsed, lease=lease)
-    job = scheduler.enqueue(PythonTarget(handler="long"), retry=RetryPolicy(max_attempts=3))
+    job = scheduler.enqueue(PythonTarget(handler="long"), retry=BackoffPolicy(max_attempts=3))
 
     async def scenario() -> None:
         async with worker.session():

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from recoup.jobs.model import Job, JobState, PythonTarget, RetryPolicy, RunOutcome
+from recoup.jobs.model import BackoffPolicy, Job, JobState, PythonTarget, RunOutcome
 from recoup.jobs.targets import AttemptOutcome, AttemptResult
 from recoup.jobs.worker import WorkerConfig, completion_for
 
@@ -17,7 +17,7 @@ Outcome = tuple[RunOutcome, datetime | None, str | None]  # a run's outcome, ret
 
 START = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 ENDED = START + timedelta(seconds=2)
-NO_JITTER = RetryPolicy(
+NO_JITTER = BackoffPolicy(
     max_attempts=3,
     min_backoff=timedelta(seconds=10),
     max_backoff=timedelta(minutes=5),
@@ -25,7 +25,7 @@ NO_JITTER = RetryPolicy(
 )
 
 
-def job(attempts: int, retry: RetryPolicy = NO_JITTER) -> Job:
+def job(attempts: int, retry: BackoffPolicy = NO_JITTER) -> Job:
     return Job(
         id="job_1",
         tenant="default",
@@ -49,7 +49,7 @@ def job(attempts: int, retry: RetryPolicy = NO_JITTER) -> Job:
     )
 
 
-def complete(attempts: int, result: AttemptResult, retry: RetryPolicy = NO_JITTER) -> Outcome:
+def complete(attempts: int, result: AttemptResult, retry: BackoffPolicy = NO_JITTER) -> Outcome:
     completion = completion_for(
         job(attempts, retry),
         result,
@@ -114,7 +114,7 @@ def test_a_completion_carries_the_attempt_its_instants_and_the_worker() -> None:
 
 
 def test_jitter_comes_from_the_rng_it_is_given() -> None:
-    jittered = RetryPolicy(max_attempts=5, min_backoff=timedelta(seconds=1))
+    jittered = BackoffPolicy(max_attempts=5, min_backoff=timedelta(seconds=1))
     retry = AttemptResult(AttemptOutcome.RETRY)
     first = complete(3, retry, jittered)[1]
     assert first == complete(3, retry, jittered)[1]  # the same seed, the same instant

@@ -1,0 +1,176 @@
+"""What the invoice lifecycle takes and gives: messages in (an attempt's outcome, a payment,
+a card update, a deadline), commands out (schedule, cancel, deadline), and the records a
+transition needs (the opening failure, the planning context)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from recoup.dunning.invoice import (
+    AttemptRecord,
+    Invoice,
+    InvoiceEvent,
+)
+from recoup.dunning.limits import CardAttempt
+from recoup.dunning.planner import Failure
+from recoup.dunning.policy import DunningPolicy
+from recoup.errors import InvalidInput
+from recoup.timekeeping.instants import require_aware
+
+ReportedOutcome = Literal[
+    "succeeded", "failed", "already_handled", "pending", "awaiting_report", "errored"
+]
+REPORTED_OUTCOMES: tuple[ReportedOutcome, ...] = (
+    "succeeded",
+    "failed",
+    "already_handled",
+    "pending",
+    "awaiting_report",
+    "errored",
+)
+
+
+# -- messages in ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class AttemptReported:
+    """What the charge endpoint answered for attempt `attempt` (or what was reported later)."""
+
+    attempt: int
+    outcome: ReportedOutcome
+    at: datetime  # when the answer arrived
+    decline_code: str | None = None
+    advice_code: str | None = None
+    detail: str | None = None  # for `errored`: what the endpoint said
+
+    def __post_init__(self) -> None:
+        require_aware("at", self.at)
+        if self.outcome not in REPORTED_OUTCOMES:
+            raise InvalidInput("outcome", self.outcome, f"expected one of {REPORTED_OUTCOMES}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PaidOutOfBand:
+    at: datetime
+
+    def __post_init__(self) -> None:
+        require_aware("at", self.at)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PaymentMethodUpdated:
+    at: datetime
+
+    def __post_init__(self) -> None:
+        require_aware("at", self.at)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeadlinePassed:
+    """The invoice's deadline job ran: an invoice still awaiting its customer is exhausted."""
+
+    at: datetime
+
+    def __post_init__(self) -> None:
+        require_aware("at", self.at)
+
+
+Message = AttemptReported | PaidOutOfBand | PaymentMethodUpdated | DeadlinePassed
+
+
+# -- commands out --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScheduleAttempt:
+    attempt: AttemptRecord
+
+
+@dataclass(frozen=True, kw_only=True)
+class CancelAttempt:
+    attempt: AttemptRecord
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScheduleDeadline:
+    """Run the invoice's deadline check at `at` (the customer has until then)."""
+
+    at: datetime
+
+
+Command = ScheduleAttempt | CancelAttempt | ScheduleDeadline
+
+
+@dataclass(frozen=True, kw_only=True)
+class Transition:
+    invoice: Invoice
+    events: tuple[InvoiceEvent, ...]
+    commands: tuple[Command, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Planning:
+    """What a re-plan needs besides the invoice: the policy it was planned with and the card's
+    other attempts (network limits)."""
+
+    policy: DunningPolicy
+    history: Sequence[CardAttempt] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Opening:
+    """A reported failure with everything `open_invoice` stores about it."""
+
+    tenant: str
+    invoice_id: str
+    customer_id: str
+    amount: int
+    currency: str
+    failed_at: datetime
+    timezone: str
+    country: str | None
+    decline_code: str | None
+    advice_code: str | None
+    card_fingerprint: str | None
+    card_network: str | None
+    gateway: str | None
+    merchant_id: str | None
+    charge_url: str
+    policy: DunningPolicy
+
+    def failure(self) -> Failure:
+        return Failure(
+            invoice=self.invoice_id,
+            failed_at=self.failed_at,
+            timezone=self.timezone,
+            country=self.country,
+            decline_code=self.decline_code,
+            advice_codes=(self.advice_code,) if self.advice_code else (),
+            card=self.card_fingerprint,
+            network=self.card_network,
+            gateway=self.gateway,
+            merchant_id=self.merchant_id,
+            amount=self.amount,
+        )
+
+
+__all__ = [
+    "REPORTED_OUTCOMES",
+    "AttemptReported",
+    "CancelAttempt",
+    "Command",
+    "DeadlinePassed",
+    "Message",
+    "Opening",
+    "PaidOutOfBand",
+    "PaymentMethodUpdated",
+    "Planning",
+    "ReportedOutcome",
+    "ScheduleAttempt",
+    "ScheduleDeadline",
+    "Transition",
+]

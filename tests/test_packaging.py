@@ -1,0 +1,173 @@
+"""What a user starts with: the names `recoup` exports, and a core that runs without extras.
+
+The core (the embedded SQLite scheduler, the time and dunning cores, the dunning runtime on
+SQLite, the receiver on SQLite, and the commands that use only those) must run with none of
+the extras installed: each check runs in a fresh interpreter in which importing an extra's
+package fails, as it would where it was never installed."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+import textwrap
+import tomllib
+from pathlib import Path
+
+import recoup
+
+ROOT = Path(__file__).parent.parent
+EXTRAS_ONLY = (
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "psycopg",
+    "psycopg_pool",
+    "numpy",
+    "prometheus_client",
+    "matplotlib",
+)
+BLOCKER = f"""
+import importlib.abc, sys
+class Missing(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {EXTRAS_ONLY!r}:
+            raise ModuleNotFoundError(f"No module named {{name!r}} (an extra)", name=name)
+        return None
+sys.meta_path.insert(0, Missing())
+"""
+
+
+def run_without_extras(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    script = BLOCKER + textwrap.dedent(code)
+    return subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_recoup_exports_the_names_a_user_starts_with() -> None:
+    assert recoup.__all__ == [
+        "BackoffPolicy",
+        "Conflict",
+        "Dunning",
+        "DunningPolicy",
+        "Failure",
+        "FailureReport",
+        "HandlerContext",
+        "HandlerRegistry",
+        "HttpTarget",
+        "InvalidInput",
+        "NotFound",
+        "PermanentError",
+        "PythonTarget",
+        "RecoupError",
+        "Scheduler",
+        "SystemClock",
+        "VirtualClock",
+        "__version__",
+        "dunning_runtime",
+        "open_store",
+        "parse_policy",
+        "plan_retries",
+        "preset",
+    ]
+    from recoup.jobs.scheduler import Scheduler
+    from recoup.storage import open_store
+
+    assert recoup.Scheduler is Scheduler and recoup.open_store is open_store
+    for name in recoup.__all__:
+        assert getattr(recoup, name) is not None
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    try:
+        recoup.Nope  # type: ignore[attr-defined]  # noqa: B018
+    except AttributeError as exc:
+        assert "Nope" in str(exc)
+    else:
+        raise AssertionError("recoup.Nope resolved")
+
+
+def test_the_core_dependencies_hold_no_extra() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    core = " ".join(project["dependencies"]).lower()
+    for extra in ("fastapi", "uvicorn", "psycopg", "numpy", "prometheus", "matplotlib"):
+        assert extra not in core
+    assert set(project["optional-dependencies"]) >= {"postgres", "api", "replay", "all", "dev"}
+
+
+def test_the_embedded_scheduler_and_dunning_run_without_any_extra(tmp_path: Path) -> None:
+    done = run_without_extras(
+        """
+        from datetime import timedelta
+        from recoup import HandlerRegistry, PythonTarget, Scheduler, open_store, VirtualClock
+        from recoup import Dunning, FailureReport, plan_retries, Failure, preset
+        import recoup.receiver  # the receiver on SQLite needs no driver
+        from datetime import UTC, datetime
+        clock = VirtualClock(datetime(2026, 6, 23, 15, tzinfo=UTC))
+        store = open_store("sqlite:///core.db")
+        scheduler = Scheduler(store, clock=clock)
+        ran = []
+        handlers = HandlerRegistry()
+        handlers.add("note", lambda ctx: ran.append(ctx.payload))
+        scheduler.enqueue(PythonTarget(handler="note"), payload={"n": 1})
+        scheduler.worker(handlers=handlers).drain()
+        assert ran == [{"n": 1}], ran
+        failure = Failure(invoice="inv_1", failed_at=clock.now(), timezone="America/Chicago",
+                          decline_code="insufficient_funds")
+        decision = plan_retries(failure, preset("business-days"))
+        assert len(decision.attempts) == 4
+        print("ok")
+        """,
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
+
+
+def test_the_core_commands_run_without_any_extra(tmp_path: Path) -> None:
+    done = run_without_extras(
+        """
+        from recoup.cli import main
+        codes = [
+            main(["renewals", "--anchor", "2026-01-31T09:00", "--timezone", "America/New_York",
+                  "--count", "3", "--json"]),
+            main(["plan", "--invoice", "inv_1", "--failed-at", "2026-06-23T15:00:00Z",
+                  "--timezone", "America/Chicago", "--json"]),
+        ]
+        print(codes)
+        """,
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[0, 0]"
+
+
+def test_a_command_that_needs_an_extra_says_which(tmp_path: Path) -> None:
+    failures = tmp_path / "f.csv"
+    failures.write_text("invoice_id,failed_at,timezone\\ninv_1,2026-06-23T15:00:00Z,UTC\\n")
+    done = run_without_extras(
+        """
+        import sys
+        from recoup.cli import main
+        sys.exit(main(["replay", "f.csv"]))
+        """,
+        tmp_path,
+    )
+    assert done.returncode == 1
+    assert "recoup[replay]" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_importing_recoup_loads_no_module_of_its_own_until_a_name_is_used() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, recoup; print(sorted(m for m in sys.modules if m.startswith('recoup.')))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stdout.strip() == "[]", done.stdout
+    assert importlib.import_module("recoup").__version__
