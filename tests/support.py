@@ -4,13 +4,20 @@ time that a test steps by hand (`ManualElapsed`, the worker's `elapsed=`)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import itertools
+import socket
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import uvicorn
 
 DEADLINE = 30.0  # seconds a test waits for a condition (a loaded machine is slow)
+STARTUP_TIMEOUT = 10.0  # seconds a test server may take to start or stop
 
 
 def wait_until(
@@ -81,3 +88,82 @@ class ManualElapsed:
 
 
 __all__ = ["DEADLINE", "ManualElapsed", "ManualTimer", "eventually", "wait_until"]
+
+
+def free_socket() -> socket.socket:
+    """A socket bound to a free port on 127.0.0.1 (bound before the server starts, so no other
+    process can take the port between choosing it and listening)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    return sock
+
+
+class PromptServer(uvicorn.Server):
+    """uvicorn that stops as soon as it is told. Its own main loop polls `should_exit` every
+    0.1 s and its shutdown sleeps 0.1 s more, which every test would pay at teardown: here the
+    loop waits on an event, and shutdown waits only for what is still running."""
+
+    _stop: asyncio.Event | None = None
+    _loop: asyncio.AbstractEventLoop | None = None
+
+    async def main_loop(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        await self.on_tick(0)
+        while not self.should_exit:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), 1.0)
+            await self.on_tick(1)  # refreshes the Date header; exits once should_exit is set
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for server in self.servers:
+            server.close()
+        for sock in sockets or []:
+            sock.close()
+        for connection in list(self.server_state.connections):
+            connection.shutdown()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wait_tasks_to_complete(), timeout=5.0)
+        if not self.force_exit:
+            await self.lifespan.shutdown()
+
+    def stop(self) -> None:
+        self.should_exit = True
+        loop, stop = self._loop, self._stop
+        if loop is not None and stop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(stop.set)
+
+
+class ServerThread:
+    """An ASGI app served by uvicorn on 127.0.0.1 in a daemon thread: real sockets, real
+    concurrency, and a teardown that takes milliseconds."""
+
+    def __init__(self, app: Any, *, lifespan: Literal["on", "off"] = "on") -> None:
+        self.sock = free_socket()
+        self.port = self.sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(
+            app, log_level="warning", lifespan=lifespan, timeout_keep_alive=5, ws="none"
+        )
+        self.server = PromptServer(config)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
+        )
+
+    def __enter__(self) -> ServerThread:
+        self.thread.start()
+        if (
+            not wait_until(
+                lambda: self.server.started or not self.thread.is_alive(), STARTUP_TIMEOUT
+            )
+            or not self.server.started
+        ):
+            raise RuntimeError("the test server did not start")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.stop()
+        self.thread.join(STARTUP_TIMEOUT)
+        self.sock.close()

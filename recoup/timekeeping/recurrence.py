@@ -14,7 +14,7 @@ End-of-month rules (they matter only for month and year steps):
 - `last-day`: the anchor means "the last day of every month"; the anchor's own day of month is
   disregarded, so every occurrence (n = 0 included) falls on the last day of its month.
 
-Local wall times become instants through `zones.resolve_local` (DESIGN.md's rule: a time in a
+Local wall times become instants through `zones.resolve_local` (ARCHITECTURE.md's rule: a time in a
 spring-forward gap moves forward by the gap; a time in a fall-back fold is the earlier instant).
 
 The end of time: an occurrence past what `datetime` represents (year 9999, local or UTC) does

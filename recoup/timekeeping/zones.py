@@ -1,6 +1,6 @@
 """Wall-clock resolution: (local date-time, IANA zone) → UTC instant, in one place.
 
-The rule (DESIGN.md, "Semantics that must not drift"):
+The rule (ARCHITECTURE.md, "Semantics that must not drift"):
 
 - a wall time inside a spring-forward **gap** moves forward by the gap: 02:30 on a
   02:00→03:00 day is 03:30 local (RFC 5545 §3.3.5, "interpreted using the UTC offset before

@@ -8,9 +8,6 @@ concurrency included; targets on 127.0.0.1 are allowed explicitly (`allow_privat
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -18,7 +15,6 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from fastapi import FastAPI
 
 from recoup.api.app import ApiSettings, create_app
@@ -27,46 +23,11 @@ from recoup.storage import ApiTables, Store, open_api_tables
 from recoup.tenancy import issue_token, new_tenant
 from recoup.timekeeping.clock import SystemClock
 from tests.storage.conftest import backend, store
+from tests.support import ServerThread
 
 __all__ = ["backend", "store"]  # the per-backend fixtures, shared with tests/storage
 
 TARGET = "http://127.0.0.1:9/hook"  # never called: no worker runs in these tests
-STARTUP_TIMEOUT = 10.0  # seconds
-
-
-def free_socket() -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    return sock
-
-
-class ServerThread:
-    """uvicorn serving `app` on 127.0.0.1 in a daemon thread."""
-
-    def __init__(self, app: FastAPI) -> None:
-        self.sock = free_socket()
-        self.port = self.sock.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_keep_alive=5)
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(
-            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
-        )
-
-    def __enter__(self) -> ServerThread:
-        self.thread.start()
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("the test server did not start")
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(STARTUP_TIMEOUT)
-        self.sock.close()
 
 
 @dataclass(frozen=True)

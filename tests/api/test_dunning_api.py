@@ -18,8 +18,9 @@ from recoup.jobs.test_clock import TestClock
 from recoup.payments import SimulatedGateway
 from recoup.recovery.runtime import dunning_runtime
 from recoup.timekeeping.clock import VirtualClock
-from tests.api.conftest import Api, ServerThread, api_settings
+from tests.api.conftest import Api, api_settings
 from tests.recovery.conftest import ChargeSide
+from tests.support import ServerThread
 
 FAILURE: dict[str, Any] = {
     "invoice_id": "inv_1",

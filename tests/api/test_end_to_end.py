@@ -21,8 +21,8 @@ import pytest
 from standardwebhooks import Webhook
 
 from recoup.client import Client
-from tests.api.conftest import free_socket
 from tests.storage.conftest import Backend, Store
+from tests.support import free_socket
 
 STARTUP_TIMEOUT = 30.0  # seconds for `recoup serve` to answer /healthz
 RUNS_TIMEOUT = 30.0  # seconds for the three attempts to be logged

@@ -49,7 +49,7 @@ def test_the_exported_names_are_the_intended_ones() -> None:
 
 
 def test_the_dunning_package_reads_no_clock_environment_or_files() -> None:
-    # Pure layer (DESIGN.md): no clock, no environment, no I/O beyond package data.
+    # Pure layer (ARCHITECTURE.md, "Layers"): no clock, no environment, no I/O beyond package data.
     forbidden_modules = {"os", "time", "sqlite3", "psycopg", "httpx", "pathlib", "random"}
     forbidden_calls = {"now", "utcnow", "today", "open", "getenv"}
     package = Path(recoup.dunning.__file__).parent

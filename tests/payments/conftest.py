@@ -5,24 +5,20 @@ served by uvicorn on a free loopback port."""
 from __future__ import annotations
 
 import asyncio
-import socket
-import threading
-import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from starlette.types import ASGIApp
 
 from recoup.payments import ChargeRequest, SimulatedGateway, create_gateway_app
 from recoup.timekeeping.clock import VirtualClock
+from tests.support import ServerThread
 
 # A Tuesday, outside the payday windows of the 1st and the 15th (3 days each by default).
 START = datetime(2026, 12, 8, 9, 0, tzinfo=UTC)
-STARTUP_TIMEOUT = 10.0  # seconds
 IN_PROCESS_URL = "http://gateway.test"  # never resolved: requests go through the transport
 
 MakeRequest = Callable[..., ChargeRequest]
@@ -103,46 +99,9 @@ def in_process_client(gateway: SimulatedGateway) -> httpx.Client:
     return httpx.Client(transport=transport, base_url=IN_PROCESS_URL)
 
 
-def free_socket() -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    return sock
-
-
-class ServerThread:
-    """uvicorn serving a gateway's app in a daemon thread, on a socket bound beforehand (so no
-    other process can take the port between choosing it and listening)."""
-
-    def __init__(self, gateway: SimulatedGateway) -> None:
-        self.sock = free_socket()
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        config = uvicorn.Config(
-            create_gateway_app(gateway), log_level="warning", lifespan="off", ws="none"
-        )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(
-            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
-        )
-
-    def __enter__(self) -> ServerThread:
-        self.thread.start()
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("the gateway test server did not start")
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(STARTUP_TIMEOUT)
-        self.sock.close()
-
-
 @pytest.fixture
 def served(clock: VirtualClock) -> Iterator[tuple[SimulatedGateway, str]]:
     """A gateway that really sleeps, served on loopback: `(gateway, base_url)`."""
     gateway = SimulatedGateway(clock, seed=1)
-    with ServerThread(gateway) as server:
+    with ServerThread(create_gateway_app(gateway), lifespan="off") as server:
         yield gateway, server.url

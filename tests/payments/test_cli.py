@@ -12,7 +12,8 @@ import pytest
 
 from recoup.cli import main
 from recoup.payments import ChargeStatus, GatewayClient, ProviderUnavailable
-from tests.payments.conftest import free_socket, make_request
+from tests.payments.conftest import make_request
+from tests.support import free_socket
 
 STARTUP_TIMEOUT = 20.0  # seconds: a cold interpreter on a busy 2-core machine
 STOP_TIMEOUT = 10.0  # seconds

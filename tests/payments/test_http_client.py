@@ -25,10 +25,10 @@ from tests.payments.conftest import (
     IN_PROCESS_URL,
     START,
     RecordedSleep,
-    free_socket,
     in_process_client,
     make_request,
 )
+from tests.support import free_socket
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from typing import IO
 import httpx
 import pytest
 
-from tests.api.conftest import free_socket
+from tests.support import free_socket
 
 pytestmark = pytest.mark.slow
 

@@ -89,7 +89,7 @@ def instants_reading(local: datetime, tz: str) -> list[datetime]:
 
 
 def expected_instant(local: datetime, tz: str) -> datetime:
-    """DESIGN.md's rule computed independently: the earliest instant reading `local`; in a gap
+    """ARCHITECTURE.md's rule computed independently: the earliest instant reading `local`; in a gap
     (no instant reads it) the wall time read with the offset from before the gap, which lands
     the same distance past the gap."""
     readings = instants_reading(local, tz)

@@ -1,4 +1,4 @@
-"""The time core is pure (DESIGN.md "Time is an argument"): no clock, no environment, no I/O.
+"""The time core is pure (ARCHITECTURE.md, "Layers"): no clock, no environment, no I/O.
 
 `SystemClock.now` in clock.py is the one sanctioned reading of the system clock; every other
 module takes `now` (or a `Clock`) as an argument.
