@@ -164,17 +164,9 @@ def _on_attempt(b: Builder, msg: AttemptReported, planning: Planning) -> bool:
     if not record.state.is_open:
         if msg.outcome == "succeeded" and record.state is AttemptState.CANCELLED:
             # The attempt was cancelled (paid meanwhile, recovered by another attempt) while
-            # its request was in flight, and the charge went through: a double charge that the
-            # merchant must refund. Recorded once: the attempt is now `succeeded`.
-            b.set_attempt(replace(record, state=AttemptState.SUCCEEDED, reported_at=msg.at))
-            b.event(
-                "invoice.double_charged",
-                msg.at,
-                attempt=n,
-                recovered_by=inv.recovered_by,
-                amount=inv.amount,
-                currency=inv.currency,
-            )
+            # its request was in flight, and the charge went through. Recorded once: the
+            # attempt is now `succeeded`.
+            _double_charged(b, record, msg.at)
             return True
         return False
     match msg.outcome:
@@ -186,17 +178,10 @@ def _on_attempt(b: Builder, msg: AttemptReported, planning: Planning) -> bool:
             b.event(f"note.attempt_{msg.outcome}", msg.at, attempt=n)
             return True
         case "succeeded":
-            b.set_attempt(replace(record, state=AttemptState.SUCCEEDED, reported_at=msg.at))
             if inv.state is InvoiceState.RECOVERED:  # paid out of band while it ran
-                b.event(
-                    "invoice.double_charged",
-                    msg.at,
-                    attempt=n,
-                    recovered_by=inv.recovered_by,
-                    amount=inv.amount,
-                    currency=inv.currency,
-                )
+                _double_charged(b, record, msg.at)
                 return True
+            b.set_attempt(replace(record, state=AttemptState.SUCCEEDED, reported_at=msg.at))
             recover(b, msg.at, by=f"attempt:{n}", attempt=n)
             return True
         case "already_handled":
@@ -215,6 +200,20 @@ def _on_attempt(b: Builder, msg: AttemptReported, planning: Planning) -> bool:
             return _on_failed(b, record, msg, planning)
         case _:
             assert_never(msg.outcome)
+
+
+def _double_charged(b: Builder, record: AttemptRecord, at: datetime) -> None:
+    """A charge that landed for an invoice already recovered: the merchant must refund it."""
+    b.set_attempt(replace(record, state=AttemptState.SUCCEEDED, reported_at=at))
+    inv = b.invoice
+    b.event(
+        "invoice.double_charged",
+        at,
+        attempt=record.attempt,
+        recovered_by=inv.recovered_by,
+        amount=inv.amount,
+        currency=inv.currency,
+    )
 
 
 def _on_failed(b: Builder, record: AttemptRecord, msg: AttemptReported, planning: Planning) -> bool:
