@@ -319,7 +319,11 @@ def test_a_burst_due_at_one_instant_fires_together(jobstore: Any) -> None:
     assert len(lags) == 1000
     lags.sort()
     assert lags[0] >= 0
-    assert lags[989] < 0.25, lags[989]  # p99; the benchmark measures the real figure
+    # Fired together from memory, not one poll apart: the median within a quarter second and
+    # the p99 within a second even when the suite's other processes load both cores. The
+    # benchmark (bench/bench_scheduler.py) measures the real figures on a quiet machine.
+    assert lags[500] < 0.25, lags[500]
+    assert lags[989] < 1.0, lags[989]
 
 
 def test_graceful_stop_finishes_running_attempts_and_releases_the_rest(jobstore: Any) -> None:
