@@ -5,6 +5,11 @@ Every error leaves as `application/problem+json` with `type`, `title`, `status`,
 `http_status`; FastAPI's request validation errors and Starlette's 404/405 are reshaped; any
 other exception becomes a 500 that says nothing of the internals and is logged with its
 traceback on the server side only.
+
+A problem body cannot fail to encode: what it echoes of the request (a value, a field name
+made of the client's keys, a detail quoting either) has its lone UTF-16 surrogates replaced
+(U+FFFD) and is cut to `ECHO_LIMIT` characters with an ellipsis, by the models themselves, so
+every way of building a problem gets it.
 """
 
 from __future__ import annotations
@@ -12,15 +17,17 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 from collections.abc import Mapping, Sequence
 from http import HTTPStatus
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from pydantic import BaseModel, Field, JsonValue
+from pydantic import BaseModel, Field, JsonValue, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from recoup.errors import Conflict, InvalidInput, NotFound, RecoupError, StorageError
@@ -29,7 +36,20 @@ from recoup.jobs.ssrf import TargetRefused
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 TYPE_BASE = "urn:recoup:problem:"  # problem types are URNs: stable names, nothing to fetch
 
+SURROGATE_MESSAGE = "expected no lone UTF-16 surrogates (\\ud800-\\udfff)"
+ECHO_LIMIT = 200  # characters of a client's value (or key) echoed back in a problem
+DETAIL_LIMIT = 1000  # characters of a detail, which may quote a value and names the fields
+
 log = logging.getLogger("recoup.api")
+
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")  # what JSON can carry and UTF-8 cannot
+
+
+def echo(text: str, limit: int = ECHO_LIMIT) -> str:
+    """`text` fit to be echoed: lone surrogates replaced by U+FFFD, and at most `limit`
+    characters (the last an ellipsis when it was cut)."""
+    text = _LONE_SURROGATE.sub("\ufffd", text)
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
 
 class FieldError(BaseModel):
@@ -37,7 +57,20 @@ class FieldError(BaseModel):
         description="The invalid field, dotted (`target.url`, `retry.max_attempts`)."
     )
     message: str
-    value: JsonValue = Field(default=None, description="The value given, when it is short.")
+    value: JsonValue = Field(
+        default=None,
+        description=f"The value given, when it is a scalar; text cut to {ECHO_LIMIT} characters.",
+    )
+
+    @field_validator("field", "message")
+    @classmethod
+    def _echoable(cls, text: str) -> str:
+        return echo(text, DETAIL_LIMIT)
+
+    @field_validator("value")
+    @classmethod
+    def _echoable_value(cls, value: JsonValue) -> JsonValue:
+        return _short(value)
 
 
 class Problem(BaseModel):
@@ -49,6 +82,11 @@ class Problem(BaseModel):
     detail: str
     errors: list[FieldError] = Field(default_factory=list)
     rule: str | None = Field(default=None, description="The SSRF rule a refused target broke.")
+
+    @field_validator("detail")
+    @classmethod
+    def _echoable(cls, text: str) -> str:
+        return echo(text, DETAIL_LIMIT)
 
 
 class ApiProblem(Exception):
@@ -79,7 +117,9 @@ def problem_response(problem: Problem, headers: Mapping[str, str] | None = None)
     return Response(
         # allow_nan=False: a non-finite float must never leave as NaN (invalid JSON); `_short`
         # keeps them out, and this would fail loudly (a logged 500) rather than emit one.
-        json.dumps(body, ensure_ascii=False, allow_nan=False).encode(),
+        # errors="replace": the models have replaced lone surrogates already; should one be
+        # missed, it leaves as "?" rather than failing the answer.
+        json.dumps(body, ensure_ascii=False, allow_nan=False).encode(errors="replace"),
         status_code=problem.status,
         media_type=PROBLEM_MEDIA_TYPE,
         headers=dict(headers or {}),
@@ -87,15 +127,15 @@ def problem_response(problem: Problem, headers: Mapping[str, str] | None = None)
 
 
 def _short(value: object) -> JsonValue:
-    """The offending value if it is small and JSON-shaped; otherwise nothing (no echo of
-    large or odd payloads into error bodies). NaN and ±Infinity, which JSON cannot carry (a
+    """The offending value if it is a JSON scalar, text cut by `echo`; otherwise nothing (no
+    echo of arrays or objects into error bodies). NaN and ±Infinity, which JSON cannot carry (a
     body with them is invalid JSON), are echoed as their text: "nan", "inf", "-inf"."""
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
     if value is None or isinstance(value, bool | int | float):
         return value
     if isinstance(value, str):
-        return value if len(value) <= 200 else None
+        return echo(value)
     return None
 
 
@@ -109,7 +149,10 @@ def problem_for(exc: RecoupError) -> Problem:
             type=TYPE_BASE + ("target-refused" if rule else "invalid-input"),
             title=HTTPStatus(status).phrase,
             status=status,
-            detail=str(exc) if len(fields) == 1 else exc.allowed,
+            # Not str(exc), which quotes the whole value (a 5,000-character key, say).
+            detail=f"{exc.field}: {echo(repr(exc.value))} is not valid; {exc.allowed}"
+            if len(fields) == 1
+            else exc.allowed,
             errors=[
                 FieldError(field=field, message=exc.allowed, value=_short(exc.value))
                 for field in fields
@@ -151,7 +194,10 @@ def validation_problem(errors: Sequence[Any]) -> Problem:
             fields.append(FieldError(field="body", message="the body is not valid JSON"))
             continue
         value = None if kind == "missing" else _short(error.get("input"))
-        fields.append(FieldError(field=_field_of(loc), message=error.get("msg", ""), value=value))
+        # pydantic's own refusal of a lone surrogate (where a field's str reaches its core)
+        # says the same as the `Text` validator's where it does not.
+        message = SURROGATE_MESSAGE if kind == "string_unicode" else error.get("msg", "")
+        fields.append(FieldError(field=_field_of(loc), message=message, value=value))
     names = ", ".join(dict.fromkeys(f.field for f in fields)) or "the request"
     return Problem(
         type=TYPE_BASE + "invalid-input",
@@ -180,18 +226,39 @@ def install(app: FastAPI) -> None:
     async def on_http(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)
         status = exc.status_code
+        headers = exc.headers
+        if status == 405:
+            # Starlette's Allow names only the first route on the path; RFC 9110 asks for
+            # every method the resource serves, which OPTIONS answers too (204, no body).
+            allow = {"Allow": ", ".join(served_methods(request.app, request.scope))}
+            if request.method == "OPTIONS":
+                return Response(status_code=204, headers=allow)
+            headers = {**(headers or {}), **allow}
         phrase = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else ""
         detail = exc.detail if isinstance(exc.detail, str) else phrase
         # A chunked body cut off by `BodyLimitMiddleware` arrives here: the same problem type
         # as a body refused by its Content-Length.
         kind = TYPE_BASE + "body-too-large" if isinstance(exc, BodyTooLarge) else "about:blank"
         problem = Problem(type=kind, title=phrase, status=status, detail=detail)
-        return problem_response(problem, exc.headers)
+        return problem_response(problem, headers)
 
     app.add_exception_handler(ApiProblem, on_api_problem)
     app.add_exception_handler(RecoupError, on_recoup_error)
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(StarletteHTTPException, on_http)
+
+
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")  # OPTIONS: answered by `on_http`
+
+
+def served_methods(app: FastAPI, scope: Scope) -> list[str]:
+    """The methods some route of `app` serves at the path of `scope`, then OPTIONS."""
+    served = [
+        method
+        for method in _METHODS
+        if any(route.matches({**scope, "method": method})[0] == Match.FULL for route in app.routes)
+    ]
+    return [*served, "OPTIONS"]
 
 
 INTERNAL_ERROR = Problem(

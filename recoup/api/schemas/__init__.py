@@ -2,8 +2,8 @@
 `schedules`; /v1/dunning's are in `recoup.api.dunning_schemas`).
 
 Requests are strict (`extra="forbid"`: an unknown or misspelt field is an error naming it, never
-silently ignored; no string may hold NUL, which PostgreSQL cannot store); responses are plain
-models so /openapi.json describes every body.
+silently ignored; no string may hold NUL, which PostgreSQL cannot store, or a lone surrogate,
+which no UTF-8 encoder can); responses are plain models so /openapi.json describes every body.
 """
 
 from recoup.api.schemas.common import (

@@ -1,12 +1,15 @@
-"""What the /v1 models share: strict bodies free of NUL, targets, retry policies, health."""
+"""What the /v1 models share: strict bodies (no NUL, no lone surrogate), targets, retry
+policies, health."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue
 
+from recoup.api.problems import SURROGATE_MESSAGE
 from recoup.errors import InvalidInput
 from recoup.jobs.model import BackoffPolicy, HttpMethod, HttpTarget, Target
 
@@ -20,28 +23,35 @@ class ExactlyOne(InvalidInput):
         super().__init__(fields[0], None, f"expected exactly one of {names}")
 
 
-def _no_nul(value: str) -> str:
-    # PostgreSQL text cannot hold NUL; refused here, by field, on every backend alike.
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")  # JSON can carry them; UTF-8 cannot
+
+
+def _storable(value: str) -> str:
+    """Refuse what no store can hold, by field, on every backend alike: NUL (PostgreSQL text
+    cannot hold it) and lone UTF-16 surrogates (a JSON body may carry `\\ud800`, which Python
+    decodes into a str that no UTF-8 encoder, SQLite's, PostgreSQL's or ours, can encode)."""
     if "\x00" in value:
         raise ValueError("expected no NUL (\\x00) characters")
+    if _LONE_SURROGATE.search(value):
+        raise ValueError(SURROGATE_MESSAGE)
     return value
 
 
-def _no_nul_inside(value: JsonValue) -> JsonValue:
-    """`_no_nul` through a JSON value (strings, keys, nested arrays and objects)."""
+def _storable_inside(value: JsonValue) -> JsonValue:
+    """`_storable` through a JSON value (strings, keys, nested arrays and objects)."""
     if isinstance(value, str):
-        _no_nul(value)
+        _storable(value)
     elif isinstance(value, list):
         for item in value:
-            _no_nul_inside(item)
+            _storable_inside(item)
     elif isinstance(value, dict):
         for key, item in value.items():
-            _no_nul(key)
-            _no_nul_inside(item)
+            _storable(key)
+            _storable_inside(item)
     return value
 
 
-Text = Annotated[str, AfterValidator(_no_nul)]  # every string an API body carries
+Text = Annotated[str, AfterValidator(_storable)]  # every string an API body carries
 
 
 class StrictModel(BaseModel):
@@ -58,7 +68,7 @@ class TargetIn(StrictModel):
         max_length=50,
         description="Names are RFC 9110 tokens; values printable ASCII, no CR/LF.",
     )
-    body: Annotated[JsonValue, AfterValidator(_no_nul_inside)] = Field(
+    body: Annotated[JsonValue, AfterValidator(_storable_inside)] = Field(
         default=None, description="A JSON value, or a string sent as is."
     )
 
