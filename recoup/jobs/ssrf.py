@@ -11,8 +11,8 @@ global, or classifies differently from one Python version to the next, are liste
 `192.0.0.0/24`, benchmarking `198.18.0.0/15`, local-use NAT64 `64:ff9b:1::/48`.
 
 It is checked twice: when a job is created (`check_url`, so the caller hears at once) and when
-the worker opens each connection (`resolve_host`, called by the HTTP client's network backend
-with the host it is about to connect to, which then connects to the very address checked), so
+the worker opens each connection (`resolve`, called by the HTTP client's resolver with the
+host it is about to connect to, which then connects only to the addresses checked), so
 a DNS answer that changes between the two ("DNS rebinding") cannot slip through, and neither
 can a connection the pool opens later for the same host.
 
@@ -158,14 +158,26 @@ class SsrfGuard:
             return host
         if self.allow_private:
             return host
+        return str((await self.resolve(host, port))[0])
+
+    async def resolve(
+        self, host: str, port: int, *, family: int = socket.AF_UNSPEC
+    ) -> list[IPAddress]:
+        """Every address `host` resolves to, each checked: the HTTP client's resolver
+        (`targets.GuardedResolver`) connects to one of these and to nothing else. Raises
+        `TargetRefused` if any is refused, `OSError` when the name does not resolve."""
+        literal = _literal(host)
+        if literal is not None:
+            self.check_address(literal, host=host)
+            return [literal]
         loop = asyncio.get_running_loop()
-        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        infos = await loop.getaddrinfo(host, port, family=family, type=socket.SOCK_STREAM)
         addresses = _addresses(infos)
         if not addresses:
             raise OSError(f"{host} did not resolve")
         for ip in addresses:
             self.check_address(ip, host=host)
-        return str(addresses[0])
+        return addresses
 
     @staticmethod
     def _split(url: str) -> tuple[str, int]:

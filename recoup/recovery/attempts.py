@@ -27,7 +27,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-import httpx
+import aiohttp
 
 from recoup.dunning.invoice import AttemptState
 from recoup.dunning.lifecycle import REPORTED_OUTCOMES
@@ -75,13 +75,13 @@ class AttemptRunner:
         dunning: Dunning,
         *,
         wall_clock: Callable[[], datetime] | None = None,
-        http_client: Callable[[], httpx.AsyncClient] | None = None,
+        http_session: Callable[[], aiohttp.ClientSession] | None = None,
     ) -> None:
-        """`http_client` makes a client for one request, closed after it (default: one
-        guarded by the scheduler's SSRF guard); tests make them over an ASGI transport."""
+        """`http_session` makes a session for one request, closed after it (default: one
+        guarded by the scheduler's SSRF guard); tests may make their own."""
         self.dunning = dunning
         self._wall_clock = wall_clock or SystemClock().now
-        self._http_client = http_client
+        self._http_session = http_session
 
     def register(self, registry: HandlerRegistry) -> HandlerRegistry:
         registry.add(ATTEMPT_HANDLER, self.attempt)
@@ -92,16 +92,16 @@ class AttemptRunner:
         """One charge request through a client of its own, closed after it: attempts are
         rare next to their provider calls, and a client kept across the worker's event loops
         would outlive the loop its connections belong to."""
-        client = self._http_client() if self._http_client is not None else None
+        session = self._http_session() if self._http_session is not None else None
         executor = HttpExecutor(
-            guard=self.dunning.scheduler.ssrf, wall_clock=self._wall_clock, client=client
+            guard=self.dunning.scheduler.ssrf, wall_clock=self._wall_clock, session=session
         )
         try:
             return await executor.send(job, secret=secret)
         finally:
             await executor.aclose()
-            if client is not None:
-                await client.aclose()
+            if session is not None:
+                await session.close()
 
     async def deadline(self, ctx: HandlerContext) -> str:
         invoice_id = str(ctx.payload["invoice_id"])

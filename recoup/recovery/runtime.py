@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import httpx
+import aiohttp
 
 from recoup.jobs.handlers import HandlerRegistry
 from recoup.jobs.scheduler import Scheduler
@@ -18,12 +18,12 @@ def dunning_runtime(
     store: RuntimeStore,
     registry: HandlerRegistry | None = None,
     *,
-    http_client: Callable[[], httpx.AsyncClient] | None = None,
+    http_session: Callable[[], aiohttp.ClientSession] | None = None,
 ) -> tuple[Dunning, HandlerRegistry]:
     """The service, and `registry` (a new one by default) with its handlers added. Redoes at
-    once whatever a crash left undone (`Dunning.resync`). `http_client`: see `AttemptRunner`."""
+    once whatever a crash left undone (`Dunning.resync`). `http_session`: see `AttemptRunner`."""
     dunning = Dunning(scheduler, store)
-    runner = AttemptRunner(dunning, http_client=http_client)
+    runner = AttemptRunner(dunning, http_session=http_session)
     handlers = runner.register(registry or HandlerRegistry())
     dunning.resync()
     return dunning, handlers

@@ -1,6 +1,6 @@
 """A dunning runtime on a test clock, over each backend, with a charge endpoint and an event
-receiver served in-process (an ASGI transport: no port, no real time) in front of the
-simulated gateway, which counts every charge."""
+receiver served on 127.0.0.1 (uvicorn in a thread: the worker sends with aiohttp, which has no
+in-process transport) in front of the simulated gateway, which counts every charge."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import httpx
 import pytest
 from standardwebhooks import Webhook
 from starlette.applications import Starlette
@@ -28,10 +27,9 @@ from recoup.recovery.runtime import dunning_runtime
 from recoup.recovery.service import Dunning, FailureReport
 from recoup.timekeeping.clock import VirtualClock
 from tests.storage.conftest import backend, store  # noqa: F401  (the per-backend fixtures)
+from tests.support import ServerThread
 
 START = datetime(2026, 6, 23, 15, 0, tzinfo=UTC)  # a Tuesday, 10:00 in Chicago
-CHARGE_URL = "http://127.0.0.1/charge"
-EVENT_URL = "http://127.0.0.1/events"
 
 
 @dataclass
@@ -122,6 +120,7 @@ class Runtime:
     dunning: Dunning
     test_clock: TestClock
     side: ChargeSide
+    charge_url: str  # the charge endpoint, served on 127.0.0.1
 
     def fail(
         self,
@@ -165,15 +164,14 @@ def runtime(store: Any) -> Iterator[Runtime]:  # noqa: F811
     secret = scheduler.default_tenant().signing_secret
     gateway = SimulatedGateway(clock, sleep=lambda seconds: None)
     side = ChargeSide(gateway=gateway, secret=lambda: secret)
-    app = side.app()
-    client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app))
-    dunning, handlers = dunning_runtime(
-        scheduler,
-        store,
-        http_client=lambda: httpx.AsyncClient(transport=httpx.ASGITransport(app=app)),
-    )
-    dunning.configure("default", policy_toml=None, event_url=EVENT_URL, charge_url=CHARGE_URL)
-    worker = scheduler.worker(handlers=handlers, http_client=client, concurrency=20)
-    test_clock = TestClock(clock, worker, store, schedules=store, before_step=dunning.resync)
-    yield Runtime(clock, store, dunning, test_clock, side)
-    asyncio.run(client.aclose())
+    with ServerThread(side.app()) as served:
+        dunning, handlers = dunning_runtime(scheduler, store)
+        dunning.configure(
+            "default",
+            policy_toml=None,
+            event_url=f"{served.url}/events",
+            charge_url=f"{served.url}/charge",
+        )
+        worker = scheduler.worker(handlers=handlers, concurrency=20)
+        test_clock = TestClock(clock, worker, store, schedules=store, before_step=dunning.resync)
+        yield Runtime(clock, store, dunning, test_clock, side, f"{served.url}/charge")

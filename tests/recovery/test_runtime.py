@@ -9,6 +9,7 @@ import threading
 from datetime import timedelta
 from typing import Any
 
+import aiohttp
 import pytest
 
 from recoup.dunning.invoice import AttemptState, InvoiceState
@@ -113,7 +114,7 @@ def test_an_attempt_fired_twice_concurrently_charges_once(runtime: Runtime) -> N
     invoice = runtime.fail("inv_1", "fp_ok")
     runtime.clock.set(invoice.attempts[0].at)
     job = runtime.store.get("default", invoice.attempts[0].job_id)
-    runner = AttemptRunner(runtime.dunning, http_client=lambda: runtime_client(runtime))
+    runner = AttemptRunner(runtime.dunning, http_session=aiohttp.ClientSession)
     ctx = HandlerContext(
         job_id=job.id,
         tenant="default",
@@ -142,12 +143,6 @@ def test_an_attempt_fired_twice_concurrently_charges_once(runtime: Runtime) -> N
     runtime.advance(DAY)
     assert len(runtime.side.requests) == 2
     assert runtime.side.event_types("inv_1").count("invoice.recovered") == 1
-
-
-def runtime_client(runtime: Runtime) -> Any:
-    import httpx
-
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=runtime.side.app()))
 
 
 def test_paid_before_the_attempt_cancels_it_and_nothing_is_asked(runtime: Runtime) -> None:
@@ -220,7 +215,7 @@ def test_resync_recreates_the_jobs_and_events_a_crash_left_undone(runtime: Runti
         card_network="visa",
         gateway=None,
         merchant_id=None,
-        charge_url="http://127.0.0.1/charge",
+        charge_url=runtime.charge_url,
         policy=runtime.dunning.policy("default"),
     )
     decision = plan_retries(opening.failure(), opening.policy)

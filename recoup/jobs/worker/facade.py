@@ -11,7 +11,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import datetime, timedelta
 
-import httpx
+import aiohttp
 
 from recoup.jobs.handlers import HandlerRegistry
 from recoup.jobs.model import Completion, Job, Run
@@ -53,8 +53,9 @@ class Worker:
     `clock` (due time, maybe a `VirtualClock`), `elapsed` (elapsed time: real unless a test
     steps it), `wall_clock` (signature timestamps: real even when `clock` is virtual),
     `handlers` (Python targets), `ssrf` (guards HTTP targets at send time; the default refuses
-    every non-public address), `http_client`, `rng` (backoff jitter: seed it for reproducible
-    tests).
+    every non-public address), `http_session` (makes the HTTP session of each worker session,
+    on its event loop, closed with it; default: a pooled `guarded_client`), `rng` (backoff
+    jitter: seed it for reproducible tests).
 
     `on_attempt(job, run)` observes every attempt whose completion this worker wrote (metrics,
     logs): called on the worker's event loop, once per attempt, right after the batch holding
@@ -76,7 +77,7 @@ class Worker:
         batch_size: int = 1000,
         prefetch: int | None = None,
         ssrf: SsrfGuard | None = None,
-        http_client: httpx.AsyncClient | None = None,
+        http_session: Callable[[], aiohttp.ClientSession] | None = None,
         wall_clock: Callable[[], datetime] | None = None,
         rng: random.Random | None = None,
         flush_size: int = 500,
@@ -128,13 +129,13 @@ class Worker:
         self.stats = WorkerStats()
         self.started = threading.Event()  # set once `run()` is claiming
         self.stopped = threading.Event()  # set once `run()` has shut down
-        self._build(handlers or HandlerRegistry(), http_client, rng or random.Random(), on_attempt)
+        self._build(handlers or HandlerRegistry(), http_session, rng or random.Random(), on_attempt)
         self._session_loop: asyncio.AbstractEventLoop | None = None
 
     def _build(
         self,
         handlers: HandlerRegistry,
-        http_client: httpx.AsyncClient | None,
+        http_session: Callable[[], aiohttp.ClientSession] | None,
         rng: random.Random,
         on_attempt: Callable[[Job, Run], None] | None,
     ) -> None:
@@ -144,7 +145,7 @@ class Worker:
             store_threads=config.store_threads,
             ssrf=self.ssrf,
             wall_clock=self.time.wall,
-            http_client=http_client,
+            http_session=http_session,
             max_connections=config.concurrency,
         )
         call = resources.call

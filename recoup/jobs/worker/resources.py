@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
-import httpx
+import aiohttp
 
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.targets import HttpExecutor
@@ -34,16 +34,17 @@ class Resources:
         store_threads: int,
         ssrf: SsrfGuard,
         wall_clock: Callable[[], datetime],
-        http_client: httpx.AsyncClient | None,
+        http_session: Callable[[], aiohttp.ClientSession] | None,
         max_connections: int,
     ) -> None:
         self._store_threads = store_threads
         self._ssrf = ssrf
         self._wall_clock = wall_clock
-        self._http_client = http_client
+        self._http_session = http_session
         self._max_connections = max_connections
         self._executor: ThreadPoolExecutor | None = None
         self._http: HttpExecutor | None = None
+        self._session: aiohttp.ClientSession | None = None  # made by `http_session`, closed here
 
     def open(self) -> None:
         self._executor = ThreadPoolExecutor(
@@ -52,8 +53,11 @@ class Resources:
 
     async def aclose(self) -> None:
         http, self._http = self._http, None
+        session, self._session = self._session, None
         if http is not None:
             await http.aclose()
+        if session is not None:
+            await session.close()
         if self._executor is not None:
             self._executor.shutdown(wait=True)
             self._executor = None
@@ -64,12 +68,15 @@ class Resources:
         return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
 
     def http(self) -> HttpExecutor:
-        """The session's HTTP executor (one pooled client), built on first use."""
+        """The session's HTTP executor (one pooled client on this session's event loop), built
+        on first use and closed with the session."""
         if self._http is None:
+            if self._http_session is not None:
+                self._session = self._http_session()
             self._http = HttpExecutor(
                 guard=self._ssrf,
                 wall_clock=self._wall_clock,
-                client=self._http_client,
+                session=self._session,
                 max_connections=self._max_connections,
             )
         return self._http

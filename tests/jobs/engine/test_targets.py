@@ -7,7 +7,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import httpx
+import aiohttp
 import pytest
 from standardwebhooks import Webhook
 
@@ -92,13 +92,13 @@ def test_status_classification(status: int, outcome: AttemptOutcome) -> None:
 @pytest.mark.parametrize(
     ("exc", "outcome"),
     [
-        (httpx.ConnectError("refused"), AttemptOutcome.RETRY),
-        (httpx.ReadTimeout("slow"), AttemptOutcome.RETRY),
-        (httpx.RemoteProtocolError("reset"), AttemptOutcome.RETRY),
+        (aiohttp.ClientConnectionError("refused"), AttemptOutcome.RETRY),
+        (aiohttp.ServerTimeoutError("slow"), AttemptOutcome.RETRY),
+        (aiohttp.ServerDisconnectedError("reset"), AttemptOutcome.RETRY),
         (TimeoutError(), AttemptOutcome.RETRY),
         (OSError("name does not resolve"), AttemptOutcome.RETRY),
         (TargetRefused("http://10.0.0.1/", "private", "…"), AttemptOutcome.FAILED),
-        (httpx.UnsupportedProtocol("gopher"), AttemptOutcome.FAILED),
+        (aiohttp.NonHttpUrlClientError("gopher://x"), AttemptOutcome.FAILED),
         (ValueError("bad"), AttemptOutcome.FAILED),
     ],
 )

@@ -129,7 +129,9 @@ def test_sigterm_lets_the_running_attempt_finish_then_exits_cleanly(
     assert len(requests) == 1, worker.output()
     slow = requests[0].headers["webhook-id"]
     (waiting,) = due - {slow}
-    assert scheduler.get(waiting).state is JobState.RUNNING  # claimed in the same batch
+    # Claimed while the first attempt is in flight (aiohttp's request can reach the receiver
+    # before the worker's next claim has committed: wait for it, do not race it).
+    assert wait_until(lambda: scheduler.get(waiting).state is JobState.RUNNING, DEADLINE)
 
     worker.process.send_signal(signal.SIGTERM)
     # It releases what has not started, and waits for the attempt in flight.
