@@ -15,8 +15,11 @@
   `prepare=False`: psycopg would otherwise switch them to a prepared generic plan after five
   runs, which cannot see the array sizes or which optional filters are NULL, and may scan a
   whole index where the planned-each-time version looks ids up in the primary key.
-- An AFTER INSERT statement trigger sends one `pg_notify('<schema>_jobs', earliest run_at)` per
-  inserting statement; `wait_for_notify` LISTENs on a dedicated connection.
+- An AFTER INSERT statement trigger sends one `pg_notify('<schema>_jobs', '')` per inserting
+  statement (it reads no table: migration 0004); `wait_for_notify` LISTENs on a dedicated
+  connection.
+- `insert` (one job) is one statement in autocommit on its usual path: one round trip, not
+  three (BEGIN, INSERT, COMMIT); `statements()` gives the API tables the same.
 - The worker's hot path (claims, completions, heartbeats, releases, rescues, waiting for new
   jobs) is `PostgresQueue`, in `queue.py`; this module opens the pool, migrates the schema,
   inserts (COPY included) and cancels jobs.
@@ -201,6 +204,24 @@ class PostgresStore(PostgresQueue, SqlDunningTables):
         except psycopg.Error as exc:
             raise StorageError(f"PostgreSQL: {exc}") from exc
 
+    @contextmanager
+    def statements(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection in autocommit, for operations that are one statement on their
+        usual path (inserting a job): each statement is its own transaction, one round trip,
+        where a transaction block costs three (BEGIN, the statement, COMMIT). What follows a
+        statement runs in a snapshot of its own, as in a READ COMMITTED transaction."""
+        with self._conn() as conn:
+            conn.autocommit = True
+            try:
+                yield conn
+            finally:
+                try:
+                    conn.autocommit = False
+                except psycopg.Error:
+                    # Broken mid-statement: never hand back an autocommit connection; the
+                    # pool replaces a closed one.
+                    conn.close()
+
     def read(self) -> AbstractContextManager[psycopg.Connection[Any]]:
         """A pooled connection in a transaction, committed when the block ends (rolled back if
         it raises), for the other table modules of this backend (`api_tables`) that live in the
@@ -286,7 +307,10 @@ class PostgresStore(PostgresQueue, SqlDunningTables):
 
     def insert(self, job: NewJob, *, now: datetime) -> Job:
         values = job_rows.JobEncoder(_utc).row(job, now)
-        with self._conn() as conn:
+        # One statement, its own transaction: the insert that clashes (ON CONFLICT DO NOTHING)
+        # holds nothing, and the look-ups after it read the clashing row once committed,
+        # which is what they would see in the insert's READ COMMITTED transaction too.
+        with self.statements() as conn:
             row = conn.execute(Q["insert_job"], values).fetchone()
             if row is not None:
                 return row_decoding.job_from_row(row, aware_utc)
