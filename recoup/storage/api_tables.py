@@ -7,6 +7,7 @@ concurrency handling is per dialect."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, ClassVar
 
@@ -50,6 +51,15 @@ class SqlApiTables:
         """An instant from a column."""
         raise NotImplementedError
 
+    def _statement(self) -> AbstractContextManager[Any]:
+        """A connection for an operation that is one statement: the store's `write()` by
+        default; PostgreSQL runs it in autocommit (one round trip, no BEGIN and COMMIT)."""
+        return self._store.write()
+
+    def _reading(self) -> AbstractContextManager[Any]:
+        """A connection for a read that is one statement: the store's `read()` by default."""
+        return self._store.read()
+
     def ping(self) -> None:
         """Raise `StorageError` unless the database answers."""
         self._store.ping()
@@ -66,7 +76,7 @@ class SqlApiTables:
         body: bytes,
         content_type: str,
     ) -> None:
-        with self._store.write() as conn:
+        with self._statement() as conn:
             conn.execute(
                 self.Q["complete_key"],
                 {
@@ -81,7 +91,7 @@ class SqlApiTables:
 
     def release(self, *, tenant: str, key: str, locked_at: datetime) -> None:
         params = {"tenant": tenant, "key": key, "locked_at": self._encode_instant(locked_at)}
-        with self._store.write() as conn:
+        with self._statement() as conn:
             conn.execute(self.Q["release_key"], params)
 
     def prune_keys(self, *, older_than: datetime, limit: int = 10_000) -> int:
@@ -118,7 +128,8 @@ class SqlApiTables:
         return token_from_row(row, self._decode_instant)
 
     def tenant_for_token_hash(self, token_hash: str) -> str | None:
-        with self._store.read() as conn:
+        # Read afresh on every request, never cached: a revoked token is refused at once.
+        with self._reading() as conn:
             row = conn.execute(
                 self.Q["tenant_for_token_hash"], {"token_hash": token_hash}
             ).fetchone()

@@ -10,7 +10,11 @@ winner's row.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
+from typing import Any
+
+import psycopg
 
 from recoup.idempotency.keys import (
     DEFAULT_LOCK_TIMEOUT,
@@ -38,10 +42,17 @@ class PostgresApiTables(SqlApiTables):
 
     def __init__(self, store: PostgresStore) -> None:
         super().__init__(store)
+        self._pg = store
 
     @staticmethod
     def _encode_instant(value: datetime) -> datetime:
         return value  # psycopg sends datetimes as timestamptz
+
+    def _statement(self) -> AbstractContextManager[psycopg.Connection[Any]]:
+        return self._pg.statements()
+
+    def _reading(self) -> AbstractContextManager[psycopg.Connection[Any]]:
+        return self._pg.statements()
 
     # Idempotency keys
 
@@ -57,12 +68,14 @@ class PostgresApiTables(SqlApiTables):
         lock_timeout: timedelta = DEFAULT_LOCK_TIMEOUT,
     ) -> Outcome:
         ids = {"tenant": tenant, "key": key}
+        claim = {**ids, "fingerprint": fingerprint, "method": method, "path": path, "now": now}
+        # A new key (the usual case) is one statement in autocommit: one round trip.
+        with self._pg.statements() as conn:
+            if conn.execute(Q["claim_key"], claim).fetchone() is not None:
+                return New(locked_at=now)
         for _ in range(BEGIN_TRIES):
             with self._store.write() as conn:
-                claimed = conn.execute(
-                    Q["claim_key"],
-                    {**ids, "fingerprint": fingerprint, "method": method, "path": path, "now": now},
-                ).fetchone()
+                claimed = conn.execute(Q["claim_key"], claim).fetchone()
                 if claimed is not None:
                     return New(locked_at=now)
                 row = conn.execute(Q["get_key"], ids).fetchone()

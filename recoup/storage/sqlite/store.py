@@ -44,6 +44,20 @@ DQ = load_queries("recoup.storage.sqlite", "dunning_queries.sql", EXPANSIONS)
 
 BUSY_TIMEOUT = 10.0  # seconds a writer waits for the write lock before giving up
 
+# One in-process lock per database file, taken around every write transaction. Threads of one
+# process then queue for SQLite's write lock on a Python lock, each woken the moment the one
+# before commits, instead of in SQLite's busy handler, which sleeps 1, 2, 5 … 100 ms between
+# tries: under 16 concurrent API requests that sleeping made the p99 of a job's creation 700 ms.
+# Other processes still meet at SQLite's own lock (busy_timeout). Re-entrant, so that a
+# nested write on one thread fails as before (SQLite refuses the nested BEGIN), not deadlocks.
+_WRITE_LOCKS: dict[str, threading.RLock] = {}
+_WRITE_LOCKS_GUARD = threading.Lock()
+
+
+def _write_lock(path: str) -> threading.RLock:
+    with _WRITE_LOCKS_GUARD:
+        return _WRITE_LOCKS.setdefault(path, threading.RLock())
+
 
 class _ThreadConnection:
     """One thread's connection, held through `threading.local` (sqlite3 connections cannot
@@ -98,6 +112,7 @@ class SqliteStore(SqliteQueue, SqlDunningTables):
         self._shared_lock: threading.RLock | None = threading.RLock() if path == MEMORY else None
         self._shared: sqlite3.Connection | None = None
         self._wakeups = Wakeups() if path == MEMORY else Wakeups.for_path(self.path)
+        self._write_lock = threading.RLock() if path == MEMORY else _write_lock(self.path)
         if migrate:
             self.migrate()
 
@@ -145,16 +160,21 @@ class SqliteStore(SqliteQueue, SqlDunningTables):
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction that holds the write lock from its first statement."""
-        with self._connection() as conn:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-                conn.execute("COMMIT")
-            except BaseException:
-                # SQLite may have rolled back already (a failed COMMIT, a full disk).
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
+        if not self._write_lock.acquire(timeout=self._busy_ms / 1000):
+            raise StorageError("SQLite: database is locked (by this process's other writers)")
+        try:
+            with self._connection() as conn:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                    conn.execute("COMMIT")
+                except BaseException:
+                    # SQLite may have rolled back already (a failed COMMIT, a full disk).
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+        finally:
+            self._write_lock.release()
 
     def read(self) -> AbstractContextManager[sqlite3.Connection]:
         """This thread's connection, outside any transaction (autocommit reads), for the other
