@@ -5,8 +5,9 @@ never imported by Recoup. Each call prints one JSON object on stdout:
 
     python peers_workloads.py PEER WORKLOAD --dsn DSN --n N [--concurrency C]
 
-PEER: procrastinate | pgqueuer. WORKLOAD: enqueue | drain | burst. The database at DSN is
-the peer's own, created empty by the driver.
+PEER: procrastinate | pgqueuer. WORKLOAD: enqueue | enqueue_one | drain | burst (enqueue_one:
+N jobs one at a time through the peer's public API, as an application defers one job). The
+database at DSN is the peer's own, created empty by the driver.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 BURST_LEAD = 3.0  # seconds between enqueueing the burst and its due instant
 BATCH = 5_000  # jobs per enqueue call
@@ -36,6 +39,22 @@ def analyze(dsn: str) -> None:
 def percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+async def one_by_one(enqueue: Callable[[], Awaitable[Any]], n: int) -> dict[str, float]:
+    """Call `enqueue` n times, one after the other; the rate and each call's latency."""
+    latencies: list[float] = []
+    start = time.perf_counter()
+    for _ in range(n):
+        began = time.perf_counter()
+        await enqueue()
+        latencies.append(time.perf_counter() - began)
+    elapsed = time.perf_counter() - start
+    return {
+        "jobs_per_s": n / elapsed,
+        "p50_ms": percentile(latencies, 50) * 1000,
+        "p99_ms": percentile(latencies, 99) * 1000,
+    }
 
 
 # procrastinate ------------------------------------------------------------------------------
@@ -59,6 +78,8 @@ async def procrastinate_run(workload: str, dsn: str, n: int, concurrency: int) -
 
     async with app.open_async():
         await app.schema_manager.apply_schema_async()
+        if workload == "enqueue_one":
+            return await one_by_one(lambda: noop.defer_async(), n)
         if workload == "enqueue":
             start = time.perf_counter()
             for offset in range(0, n, BATCH):
@@ -111,6 +132,8 @@ async def pgqueuer_run(workload: str, dsn: str, n: int, concurrency: int) -> dic
                 execute_after=[after] * size if after is not None else None,
             )
 
+    if workload == "enqueue_one":
+        return await one_by_one(lambda: queries.enqueue("noop", None), n)
     if workload == "enqueue":
         start = time.perf_counter()
         await enqueue("noop", n)
@@ -168,7 +191,7 @@ def lag_summary(lags: list[float], n: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("peer", choices=["procrastinate", "pgqueuer"])
-    parser.add_argument("workload", choices=["enqueue", "drain", "burst"])
+    parser.add_argument("workload", choices=["enqueue", "enqueue_one", "drain", "burst"])
     parser.add_argument("--dsn", required=True)
     parser.add_argument("--n", type=int, required=True)
     parser.add_argument("--concurrency", type=int, default=10)
