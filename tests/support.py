@@ -69,10 +69,21 @@ class ManualElapsed:
         return self.now
 
     def call_later(self, seconds: float, callback: Callable[[], object]) -> ManualTimer:
+        """A timer at now + `seconds`. One already due runs on the loop's next turn, as on a
+        real clock: left for the next `advance()`, a wait that began just after the test
+        stepped time would wait for a step that never comes."""
         timer = ManualTimer(self.now + max(seconds, 0.0), next(self._seq), callback)
-        heapq.heappush(self._timers, timer)
         self.armed += 1
+        if seconds <= 0:
+            asyncio.get_running_loop().call_soon(self._run_due, timer)
+            return timer
+        heapq.heappush(self._timers, timer)
         return timer
+
+    @staticmethod
+    def _run_due(timer: ManualTimer) -> None:
+        if not timer.cancelled:
+            timer.callback()
 
     def advance(self, seconds: float) -> None:
         """Move time `seconds` forward, running every timer due by then, in order, each at
@@ -85,9 +96,6 @@ class ManualElapsed:
             self.now = max(self.now, timer.when)
             timer.callback()
         self.now = until
-
-
-__all__ = ["DEADLINE", "ManualElapsed", "ManualTimer", "eventually", "wait_until"]
 
 
 def free_socket() -> socket.socket:
@@ -167,3 +175,16 @@ class ServerThread:
         self.server.stop()
         self.thread.join(STARTUP_TIMEOUT)
         self.sock.close()
+
+
+__all__ = [
+    "DEADLINE",
+    "STARTUP_TIMEOUT",
+    "ManualElapsed",
+    "ManualTimer",
+    "PromptServer",
+    "ServerThread",
+    "eventually",
+    "free_socket",
+    "wait_until",
+]
