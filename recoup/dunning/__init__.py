@@ -27,7 +27,6 @@ from recoup.dunning.policy import (
     NetworkLimits,
     parse_policy,
     preset,
-    resolve_policy,
 )
 from recoup.dunning.taxonomy import Classification, DeclineClass, classify, default_taxonomy
 
@@ -59,5 +58,4 @@ __all__ = [
     "plan_after_update",
     "plan_retries",
     "preset",
-    "resolve_policy",
 ]

@@ -428,11 +428,6 @@ def resolve_policy_text(source: str, read_text: Callable[[str], str]) -> tuple[s
     return text, parse_policy(text, name=source)
 
 
-def resolve_policy(source: str, read_text: Callable[[str], str]) -> DunningPolicy:
-    """The policy alone of `resolve_policy_text`."""
-    return resolve_policy_text(source, read_text)[1]
-
-
 __all__ = [
     "DEFAULT_PRESET",
     "PRESETS",
@@ -446,6 +441,5 @@ __all__ = [
     "policy_from_dict",
     "preset",
     "preset_text",
-    "resolve_policy",
     "resolve_policy_text",
 ]

@@ -35,7 +35,6 @@ INTENDED = {
     "plan_after_update",
     "plan_retries",
     "preset",
-    "resolve_policy",
 }
 
 
