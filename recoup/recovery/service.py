@@ -53,6 +53,7 @@ from recoup.recovery.store import (
     InvoiceFilter,
     InvoicePage,
 )
+from recoup.timekeeping.clock import Clock
 from recoup.timekeeping.instants import format_utc, require_aware
 from recoup.timekeeping.zones import zone
 
@@ -140,7 +141,7 @@ class Dunning:
         self.store = store
 
     @property
-    def clock(self) -> Any:
+    def clock(self) -> Clock:
         return self.scheduler.clock
 
     # -- settings ----------------------------------------------------------------------------
