@@ -319,12 +319,16 @@ def test_a_saturated_worker_leaves_due_jobs_to_other_workers(jobstore: Any) -> N
         running = asyncio.create_task(worker.run())
         try:
             assert await eventually(lambda: worker.stats.started == concurrency)
-            # Five more turns of the main loop, each one second of elapsed time later: five
-            # chances to claim more, if it would.
+            # Five more turns of the main loop, each at least a second of elapsed time later:
+            # five chances to claim more, if it would. Time is stepped until the turn comes
+            # (the loop may still be finishing the previous one when a step lands).
             for _ in range(5):
                 seen = len(turns)
-                elapsed.advance(1.0)
-                assert await eventually(lambda: len(turns) > seen)  # noqa: B023
+                for step in range(400):
+                    elapsed.advance(1.0 if step == 0 else 0.25)
+                    if await eventually(lambda: len(turns) > seen, 0.05):  # noqa: B023
+                        break
+                assert len(turns) > seen
             counts = await asyncio.to_thread(jobstore.count_by_state)
             # Up to a slot's worth claimed ahead while the slots were filling, no more.
             assert counts.get(JobState.RUNNING, 0) <= 2 * concurrency
