@@ -18,12 +18,13 @@ _HEADER_VALUE = re.compile(r"([\x21-\x7e]([ \t]*[\x21-\x7e])*)?")
 _URL_FORBIDDEN = re.compile(r"[\x00-\x20\x7f]")  # whitespace and control characters
 # Headers a target may not set (compared case-insensitively): framing and routing, which the
 # HTTP client derives from the URL and body (a forged Host or Content-Length smuggles
-# requests), and what each delivery stamps itself: its Idempotency-Key and the Standard Webhooks
-# headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) that receivers verify.
+# requests), and what each delivery stamps itself: its Idempotency-Key, the Standard Webhooks
+# headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) that receivers verify, and
+# Recoup's own (`Recoup-Job-Id`, `Recoup-Attempt`, …: `targets.delivery_headers`).
 RESERVED_HEADERS = frozenset(
     {"host", "content-length", "transfer-encoding", "connection", "idempotency-key"}
 )
-RESERVED_HEADER_PREFIXES = ("webhook-",)
+RESERVED_HEADER_PREFIXES = ("webhook-", "recoup-")
 
 
 def check_method(target: HttpTarget, payload: Any = None) -> None:
@@ -54,9 +55,9 @@ def check_url_text(url: str) -> None:
 
 def check_headers(headers: Mapping[str, str]) -> None:
     """`InvalidInput` naming `target.headers` for a header that cannot be sent: a name that
-    is not an RFC 9110 token, a reserved name (`RESERVED_HEADERS`, `webhook-*`, in any case),
-    or a value with CR, LF, NUL, other controls, non-ASCII characters, or leading or trailing
-    whitespace."""
+    is not an RFC 9110 token, a reserved name (`RESERVED_HEADERS`, `webhook-*`, `recoup-*`, in
+    any case), or a value with CR, LF, NUL, other controls, non-ASCII characters, or leading or
+    trailing whitespace."""
     for name, value in headers.items():
         if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
             raise InvalidInput(
@@ -71,7 +72,7 @@ def check_headers(headers: Mapping[str, str]) -> None:
                 name,
                 f"header {name!r} is set by Recoup itself and cannot be overridden (reserved: "
                 "Host, Content-Length, Transfer-Encoding, Connection, Idempotency-Key, "
-                "webhook-*)",
+                "webhook-*, recoup-*)",
             )
         if not isinstance(value, str) or not _HEADER_VALUE.fullmatch(value):
             raise InvalidInput(

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
+from urllib.parse import quote
 
 import aiohttp
 import certifi
@@ -166,6 +167,23 @@ def guarded_client(guard: SsrfGuard, *, max_connections: int = 100) -> aiohttp.C
     )
 
 
+def delivery_headers(job: Job) -> dict[str, str]:
+    """What a receiver learns about the delivery, on every attempt: `Idempotency-Key` (the
+    job's own key, else its id, which every retry of the job keeps, and which differs for each
+    occurrence of a schedule), `Recoup-Job-Id`, `Recoup-Attempt` (1 for the first),
+    `Recoup-Job-Name` (percent-encoded UTF-8) and `Recoup-Schedule-Id` when the job has them."""
+    headers = {
+        "Idempotency-Key": job.idempotency_key or job.id,
+        "Recoup-Job-Id": job.id,
+        "Recoup-Attempt": str(job.attempts),
+    }
+    if job.name is not None:
+        headers["Recoup-Job-Name"] = quote(job.name, safe="")
+    if job.schedule_id is not None:
+        headers["Recoup-Schedule-Id"] = quote(job.schedule_id, safe="")
+    return headers
+
+
 class HttpExecutor:
     """Sends HTTP targets through one shared `aiohttp.ClientSession` (connection pooling).
 
@@ -174,7 +192,8 @@ class HttpExecutor:
 
     Per attempt: SSRF check on the resolved address (and connection to that very address),
     the job's headers, the Standard Webhooks signature when the tenant has a secret, the
-    `Idempotency-Key`, a total deadline of `job.timeout`, and a bounded response excerpt.
+    delivery headers (`delivery_headers`), a total deadline of `job.timeout`, and a bounded
+    response excerpt.
     `wall_clock` gives the signature's timestamp: receivers compare it with their real clock,
     so it must be real time even when the worker runs on a virtual clock.
 
@@ -242,8 +261,7 @@ class HttpExecutor:
             headers["Content-Type"] = content_type
         if "user-agent" not in lower:
             headers["User-Agent"] = USER_AGENT
-        if job.idempotency_key is not None:
-            headers["Idempotency-Key"] = job.idempotency_key
+        headers.update(delivery_headers(job))
         if secret:
             headers.update(
                 signature_headers(

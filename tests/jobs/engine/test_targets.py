@@ -260,3 +260,22 @@ def test_inline_handlers_run_without_the_loop() -> None:
     result = run_inline(registry, "noop", job)
     assert result is not None and result.outcome is AttemptOutcome.SUCCEEDED
     assert run_inline(registry, "threaded", job) is None
+
+
+def test_every_delivery_says_which_job_attempt_and_schedule_it_is(receiver: Receiver) -> None:
+    target = HttpTarget(url=receiver.url, body={"n": 1})
+    send(make_job(target, attempts=3, name="reçu inv/42", schedule_id="nightly"))
+    (request,) = receiver.requests
+    headers = request.headers
+    assert headers["recoup-job-id"] == "0190f0f0-0000-7000-8000-000000000001"
+    assert headers["recoup-attempt"] == "3"
+    assert headers["recoup-job-name"] == "re%C3%A7u%20inv%2F42"
+    assert headers["recoup-schedule-id"] == "nightly"
+
+
+def test_a_job_without_a_key_is_delivered_under_its_id(receiver: Receiver) -> None:
+    send(make_job(HttpTarget(url=receiver.url), idempotency_key=None, name=None))
+    (request,) = receiver.requests
+    assert request.headers["idempotency-key"] == "0190f0f0-0000-7000-8000-000000000001"
+    assert "recoup-job-name" not in request.headers
+    assert "recoup-schedule-id" not in request.headers
