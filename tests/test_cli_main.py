@@ -27,3 +27,10 @@ def test_an_option_of_the_wrong_type_is_one_line_naming_it(
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "--count" in err
+
+
+def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    import recoup
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"recoup {recoup.__version__}\n"

@@ -24,6 +24,29 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+
+def _print_version(value: bool) -> None:
+    if value:
+        from recoup import __version__
+
+        typer.echo(f"recoup {__version__}")
+        raise typer.Exit(0)
+
+
+# The callback keeps `recoup` a group of named sub-commands (without one Typer runs a lone
+# command under the bare program name) and carries the group's own options.
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", is_eager=True, callback=_print_version, help="Print the version."
+        ),
+    ] = False,
+) -> None:
+    """Recoup: durable jobs and failed-payment retries that take effect once."""
+
+
 EXIT_USAGE = 2  # bad input: one line on stderr, nothing written
 _TRUE = ("1", "true", "yes", "on")  # what an environment flag accepts as "set"
 
@@ -70,13 +93,6 @@ def ssrf_guard(allow_private_targets: bool, allow_cidr: list[str] | None) -> Ssr
         return SsrfGuard(allow_private=allow_private, allowed_cidrs=allow_cidr or ())
     except InvalidInput as exc:  # the guard names its parameter; the user typed --allow-cidr
         raise InvalidInput("--allow-cidr", exc.value, exc.allowed) from None
-
-
-@app.callback()
-def _root() -> None:
-    """Recoup: durable jobs and failed-payment retries that take effect once."""
-    # A callback keeps `recoup` a group of named sub-commands even while only one is
-    # registered; without it Typer runs a lone command under the bare program name.
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:

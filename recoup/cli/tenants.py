@@ -101,6 +101,13 @@ def create_tenant(
         raise InvalidInput(
             "NAME", name, "expected 1–63 lower-case letters, digits, '-', '_' or '.'"
         )
+    if name == DEFAULT_TENANT:
+        raise InvalidInput(
+            "NAME",
+            name,
+            f"{DEFAULT_TENANT!r} is the embedded tenant of the Python API (made on first use); "
+            f"choose another name, or `recoup tokens create {DEFAULT_TENANT}` for a token",
+        )
     now = SystemClock().now()
     with _opened(db, schema) as (store, tables):
         if store.get_tenant(name) is not None:

@@ -81,3 +81,12 @@ def test_tokens_are_created_listed_and_revoked(
     assert tenants == [
         {"id": "acme", "name": "acme", "created_at": tenants[0]["created_at"], "active_tokens": 1}
     ]
+
+
+def test_the_embedded_default_tenant_cannot_be_created(
+    backend: Backend, store: Store, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, "tenants", "create", "default", *backend.db_args())
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert "embedded tenant" in err and "tokens create default" in err
+    assert store.get_tenant("default") is None  # nothing was written
