@@ -186,9 +186,14 @@ def create_token(
     schema: SchemaOption = None,
     json: JsonOption = False,
 ) -> None:
-    """Issue another API token for a tenant."""
+    """Issue another API token for a tenant (`default`, the embedded one, is made on first
+    use, here too)."""
+    from recoup.jobs.scheduler import Scheduler
+
     with _opened(db, schema) as (store, tables):
-        if store.get_tenant(tenant) is None:
+        if tenant == DEFAULT_TENANT:
+            Scheduler(store).default_tenant()
+        elif store.get_tenant(tenant) is None:
             raise NotFound(f"no tenant {tenant!r}; `recoup tenants create {tenant}` creates it")
         issued = issue_token(tables, tenant, now=SystemClock().now(), label=label)
     if json:

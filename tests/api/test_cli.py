@@ -90,3 +90,14 @@ def test_the_embedded_default_tenant_cannot_be_created(
     assert (code, out) == (2, "") and err.count("\n") == 1
     assert "embedded tenant" in err and "tokens create default" in err
     assert store.get_tenant("default") is None  # nothing was written
+
+
+def test_a_token_for_the_default_tenant_makes_the_tenant_on_first_use(
+    backend: Backend, store: Store, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, "tokens", "create", "default", *backend.db_args(), "--json")
+    assert code == 0, err
+    issued = json.loads(out)
+    assert issued["tenant"] == "default"
+    assert authenticate(open_api_tables(store), issued["token"]) == "default"
+    assert store.get_tenant("default") is not None
