@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import assert_never
+from typing import Any, assert_never
 
 from recoup.dunning.invoice import (
     AttemptRecord,
@@ -239,45 +239,37 @@ def _on_failed(b: Builder, record: AttemptRecord, msg: AttemptReported, planning
             failure_at(inv, msg.at, codes), planning.policy, history=planning.history
         )
         budget = len(planning.policy.gaps) - policy_attempts_made(list(b.attempts.values()))
-        _retry_failed_event(b, record.attempt, msg, planned_after=True)
+        # The failure's event comes before what the re-plan adds, but says what it decided.
+        index = _retry_failed_event(b, record.attempt, msg)
         decide(b, decision, at=msg.at, budget=budget)
-        if b.changes.get("state") is InvoiceState.RETRYING:
-            _fix_retry_failed(b)
+        failed = b.events[index]
+        now_known = _retry_failed_data(b, record.attempt, msg)
+        b.events[index] = replace(failed, data={**failed.data, **now_known})
         return True
-    _retry_failed_event(b, record.attempt, msg, planned_after=False)
+    _retry_failed_event(b, record.attempt, msg)
     if inv.state is InvoiceState.RETRYING and not b.open_attempts():
         exhaust(b, msg.at, reason=f"attempt {record.attempt} failed and was the last")
     return True
 
 
-def _retry_failed_event(b: Builder, n: int, msg: AttemptReported, *, planned_after: bool) -> None:
-    """`invoice.retry_failed`, the dunning-email hook: what failed, what comes next. After a
-    re-plan its `next_attempt_at` and `attempts_left` are filled in by `_fix_retry_failed`."""
-    left = b.open_attempts()
-    b.event(
-        "invoice.retry_failed",
-        msg.at,
-        attempt=n,
-        decline_code=msg.decline_code,
-        advice_code=msg.advice_code,
-        attempts_left=len(left),
-        next_attempt_at=format_utc(left[0].at) if left else None,
-        final_action=b.invoice.final_action,
-        access_will_pause=not left and b.invoice.final_action == "pause_access",
-    )
+def _retry_failed_event(b: Builder, n: int, msg: AttemptReported) -> int:
+    """Add `invoice.retry_failed`, the dunning-email hook (what failed, what comes next), as
+    things stand now; return its index in the builder's events."""
+    b.event("invoice.retry_failed", msg.at, **_retry_failed_data(b, n, msg))
+    return len(b.events) - 1
 
 
-def _fix_retry_failed(b: Builder) -> None:
+def _retry_failed_data(b: Builder, n: int, msg: AttemptReported) -> dict[str, Any]:
     left = b.open_attempts()
-    for i, e in enumerate(b.events):
-        if e.type == "invoice.retry_failed":
-            data = {
-                **e.data,
-                "attempts_left": len(left),
-                "next_attempt_at": format_utc(left[0].at) if left else None,
-                "access_will_pause": False,
-            }
-            b.events[i] = replace(e, data=data)
+    return {
+        "attempt": n,
+        "decline_code": msg.decline_code,
+        "advice_code": msg.advice_code,
+        "attempts_left": len(left),
+        "next_attempt_at": format_utc(left[0].at) if left else None,
+        "final_action": b.invoice.final_action,
+        "access_will_pause": not left and b.invoice.final_action == "pause_access",
+    }
 
 
 def _on_update(b: Builder, msg: PaymentMethodUpdated, planning: Planning) -> bool:

@@ -28,6 +28,7 @@ from recoup.dunning.lifecycle import (
 from recoup.dunning.planner import plan_retries
 from recoup.dunning.policy import preset
 from recoup.errors import NotFound
+from recoup.timekeeping.instants import format_utc
 
 POLICY = preset("business-days")
 PLANNING = Planning(policy=POLICY)
@@ -197,6 +198,14 @@ def test_an_advice_code_on_a_retry_replans_the_rest_later() -> None:
     # Bounded by the policy's gaps: attempts that ran or stand do not exceed them.
     live = [a for a in run.invoice.attempts if a.state is not AttemptState.CANCELLED]
     assert len(live) <= len(POLICY.gaps)
+    # The failure's event comes first and already tells what the re-plan decided.
+    failed = next(e for e in run.events if e.type == "invoice.retry_failed")
+    assert run.types()[-2:] == ["invoice.retry_failed", "invoice.retry_scheduled"]
+    scheduled = [a for a in run.invoice.attempts if a.state is AttemptState.SCHEDULED]
+    assert failed.data["invoice_id"] == "inv_1"
+    assert failed.data["attempts_left"] == len(scheduled)
+    assert failed.data["next_attempt_at"] == format_utc(scheduled[0].at)
+    assert failed.data["access_will_pause"] is False
 
 
 def test_paid_out_of_band_cancels_and_a_charge_that_lands_after_is_a_double_charge() -> None:
