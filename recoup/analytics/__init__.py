@@ -1,21 +1,6 @@
-"""Recovery analytics and the dry-run replay of failures through a retry policy."""
+"""Recovery analytics (`recovery`) and the dry-run replay of failures through a retry policy
+(`replay`).
 
-from recoup.analytics.replay import (
-    BadRow,
-    FailureRows,
-    ReplayResult,
-    read_failures,
-    replay_failures,
-    summarize,
-    write_planned,
-)
-
-__all__ = [
-    "BadRow",
-    "FailureRows",
-    "ReplayResult",
-    "read_failures",
-    "replay_failures",
-    "summarize",
-    "write_planned",
-]
+The subpackages are imported by name: the replay needs numpy (the `replay` extra) and the
+recovery analytics must import without it.
+"""
