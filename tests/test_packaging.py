@@ -26,6 +26,7 @@ EXTRAS_ONLY = (
     "numpy",
     "prometheus_client",
     "matplotlib",
+    "jinja2",
 )
 BLOCKER = f"""
 import importlib.abc, sys

@@ -35,11 +35,14 @@ Definitions (what every figure counts):
 """
 
 from recoup.analytics.recovery.buckets import Bucket
+from recoup.analytics.recovery.charts import chart_svgs
 from recoup.analytics.recovery.experiment import Arm, ExperimentComparison
 from recoup.analytics.recovery.load import LoadShape
 from recoup.analytics.recovery.log import AttemptLogEntry, attempt_log
 from recoup.analytics.recovery.merchants import MerchantJudgement, MerchantTag, ReviewItem
+from recoup.analytics.recovery.render_html import render_html
 from recoup.analytics.recovery.render_json import report_json
+from recoup.analytics.recovery.render_terminal import render_terminal
 from recoup.analytics.recovery.report import RecoveryReport, ReportOptions, build_report
 from recoup.analytics.recovery.spikes import Share, Spike
 from recoup.analytics.recovery.stats import Interval, wilson
@@ -60,6 +63,9 @@ __all__ = [
     "Spike",
     "attempt_log",
     "build_report",
+    "chart_svgs",
+    "render_html",
+    "render_terminal",
     "report_json",
     "wilson",
 ]
