@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 import threading
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from recoup.analytics.recovery.buckets import Bucket
@@ -52,11 +52,19 @@ def chart_svgs(report: RecoveryReport) -> dict[str, str]:
         )
         drawn["load_per_minute"] = _svg(
             _load(
-                report.load.per_minute, "attempts per minute on the payment API", "%Y-%m-%dT%H:%MZ"
+                report.load.per_minute,
+                "payment API: the busiest minute of each hour",
+                "%Y-%m-%dT%H:%MZ",
+                busiest=True,
             )
         )
         drawn["load_per_hour"] = _svg(
-            _load(report.load.per_hour, "attempts per hour on the payment API", "%Y-%m-%dT%H:00Z")
+            _load(
+                report.load.per_hour,
+                "payment API: attempts per hour",
+                "%Y-%m-%dT%H:00Z",
+                busiest=False,
+            )
         )
         if report.experiment is not None:
             e = report.experiment
@@ -103,21 +111,42 @@ def _rates(buckets: Sequence[Bucket], title: str, xlabel: str) -> Figure:
     return figure
 
 
-def _load(counts: dict[str, int], title: str, key_format: str) -> Figure:
+def _load(counts: dict[str, int], title: str, key_format: str, *, busiest: bool) -> Figure:
+    """Attempts per UTC hour, or (`busiest`) the busiest minute of each hour: one step line
+    over every hour from the first to the last, so a month is ~720 points in one path, not
+    one mark per minute."""
     from matplotlib.ticker import MaxNLocator
 
     figure, axes = _figure(title)
     axes.yaxis.set_major_locator(MaxNLocator(integer=True))
-    if counts:
-        times = [datetime.strptime(k, key_format) for k in counts]
-        axes.vlines(times, 0, list(counts.values()), color=_OK, lw=1)  # type: ignore[arg-type]
-        axes.set_ylim(0, max(counts.values()) * 1.1)
+    hours = _hourly(counts, key_format, busiest=busiest)
+    if hours:
+        times, values = zip(*hours, strict=True)
+        axes.step(times, values, where="post", color=_OK, lw=1)
+        axes.set_ylim(0, max(values) * 1.1)
         figure.autofmt_xdate()
     else:
         axes.text(0.5, 0.5, "no attempts", transform=axes.transAxes, ha="center")
-    axes.set_ylabel("attempts")
+    axes.set_ylabel("attempts per minute (peak)" if busiest else "attempts per hour")
     axes.set_xlabel("UTC")
     return figure
+
+
+def _hourly(
+    counts: dict[str, int], key_format: str, *, busiest: bool
+) -> list[tuple[datetime, int]]:
+    """(hour, value) for every hour from the first count's to one past the last's (zeros
+    included): the sum of the hour's counts, or their maximum when `busiest`."""
+    per_hour: dict[datetime, int] = {}
+    for key, n in counts.items():
+        hour = datetime.strptime(key, key_format).replace(minute=0)
+        per_hour[hour] = max(per_hour.get(hour, 0), n) if busiest else per_hour.get(hour, 0) + n
+    if not per_hour:
+        return []
+    first, last = min(per_hour), max(per_hour) + timedelta(hours=1)
+    steps = int((last - first) / timedelta(hours=1))
+    hours = [first + timedelta(hours=h) for h in range(steps + 1)]
+    return [(h, per_hour.get(h, 0)) for h in hours]
 
 
 def _svg(figure: Figure) -> str:
