@@ -35,19 +35,26 @@ Definitions (what every figure counts):
 """
 
 from recoup.analytics.recovery.buckets import Bucket
-from recoup.analytics.recovery.charts import chart_svgs
+from recoup.analytics.recovery.charts import CHARTS, chart_svgs
 from recoup.analytics.recovery.experiment import Arm, ExperimentComparison
 from recoup.analytics.recovery.html_report import render_html
 from recoup.analytics.recovery.json_report import report_json
 from recoup.analytics.recovery.load import LoadShape
 from recoup.analytics.recovery.log import AttemptLogEntry, attempt_log
-from recoup.analytics.recovery.merchants import MerchantJudgement, MerchantTag, ReviewItem
+from recoup.analytics.recovery.merchants import (
+    TAG_KINDS,
+    MerchantJudgement,
+    MerchantTag,
+    ReviewItem,
+)
 from recoup.analytics.recovery.report import RecoveryReport, ReportOptions, build_report
 from recoup.analytics.recovery.spikes import Share, Spike
 from recoup.analytics.recovery.stats import Interval, wilson
 from recoup.analytics.recovery.terminal_report import render_terminal
 
 __all__ = [
+    "CHARTS",
+    "TAG_KINDS",
     "Arm",
     "AttemptLogEntry",
     "Bucket",

@@ -28,7 +28,7 @@ from recoup.analytics.recovery.spikes import (
     share,
     window_counts,
 )
-from recoup.dunning.invoice import Invoice
+from recoup.dunning.invoice import Invoice, InvoiceState
 from recoup.errors import InvalidInput
 from recoup.timekeeping.instants import require_aware
 
@@ -102,7 +102,7 @@ def judge_merchants(
         days = judging.low_volume_window_days if low_volume else judging.window_days
         start = judging.now - timedelta(days=days)
         judged = [i for i in finished.get(merchant, []) if start <= i.failed_at < judging.now]
-        recovered = sum(1 for i in judged if i.state.value == "recovered")
+        recovered = sum(1 for i in judged if i.state is InvoiceState.RECOVERED)
         judgements.append(
             MerchantJudgement(
                 merchant_id=merchant,

@@ -11,7 +11,7 @@ from datetime import datetime
 from recoup.analytics.recovery.buckets import Bucket, Tally, make_bucket
 from recoup.analytics.recovery.experiment import ExperimentComparison, arms_of, compare
 from recoup.analytics.recovery.load import LoadShape, load_shape
-from recoup.analytics.recovery.log import cohort, failure_category
+from recoup.analytics.recovery.log import cohort, decline_category, failure_category
 from recoup.analytics.recovery.merchants import (
     Judging,
     MerchantJudgement,
@@ -35,6 +35,9 @@ NONE_KEY = "(none)"  # the bucket of invoices without a gateway or merchant id
 
 @dataclass(frozen=True, kw_only=True)
 class ReportOptions:
+    """What a report is judged with. `now` ends the spike and merchant windows and picks the
+    tags in force; whether an invoice is still running is its state as given."""
+
     now: datetime  # explicit (pure): ends the judging windows, picks the tags in force
     min_volume: int = 30  # below: "insufficient data"
     window_days: int = 7  # merchant/gateway spike window
@@ -135,7 +138,8 @@ def build_report(
         won = invoice.state is InvoiceState.RECOVERED
         category = failure_category(invoice)
         code = (invoice.decline_code or "").strip().lower() or NO_CODE
-        categories[code] = category
+        # The code's own class labels its bucket (an advice code may make one invoice stricter).
+        categories[code] = decline_category(None if code == NO_CODE else code, None) or "soft"
         by_category.add(category, won)
         by_code.add(code, won)
         by_gateway.add(invoice.gateway or NONE_KEY, won)

@@ -123,21 +123,24 @@ def test_timing_counts_soft_declines_only_and_hard_declines_are_split_out() -> N
         invoice("cust", [(24, "succeeded", None)], decline_code="expired_card"),
         invoice("hard", decline_code="stolen_card"),  # never retried
         invoice("hard-paid", decline_code="lost_card", recovered_by="paid_out_of_band"),
+        # a soft code made hard by its advice code: the invoice counts as hard
+        invoice("advised", decline_code="insufficient_funds", advice_code="do_not_try_again"),
     ]
     report = build_report(invoices, options=options())
     assert sum(b.count for b in report.by_local_hour) == 1
     assert sum(b.count for b in report.by_weekday) == 1
     assert report.timing_excluded_attempts == 1
-    assert (report.hard_declines.recovered, report.hard_declines.count) == (1, 2)
+    assert (report.hard_declines.recovered, report.hard_declines.count) == (1, 3)
     assert by_key(report.by_decline_category) == {
         "soft": (0, 1),
         "customer": (1, 1),
-        "hard": (1, 2),
+        "hard": (1, 3),
     }
     codes = {b.key: b for b in report.by_decline_code}
     assert codes["stolen_card"].category == "hard"
     assert codes["expired_card"].category == "customer"
-    assert (codes["insufficient_funds"].category, codes["insufficient_funds"].count) == ("soft", 1)
+    # the code's bucket keeps the code's own class
+    assert (codes["insufficient_funds"].category, codes["insufficient_funds"].count) == ("soft", 2)
 
 
 def test_a_bucket_below_the_minimum_volume_says_insufficient_data() -> None:
