@@ -33,7 +33,7 @@ class AnchorRule:
     timezone: str
     every: str = "month"  # day | week | month | year
     interval: int = 1
-    end_of_month: str = "clamp"  # clamp | roll-forward | last-day
+    end_of_month: str = "clamp"  # clamp | roll-forward | last-day | restrict
     kind: Literal["anchor"] = "anchor"
 
 

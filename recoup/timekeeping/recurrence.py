@@ -13,6 +13,10 @@ End-of-month rules (they matter only for month and year steps):
   Mar 31; Feb 29 yearly → Mar 1 in common years). RFC 7529 `SKIP=FORWARD`.
 - `last-day`: the anchor means "the last day of every month"; the anchor's own day of month is
   disregarded, so every occurrence (n = 0 included) falls on the last day of its month.
+- `restrict`: the anchor must be on day 1–28, which every month has, so no occurrence is ever
+  moved; an anchor on the 29th–31st is refused (`InvalidInput` naming `local`) rather than
+  given a meaning in short months (processors such as Trust Payments keep schedules off
+  those days too).
 
 Local wall times become instants through `zones.resolve_local` (ARCHITECTURE.md's rule: a time in a
 spring-forward gap moves forward by the gap; a time in a fall-back fold is the earlier instant).
@@ -37,8 +41,13 @@ from recoup.timekeeping.instants import require_aware
 from recoup.timekeeping.zones import resolve_local, to_local, zone
 
 EVERY: Final = ("day", "week", "month", "year")
-END_OF_MONTH_RULES: Final = ("clamp", "roll-forward", "last-day")
+END_OF_MONTH_RULES: Final = ("clamp", "roll-forward", "last-day", "restrict")
 DEFAULT_END_OF_MONTH: Final = "clamp"
+RESTRICT_MAX_DAY: Final = 28  # the last day of month every month has
+RESTRICT_ALLOWED: Final = (
+    f"expected a day of month from 1 to {RESTRICT_MAX_DAY} under the restrict month-end rule "
+    "(clamp, roll-forward and last-day accept 29–31)"
+)
 
 _DAYS_PER_STEP: Final = {"day": 1, "week": 7}
 _MONTHS_PER_STEP: Final = {"month": 1, "year": 12}
@@ -49,8 +58,9 @@ class Anchor:
     """A stored recurrence rule; occurrence n = 0 is `local` itself (or, under `last-day`,
     the last day of `local`'s month at the same time of day).
 
-    Validation raises `InvalidInput` naming the field: `local` (must be naive), `timezone`
-    (an IANA name), `every`, `interval` (an int ≥ 1), `end_of_month`.
+    Validation raises `InvalidInput` naming the field: `local` (must be naive; on day 1–28
+    under `restrict` with a month or year step), `timezone` (an IANA name), `every`,
+    `interval` (an int ≥ 1), `end_of_month`.
     """
 
     local: datetime
@@ -75,6 +85,10 @@ class Anchor:
         if self.end_of_month not in END_OF_MONTH_RULES:
             allowed = f"expected one of {', '.join(END_OF_MONTH_RULES)}"
             raise InvalidInput("end_of_month", self.end_of_month, allowed)
+        # Day and week steps never meet a month's end, so the rule does not bind them.
+        restricted = self.end_of_month == "restrict" and self.every in _MONTHS_PER_STEP
+        if restricted and self.local.day > RESTRICT_MAX_DAY:
+            raise InvalidInput("local", self.local.isoformat(), RESTRICT_ALLOWED)
 
 
 class AnchorFields(Protocol):
@@ -124,7 +138,10 @@ def month_day(year: int, month: int, day: int, end_of_month: str) -> date:
     """The date that day-of-month `day` (1–31) means in `year`-`month` under `end_of_month`.
 
     This is the single place the end-of-month rules live; anchor recovery uses it too.
+    Under `restrict` a `day` past 28 is `InvalidInput` naming `day`.
     """
+    if end_of_month == "restrict" and day > RESTRICT_MAX_DAY:
+        raise InvalidInput("day", day, RESTRICT_ALLOWED)
     last = days_in_month(year, month)
     if end_of_month == "last-day":
         return date(year, month, last)
@@ -296,6 +313,8 @@ __all__ = [
     "DEFAULT_END_OF_MONTH",
     "END_OF_MONTH_RULES",
     "EVERY",
+    "RESTRICT_ALLOWED",
+    "RESTRICT_MAX_DAY",
     "Anchor",
     "AnchorFields",
     "Occurrence",

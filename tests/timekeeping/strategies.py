@@ -31,7 +31,8 @@ TRANSITIONS: list[tuple[str, datetime]] = [
 ]
 
 EVERY = ("day", "week", "month", "year")
-RULES = ("clamp", "roll-forward", "last-day")
+RULES = ("clamp", "roll-forward", "last-day", "restrict")
+RESTRICT_MAX_DAY = 28  # restrict refuses monthly and yearly anchors past the 28th
 
 
 @st.composite
@@ -70,6 +71,8 @@ def anchors(draw: st.DrawFn) -> dict[str, object]:
         at = draw(st.times()).replace(second=0, microsecond=0)
         local = datetime.combine(day, at)
         tz = draw(st.sampled_from(ALL_ZONES))
+    if rule == "restrict" and every in ("month", "year") and local.day > RESTRICT_MAX_DAY:
+        local = local.replace(day=draw(st.integers(1, RESTRICT_MAX_DAY)))
     return {
         "local": local,
         "timezone": tz,
@@ -121,6 +124,8 @@ def expected_date(start: date, every: str, steps: int, rule: str) -> date:
     length = calendar.monthrange(year, month)[1]
     if rule == "last-day":
         return date(year, month, length)
+    if rule == "restrict":
+        assert start.day <= RESTRICT_MAX_DAY  # refused otherwise: nothing to compute
     if start.day <= length:
         return date(year, month, start.day)
     if rule == "clamp":

@@ -51,6 +51,27 @@ def test_it_passes_every_interval_and_rule_through(capsys: pytest.CaptureFixture
     ]
 
 
+def test_restrict_renews_on_the_anchor_day_every_month(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = ["renewals", "--anchor", "2026-01-28T09:00", "--timezone", "UTC"]
+    assert main([*args, "--end-of-month", "restrict", "--count", "3", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["anchor"]["end_of_month"] == "restrict"
+    assert [o["local"][:10] for o in printed["occurrences"]] == [
+        "2026-02-28",
+        "2026-03-28",
+        "2026-04-28",
+    ]
+
+
+def test_the_help_lists_every_month_end_rule(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["renewals", "--help"]) == 0
+    # Rich wraps the help in a box: drop its borders and line breaks before reading.
+    out = " ".join(capsys.readouterr().out.replace("│", " ").split())
+    assert "clamp, roll-forward, last-day, restrict" in out
+
+
 def test_it_prints_a_readable_table(capsys: pytest.CaptureFixture[str]) -> None:
     # Without --json: one row per renewal with its local time and UTC instant.
     assert main([*BASE, "--count", "4"]) == 0
@@ -88,6 +109,12 @@ def test_the_table_notes_a_time_moved_out_of_a_gap(capsys: pytest.CaptureFixture
         (["--interval", "two"], "error: Invalid value for '--interval'"),
         (["--every", "fortnight"], "error: --every: 'fortnight' is not valid; expected one of"),
         (["--end-of-month", "nearest"], "error: --end-of-month: 'nearest' is not valid"),
+        # restrict refuses BASE's 31st anchor, naming the anchor and what it would accept.
+        (
+            ["--end-of-month", "restrict"],
+            "error: --anchor: '2026-01-31T09:00' is not valid; expected a day of month from 1 "
+            "to 28 under the restrict month-end rule",
+        ),
         (["--count", "0"], "error: --count: 0 is not valid"),
     ],
 )

@@ -25,7 +25,7 @@ class AnchorIn(StrictModel):
     timezone: Text = Field(min_length=1, max_length=100)
     every: Literal["day", "week", "month", "year"] = "month"
     interval: int = Field(default=1, ge=1, le=1000)
-    end_of_month: Literal["clamp", "roll-forward", "last-day"] = "clamp"
+    end_of_month: Literal["clamp", "roll-forward", "last-day", "restrict"] = "clamp"
 
 
 class ScheduleIn(StrictModel):
