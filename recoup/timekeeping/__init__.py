@@ -1,7 +1,12 @@
 """Pure time core: clocks, wall-clock resolution, business calendars, anchored recurrence and
 cron in a zone. Nothing here reads the system clock, the environment or the network."""
 
-from recoup.timekeeping.anchor_recovery import DriftedCharge, RecoveredAnchor, recover_anchor
+from recoup.timekeeping.anchor_recovery import (
+    DriftedCharge,
+    RecoveredAnchor,
+    Unrecovered,
+    recover_anchor,
+)
 from recoup.timekeeping.calendar import BusinessCalendar, parse_weekend
 from recoup.timekeeping.clock import Clock, SystemClock, VirtualClock
 from recoup.timekeeping.cron import cron_between, cron_next, follows_clock, iter_cron, validate_cron
@@ -34,6 +39,7 @@ __all__ = [
     "Occurrence",
     "RecoveredAnchor",
     "SystemClock",
+    "Unrecovered",
     "VirtualClock",
     "anchor_from",
     "cron_between",

@@ -12,6 +12,7 @@ def test_the_time_core_exports_exactly_its_public_surface() -> None:
         "Occurrence",
         "RecoveredAnchor",
         "SystemClock",
+        "Unrecovered",
         "VirtualClock",
         "anchor_from",
         "cron_between",
