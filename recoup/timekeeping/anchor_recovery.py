@@ -301,12 +301,11 @@ def _result(days: list[date], fit: _Fit, as_of: date | None) -> RecoveredAnchor:
         for n, charged, e in zip(fit.periods, days, expected, strict=True)
         if charged != e
     )
-    last, last_n = days[-1], fit.periods[-1]
     # A drifting schedule charges next one step on from the last charge, and the customer has
     # paid up to that date; an anchored one (nothing drifted) renews at the next period.
-    drifting_next = _chained(last, 1, c) if drifted else None
+    drifting_next = _chained(days[-1], 1, c) if drifted else None
     floors = [d for d in (drifting_next, as_of) if d is not None]
-    next_n = _first_on_or_after(c, last_n + 1, max(floors) if floors else None)
+    next_n = _first_on_or_after(c, fit.periods[-1] + 1, max(floors) if floors else None)
     return RecoveredAnchor(
         day=c.day,
         end_of_month=c.rule,

@@ -41,4 +41,3 @@ def test_an_unknown_rule_lists_restrict_among_the_allowed(api: Api) -> None:
     response = http.post("/v1/schedules", json=anchor_body("2026-01-15T09:00:00", "nearest"))
     problem = assert_problem(response, 422, "anchor.end_of_month")
     assert "restrict" in str(problem["errors"])
-

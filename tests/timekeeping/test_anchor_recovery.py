@@ -1,5 +1,5 @@
 import calendar
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 
 import pytest
 from hypothesis import given
@@ -271,3 +271,24 @@ def test_a_chained_clamp_history_recovers_the_original_anchor(
     chain_next = clamp_chain(history[-1], 2)[1]
     assert found.next_renewal == truth[count] >= chain_next
     assert found.drifting_next == (chain_next if found.drifted else None)
+
+
+@given(anchors(), st.integers(4, 24), st.integers(0, 4000))
+def test_the_next_renewal_is_the_first_anchored_date_past_both_floors(
+    anchor: tuple[int, int, int, str], count: int, later: int
+) -> None:
+    # Not before `as_of`, and not before the date the drifting schedule would charge next
+    # (what the customer has paid up to), whichever is later.
+    year, month, day, _ = anchor
+    day = min(day, calendar.monthrange(year, month)[1])
+    history = clamp_chain(date(year, month, day), count)
+    as_of = history[-1] + timedelta(days=later)
+    found = recovered(history, as_of=as_of)
+    paid_through = clamp_chain(history[-1], 2)[1]
+    assert found.drifting_next == (paid_through if found.drifted else None)
+    floor = max(as_of, paid_through) if found.drifted else as_of
+    truth = (
+        anchored(*month_after(year, month, n), day, "clamp")
+        for n in range(count, count + later // 27 + 3)
+    )
+    assert found.next_renewal == next(t for t in truth if t >= floor)
