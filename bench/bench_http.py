@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -238,6 +239,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=20_000, help="requests and jobs per row")
     parser.add_argument("--dsn", default="postgresql://postgres@127.0.0.1:5432/test")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)  # the receiver process
+    parser.add_argument("--json", action="store_true", help="print the figures as one JSON line")
     args = parser.parse_args()
     if args.serve:
         serve(args.serve)
@@ -268,6 +270,19 @@ def main() -> None:
         row("Recoup worker, PostgreSQL", lambda: recoup_postgres(url, args.n, args.dsn))
 
     ceiling = max(raw, default=0.0)
+    if args.json:
+        figures = {name: rate for name, rate in rows if isinstance(rate, float)}
+        print(
+            json.dumps(
+                {
+                    "raw_fastest": ceiling,
+                    "recoup_sqlite": figures.get("Recoup worker, SQLite"),
+                    "recoup_postgresql": figures.get("Recoup worker, PostgreSQL"),
+                    **{name: rate for name, rate in figures.items()},
+                }
+            )
+        )
+        return
     width = max(len(name) for name, _ in rows)
     print(f"\n{'client':<{width}}  {'requests/s':>11}  {'÷ fastest raw':>13}")
     for name, rate in rows:

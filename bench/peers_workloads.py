@@ -5,9 +5,11 @@ never imported by Recoup. Each call prints one JSON object on stdout:
 
     python peers_workloads.py PEER WORKLOAD --dsn DSN --n N [--concurrency C]
 
-PEER: procrastinate | pgqueuer. WORKLOAD: enqueue | enqueue_one | drain | burst (enqueue_one:
-N jobs one at a time through the peer's public API, as an application defers one job). The
-database at DSN is the peer's own, created empty by the driver.
+PEER: procrastinate | pgqueuer. WORKLOAD: enqueue | enqueue_one | drain | burst | prepare |
+drain_part | steady (enqueue_one: N jobs one at a time through the peer's public API, as an
+application defers one job; prepare + drain_part: a drain by several processes, as
+`recoup_load.py` describes; steady: N jobs due at `--rate` per second). The database at DSN is
+the peer's own, created empty by the driver.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 BURST_LEAD = 3.0  # seconds between enqueueing the burst and its due instant
+STEADY_BUCKET = 0.1  # seconds: steady jobs are deferred in batches sharing one instant
 BATCH = 5_000  # jobs per enqueue call
 
 
@@ -60,7 +63,9 @@ async def one_by_one(enqueue: Callable[[], Awaitable[Any]], n: int) -> dict[str,
 # procrastinate ------------------------------------------------------------------------------
 
 
-async def procrastinate_run(workload: str, dsn: str, n: int, concurrency: int) -> dict[str, float]:
+async def procrastinate_run(
+    workload: str, dsn: str, n: int, concurrency: int, rate: float
+) -> dict[str, float]:
     import procrastinate
 
     app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=dsn))
@@ -77,7 +82,30 @@ async def procrastinate_run(workload: str, dsn: str, n: int, concurrency: int) -
         lags.append((datetime.now(UTC) - due).total_seconds())
 
     async with app.open_async():
-        await app.schema_manager.apply_schema_async()
+        if workload != "drain_part":
+            await app.schema_manager.apply_schema_async()
+        if workload == "prepare":
+            for offset in range(0, n, BATCH):
+                await noop.batch_defer_async(*({} for _ in range(min(BATCH, n - offset))))
+            analyze(dsn)
+            return {"inserted": n}
+        if workload == "drain_part":
+            ready_then_go()
+            await app.run_worker_async(concurrency=concurrency, wait=False)
+            return {"end": time.time()}
+        if workload == "steady":
+            start = steady_start(n, rate)
+            for at, size in steady_buckets(n, rate):
+                deferrer = burst.configure(schedule_at=start + timedelta(seconds=at))
+                await deferrer.batch_defer_async(*({} for _ in range(size)))
+            return await run_until_fired(
+                app.run_worker_async(
+                    concurrency=concurrency, wait=True, install_signal_handlers=False
+                ),
+                lags,
+                n,
+                (start - datetime.now(UTC)).total_seconds() + n / rate + 60,
+            )
         if workload == "enqueue_one":
             return await one_by_one(lambda: noop.defer_async(), n)
         if workload == "enqueue":
@@ -113,14 +141,17 @@ async def procrastinate_run(workload: str, dsn: str, n: int, concurrency: int) -
 # pgqueuer ---------------------------------------------------------------------------------
 
 
-async def pgqueuer_run(workload: str, dsn: str, n: int, concurrency: int) -> dict[str, float]:
+async def pgqueuer_run(
+    workload: str, dsn: str, n: int, concurrency: int, rate: float
+) -> dict[str, float]:
     import asyncpg
     from pgqueuer import AsyncpgDriver, Job, Queries, QueueManager
     from pgqueuer.types import QueueExecutionMode
 
     connection = await asyncpg.connect(dsn)
     queries = Queries(AsyncpgDriver(connection))
-    await queries.install()
+    if workload != "drain_part":
+        await queries.install()
 
     async def enqueue(entrypoint: str, count: int, after: timedelta | None = None) -> None:
         for offset in range(0, count, BATCH):
@@ -132,6 +163,10 @@ async def pgqueuer_run(workload: str, dsn: str, n: int, concurrency: int) -> dic
                 execute_after=[after] * size if after is not None else None,
             )
 
+    if workload == "prepare":
+        await enqueue("noop", n)
+        analyze(dsn)
+        return {"inserted": n}
     if workload == "enqueue_one":
         return await one_by_one(lambda: queries.enqueue("noop", None), n)
     if workload == "enqueue":
@@ -153,6 +188,32 @@ async def pgqueuer_run(workload: str, dsn: str, n: int, concurrency: int) -> dic
             manager.shutdown.set()
 
     batch = max(1, concurrency // 2)
+    if workload == "drain_part":
+        ready_then_go()
+        await manager.run(
+            batch_size=batch,
+            max_concurrent_tasks=concurrency,
+            mode=QueueExecutionMode.drain,
+            dequeue_timeout=timedelta(seconds=1),
+        )
+        return {"end": time.time()}
+    if workload == "steady":
+        start = steady_start(n, rate)
+        for at, size in steady_buckets(n, rate):
+            after = start + timedelta(seconds=at) - datetime.now(UTC)
+            await queries.enqueue(
+                ["burst"] * size, [None] * size, [0] * size, execute_after=[after] * size
+            )
+        return await run_until_fired(
+            manager.run(
+                batch_size=batch,
+                max_concurrent_tasks=concurrency,
+                dequeue_timeout=timedelta(seconds=1),
+            ),
+            lags,
+            n,
+            (start - datetime.now(UTC)).total_seconds() + n / rate + 60,
+        )
     if workload == "drain":
         await enqueue("noop", n)
         analyze(dsn)
@@ -176,6 +237,39 @@ async def pgqueuer_run(workload: str, dsn: str, n: int, concurrency: int) -> dic
     return lag_summary(lags, n)
 
 
+def ready_then_go() -> None:
+    """Say `ready` and wait for the driver's go (one line on stdin), sent to every process of
+    a multi-process drain at once."""
+    print("ready", flush=True)
+    sys.stdin.readline()
+
+
+def steady_start(n: int, rate: float) -> datetime:
+    """The first steady job's instant: after the enqueueing of all of them is surely done."""
+    return datetime.now(UTC) + timedelta(seconds=BURST_LEAD + n / 2_000)
+
+
+def steady_buckets(n: int, rate: float) -> list[tuple[float, int]]:
+    """(seconds after the start, jobs) per bucket: n jobs at `rate` per second."""
+    per_bucket = max(1, round(rate * STEADY_BUCKET))
+    return [(offset / rate, min(per_bucket, n - offset)) for offset in range(0, n, per_bucket)]
+
+
+async def run_until_fired(
+    worker: Awaitable[Any], lags: list[float], n: int, timeout: float
+) -> dict[str, float]:
+    task = asyncio.ensure_future(worker)
+    deadline = time.monotonic() + timeout
+    while len(lags) < n and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    task.cancel()
+    try:
+        await task
+    except (asyncio.CancelledError, Exception):
+        pass
+    return lag_summary(lags, n)
+
+
 def lag_summary(lags: list[float], n: int) -> dict[str, float]:
     if not lags:
         return {"fired": 0}
@@ -191,13 +285,17 @@ def lag_summary(lags: list[float], n: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("peer", choices=["procrastinate", "pgqueuer"])
-    parser.add_argument("workload", choices=["enqueue", "enqueue_one", "drain", "burst"])
+    parser.add_argument(
+        "workload",
+        choices=["enqueue", "enqueue_one", "drain", "burst", "prepare", "drain_part", "steady"],
+    )
     parser.add_argument("--dsn", required=True)
     parser.add_argument("--n", type=int, required=True)
     parser.add_argument("--concurrency", type=int, default=10)
+    parser.add_argument("--rate", type=float, default=500.0)
     args = parser.parse_args()
     run = procrastinate_run if args.peer == "procrastinate" else pgqueuer_run
-    result = asyncio.run(run(args.workload, args.dsn, args.n, args.concurrency))
+    result = asyncio.run(run(args.workload, args.dsn, args.n, args.concurrency, args.rate))
     json.dump(result, sys.stdout)
     sys.stdout.write("\n")
 
