@@ -7,6 +7,10 @@ Every change of an invoice goes through `change_invoice`: the row is locked (Pos
 `SELECT … FOR UPDATE`; SQLite `BEGIN IMMEDIATE`), read again, handed to a pure function, and
 what it returns is written in the same transaction, guarded by the invoice's `version`. That is
 the "lock, re-check, act" of anything that moves money.
+
+The recovery report reads through here too: the invoices that failed in a window, in bulk
+(`report_invoices`), counts of events by type (`count_events`: double charges) and the
+merchant ids an operator has tagged (`merchant_tags`).
 """
 
 from __future__ import annotations
@@ -18,7 +22,11 @@ from typing import Protocol
 
 from recoup.dunning.invoice import AttemptRecord, Invoice, InvoiceEvent, InvoiceState
 from recoup.dunning.limits import CardAttempt
+from recoup.errors import InvalidInput
 from recoup.timekeeping.instants import require_aware
+
+MERCHANT_TAGS = ("seasonal", "new", "other")
+MAX_EXPERIMENT_NAME = 100
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,16 +57,73 @@ class InvoicePage:
 class DunningSettings:
     """A tenant's dunning configuration. `policy_toml` is the text of a policy file (None: the
     `business-days` preset); `event_url` receives the signed `invoice.*` events (None: events
-    are kept in the timeline only); `charge_url` is the default retry-charge endpoint."""
+    are kept in the timeline only); `charge_url` is the default retry-charge endpoint.
+
+    A policy experiment (all three `experiment_*` set, or none): the share `experiment_share`
+    of new invoices, picked by a hash of (tenant, invoice, `experiment_name`), is planned with
+    `experiment_policy_toml` (arm b) instead of `policy_toml` (arm a)."""
 
     tenant: str
     policy_toml: str | None
     event_url: str | None
     charge_url: str | None
     updated_at: datetime
+    experiment_name: str | None = None
+    experiment_policy_toml: str | None = None
+    experiment_share: float | None = None
 
     def __post_init__(self) -> None:
         require_aware("updated_at", self.updated_at)
+        experiment = {
+            "experiment_name": self.experiment_name,
+            "experiment_policy_toml": self.experiment_policy_toml,
+            "experiment_share": self.experiment_share,
+        }
+        given = [name for name, value in experiment.items() if value is not None]
+        if given and len(given) < len(experiment):
+            missing = next(name for name, value in experiment.items() if value is None)
+            raise InvalidInput(
+                missing, None, f"expected all of {sorted(experiment)} together, or none"
+            )
+        name = self.experiment_name
+        if name is not None and (not 1 <= len(name) <= MAX_EXPERIMENT_NAME or "\x00" in name):
+            raise InvalidInput(
+                "experiment_name", name, f"expected 1–{MAX_EXPERIMENT_NAME} characters"
+            )
+        share = self.experiment_share
+        if share is not None and not 0 < share < 1:  # also refuses NaN
+            raise InvalidInput(
+                "experiment_share", share, "expected a share strictly between 0 and 1"
+            )
+
+    @property
+    def has_experiment(self) -> bool:
+        return self.experiment_name is not None
+
+
+@dataclass(frozen=True, kw_only=True)
+class MerchantTag:
+    merchant_id: str
+    tag: str
+    note: str
+    tagged_at: datetime
+
+
+MAX_MERCHANT_ID = 100
+MAX_TAG_NOTE = 1000
+
+
+def check_merchant_tag(tag: MerchantTag) -> None:
+    """`InvalidInput` naming the field for a tag the table would refuse."""
+    if not 1 <= len(tag.merchant_id) <= MAX_MERCHANT_ID or "\x00" in tag.merchant_id:
+        raise InvalidInput(
+            "merchant_id", tag.merchant_id, f"expected 1–{MAX_MERCHANT_ID} characters"
+        )
+    if tag.tag not in MERCHANT_TAGS:
+        raise InvalidInput("tag", tag.tag, f"expected one of {list(MERCHANT_TAGS)}")
+    if len(tag.note) > MAX_TAG_NOTE or "\x00" in tag.note:
+        raise InvalidInput("note", tag.note, f"expected at most {MAX_TAG_NOTE} characters")
+    require_aware("tagged_at", tag.tagged_at)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -125,12 +190,40 @@ class DunningStore(Protocol):
         """Insert or replace the tenant's settings; return them as stored."""
         ...
 
+    # What the recovery report reads
+
+    def report_invoices(self, tenant: str, *, since: datetime, until: datetime) -> list[Invoice]:
+        """Every invoice of the tenant whose failure is in [since, until), with its attempts,
+        ordered by (failed_at, invoice_id): two statements in one snapshot (the invoices,
+        then all their attempts), however many invoices."""
+        ...
+
+    def count_events(self, tenant: str, type: str, *, since: datetime, until: datetime) -> int:
+        """How many of the tenant's events of `type` happened in [since, until)."""
+        ...
+
+    def put_merchant_tag(self, tenant: str, tag: MerchantTag) -> MerchantTag:
+        """Tag a merchant id (replacing its tag, if any); return the tag as stored. A tag
+        outside `MERCHANT_TAGS` → `InvalidInput` naming `tag`."""
+        ...
+
+    def delete_merchant_tag(self, tenant: str, merchant_id: str) -> bool:
+        """Remove the merchant id's tag → whether there was one."""
+        ...
+
+    def merchant_tags(self, tenant: str) -> list[MerchantTag]:
+        """The tenant's tags, by merchant id."""
+        ...
+
 
 __all__ = [
+    "MERCHANT_TAGS",
     "AttemptRef",
     "DunningSettings",
     "DunningStore",
     "InvoiceChange",
     "InvoiceFilter",
     "InvoicePage",
+    "MerchantTag",
+    "check_merchant_tag",
 ]

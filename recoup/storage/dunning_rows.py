@@ -16,7 +16,7 @@ from recoup.dunning.invoice import (
     InvoiceEvent,
     InvoiceState,
 )
-from recoup.recovery.store import DunningSettings
+from recoup.recovery.store import DunningSettings, MerchantTag
 from recoup.storage.job_rows import DecodeInstant, EncodeInstant, dumps
 
 # Column order of the queries that return invoices, attempts, events and settings (the
@@ -58,7 +58,17 @@ ATTEMPT_COLUMNS = (
     "reported_at",
 )
 EVENT_COLUMNS = ("id", "tenant", "invoice_id", "seq", "type", "at", "data")
-SETTINGS_COLUMNS = ("tenant", "policy_toml", "event_url", "charge_url", "updated_at")
+SETTINGS_COLUMNS = (
+    "tenant",
+    "policy_toml",
+    "event_url",
+    "charge_url",
+    "updated_at",
+    "experiment_name",
+    "experiment_policy_toml",
+    "experiment_share",
+)
+TAG_COLUMNS = ("merchant_id", "tag", "note", "tagged_at")
 
 
 def _listed(columns: Sequence[str], prefix: str = "") -> str:
@@ -68,10 +78,12 @@ def _listed(columns: Sequence[str], prefix: str = "") -> str:
 EXPANSIONS = {
     "{invoice_columns}": _listed(INVOICE_COLUMNS),
     "{p_invoice_columns}": _listed(INVOICE_COLUMNS, "p."),
+    "{i_invoice_columns}": _listed(INVOICE_COLUMNS, "i."),
     "{attempt_columns}": _listed(ATTEMPT_COLUMNS),
     "{a_attempt_columns}": _listed(ATTEMPT_COLUMNS, "a."),
     "{event_columns}": _listed(EVENT_COLUMNS),
     "{settings_columns}": _listed(SETTINGS_COLUMNS),
+    "{tag_columns}": _listed(TAG_COLUMNS),
 }
 
 
@@ -201,13 +213,37 @@ def event_from_row(row: Sequence[Any], instant: DecodeInstant) -> InvoiceEvent:
     )
 
 
+def settings_values(settings: DunningSettings, encode: EncodeInstant) -> dict[str, Any]:
+    return {
+        "tenant": settings.tenant,
+        "policy_toml": settings.policy_toml,
+        "event_url": settings.event_url,
+        "charge_url": settings.charge_url,
+        "updated_at": encode(settings.updated_at),
+        "experiment_name": settings.experiment_name,
+        "experiment_policy_toml": settings.experiment_policy_toml,
+        "experiment_share": settings.experiment_share,
+    }
+
+
 def settings_from_row(row: Sequence[Any], instant: DecodeInstant) -> DunningSettings:
     """A row in `SETTINGS_COLUMNS` order."""
-    tenant, policy_toml, event_url, charge_url, updated_at = row
-    return DunningSettings(
-        tenant=tenant,
-        policy_toml=policy_toml,
-        event_url=event_url,
-        charge_url=charge_url,
-        updated_at=instant(updated_at),
-    )
+    fields = dict(zip(SETTINGS_COLUMNS, row, strict=True))
+    fields["updated_at"] = instant(fields["updated_at"])
+    return DunningSettings(**fields)
+
+
+def tag_values(tenant: str, tag: MerchantTag, encode: EncodeInstant) -> dict[str, Any]:
+    return {
+        "tenant": tenant,
+        "merchant_id": tag.merchant_id,
+        "tag": tag.tag,
+        "note": tag.note,
+        "tagged_at": encode(tag.tagged_at),
+    }
+
+
+def tag_from_row(row: Sequence[Any], instant: DecodeInstant) -> MerchantTag:
+    """A row in `TAG_COLUMNS` order."""
+    merchant_id, tag, note, tagged_at = row
+    return MerchantTag(merchant_id=merchant_id, tag=tag, note=note, tagged_at=instant(tagged_at))

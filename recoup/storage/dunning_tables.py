@@ -45,6 +45,7 @@ from recoup.storage.dunning_rows import (
     invoice_values,
     invoices_from_rows,
     settings_from_row,
+    settings_values,
 )
 from recoup.storage.job_rows import decode_cursor, encode_cursor
 from recoup.storage.rules import check_page_limit
@@ -316,13 +317,7 @@ class SqlDunningTables(SqlStore):
         return None if row is None else settings_from_row(row, self._decode_instant)
 
     def put_settings(self, settings: DunningSettings) -> DunningSettings:
-        params = {
-            "tenant": settings.tenant,
-            "policy_toml": settings.policy_toml,
-            "event_url": settings.event_url,
-            "charge_url": settings.charge_url,
-            "updated_at": self._encode_instant(settings.updated_at),
-        }
+        params = settings_values(settings, self._encode_instant)
         with self.write() as conn:
             row = conn.execute(self.DQ["put_settings"], params).fetchone()
         assert row is not None  # an upsert … RETURNING returns its row

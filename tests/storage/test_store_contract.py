@@ -1127,7 +1127,18 @@ DECLARED_COLUMNS = {
         "data",
         "dispatched_at",
     },
-    "dunning_settings": {"tenant", "policy_toml", "event_url", "charge_url", "updated_at"},
+    "dunning_settings": {
+        "tenant",
+        "policy_toml",
+        "event_url",
+        "charge_url",
+        "updated_at",
+        "experiment_name",  # 0005
+        "experiment_policy_toml",  # 0005
+        "experiment_share",  # 0005
+    },
+    # 0005: tagged merchant ids
+    "merchant_tags": {"tenant", "merchant_id", "tag", "note", "tagged_at"},
 }
 DECLARED_INDEXES = {
     "jobs": {
@@ -1144,9 +1155,19 @@ DECLARED_INDEXES = {
     },
     "runs": {"runs_finished"},
     "schedules": {"schedules_live_name", "schedules_due"},
-    "invoices": {"invoices_listing", "invoices_state", "invoices_customer", "invoices_card"},
+    "invoices": {
+        "invoices_listing",
+        "invoices_state",
+        "invoices_customer",
+        "invoices_card",
+        "invoices_failed",  # 0005
+    },
     "invoice_attempts": {"invoice_attempts_job", "invoice_attempts_scheduled"},
-    "invoice_events": {"invoice_events_seq", "invoice_events_undispatched"},
+    "invoice_events": {
+        "invoice_events_seq",
+        "invoice_events_undispatched",
+        "invoice_events_type",  # 0005
+    },
 }
 
 

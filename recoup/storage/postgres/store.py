@@ -49,6 +49,7 @@ from recoup.storage import (
     row_decoding,
     valid_schema_name,
 )
+from recoup.storage.dunning_reports import SqlDunningReports
 from recoup.storage.dunning_tables import EXPANSIONS, SqlDunningTables
 from recoup.storage.job_rows import aware_utc
 from recoup.storage.postgres.queue import PostgresQueue
@@ -118,7 +119,7 @@ _ADAPTERS.register_loader("jsonb", _JsonbTextLoader)
 _ADAPTERS.register_loader("jsonb", _JsonbBinaryTextLoader)
 
 
-class PostgresStore(PostgresQueue, SqlDunningTables):
+class PostgresStore(PostgresQueue, SqlDunningTables, SqlDunningReports):
     """Every store protocol (`recoup.storage.Store`) on PostgreSQL, every table in `schema`."""
 
     backend = "postgresql"
@@ -227,6 +228,14 @@ class PostgresStore(PostgresQueue, SqlDunningTables):
         it raises), for the other table modules of this backend (`api_tables`) that live in the
         store's schema: `search_path`, UTC and error translation (`StorageError`) included."""
         return self._conn()
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[psycopg.Connection[Any]]:
+        """A read-only REPEATABLE READ transaction: every statement sees the snapshot of the
+        first (READ COMMITTED, the default, takes one per statement)."""
+        with self._conn() as conn:
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield conn
 
     def write(self) -> AbstractContextManager[psycopg.Connection[Any]]:
         """The same as `read()`: on PostgreSQL every block is one transaction, and row locks,

@@ -150,8 +150,48 @@ SELECT {settings_columns} FROM dunning_settings WHERE tenant = :tenant
 
 -- put_settings --
 INSERT INTO dunning_settings ({settings_columns})
-VALUES (:tenant, :policy_toml, :event_url, :charge_url, :updated_at)
+VALUES (:tenant, :policy_toml, :event_url, :charge_url, :updated_at, :experiment_name,
+        :experiment_policy_toml, :experiment_share)
 ON CONFLICT (tenant) DO UPDATE
 SET policy_toml = excluded.policy_toml, event_url = excluded.event_url,
-    charge_url = excluded.charge_url, updated_at = excluded.updated_at
+    charge_url = excluded.charge_url, updated_at = excluded.updated_at,
+    experiment_name = excluded.experiment_name,
+    experiment_policy_toml = excluded.experiment_policy_toml,
+    experiment_share = excluded.experiment_share
 RETURNING {settings_columns}
+
+-- _report_window --
+-- The invoices of the report: through invoices_failed (migration 0005).
+WHERE i.tenant = :tenant AND i.failed_at >= :since AND i.failed_at < :until
+
+-- report_invoices --
+-- Then report_attempts, in the same read transaction (one snapshot).
+SELECT {i_invoice_columns} FROM invoices i
+{_report_window}
+ORDER BY i.failed_at, i.invoice_id
+
+-- report_attempts --
+-- Unordered: an ORDER BY would tempt the planner into walking every invoice of the tenant in
+-- key order instead of the window through invoices_failed (the store orders each invoice's).
+SELECT a.invoice_id, {a_attempt_columns}
+FROM invoices i
+JOIN invoice_attempts a ON a.tenant = i.tenant AND a.invoice_id = i.invoice_id
+{_report_window}
+
+-- count_events --
+-- From invoice_events_type alone.
+SELECT count(*) FROM invoice_events
+WHERE tenant = :tenant AND type = :type AND at >= :since AND at < :until
+
+-- put_merchant_tag --
+INSERT INTO merchant_tags (tenant, {tag_columns})
+VALUES (:tenant, :merchant_id, :tag, :note, :tagged_at)
+ON CONFLICT (tenant, merchant_id) DO UPDATE
+SET tag = excluded.tag, note = excluded.note, tagged_at = excluded.tagged_at
+RETURNING {tag_columns}
+
+-- delete_merchant_tag --
+DELETE FROM merchant_tags WHERE tenant = :tenant AND merchant_id = :merchant_id
+
+-- merchant_tags --
+SELECT {tag_columns} FROM merchant_tags WHERE tenant = :tenant ORDER BY merchant_id

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from recoup.errors import InvalidInput, StorageError
 from recoup.jobs.model import Job, NewJob
 from recoup.storage import job_rows, row_decoding
+from recoup.storage.dunning_reports import SqlDunningReports
 from recoup.storage.dunning_tables import EXPANSIONS, SqlDunningTables
 from recoup.storage.job_rows import from_micros, micros
 from recoup.storage.rules import insert_conflict
@@ -78,7 +79,7 @@ def _forget(
     conn.close()
 
 
-class SqliteStore(SqliteQueue, SqlDunningTables):
+class SqliteStore(SqliteQueue, SqlDunningTables, SqlDunningReports):
     """Every store protocol (`recoup.storage.Store`) on one SQLite file (or `:memory:`)."""
 
     backend = "sqlite"
@@ -181,6 +182,18 @@ class SqliteStore(SqliteQueue, SqlDunningTables):
         table modules of this backend (`api_tables`) that live in the same database. SQLite
         errors inside the block become `StorageError`."""
         return self._connection()
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[sqlite3.Connection]:
+        """A deferred read transaction: in WAL mode its statements read the database as it
+        was at the first one, while writers go on."""
+        with self._connection() as conn:
+            conn.execute("BEGIN")
+            try:
+                yield conn
+            finally:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")  # nothing written: ends the read
 
     def write(self) -> AbstractContextManager[sqlite3.Connection]:
         """One `BEGIN IMMEDIATE` write transaction on this thread's connection, committed when
