@@ -12,10 +12,9 @@ the backstop.
 from __future__ import annotations
 
 import enum
-import functools
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from recoup.dunning.invoice import (
     AttemptState,
@@ -40,12 +39,18 @@ from recoup.dunning.lifecycle import (
     transition,
 )
 from recoup.dunning.planner import plan_retries
-from recoup.dunning.policy import DunningPolicy, parse_policy, preset
+from recoup.dunning.policy import DunningPolicy
 from recoup.errors import Conflict, InvalidInput, NotFound
 from recoup.jobs.model import HttpTarget, Run
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.store import JobStore
 from recoup.recovery.job_specs import attempt_job, deadline_job, event_job
+from recoup.recovery.policies import (
+    DEFAULT_POLICY,
+    TenantPolicies,
+    check_settings,
+    tenant_policies,
+)
 from recoup.recovery.store import (
     DunningSettings,
     DunningStore,
@@ -57,7 +62,6 @@ from recoup.timekeeping.clock import Clock
 from recoup.timekeeping.instants import format_utc, require_aware
 from recoup.timekeeping.zones import zone
 
-DEFAULT_POLICY = "business-days"
 CARD_HISTORY = timedelta(days=31)  # network limits count at most 30 days back
 MAX_ID_LENGTH = 100
 
@@ -121,16 +125,11 @@ class Keep(enum.Enum):
 
 
 KEEP = Keep.KEEP
+T = TypeVar("T")
 
 
-@functools.lru_cache(maxsize=64)
-def _policy_from_text(text: str | None) -> DunningPolicy:
-    return preset(DEFAULT_POLICY) if text is None else parse_policy(text, name="tenant")
-
-
-def check_policy(text: str) -> DunningPolicy:
-    """The policy a settings text holds; `ConfigError` naming the field at fault."""
-    return _policy_from_text(text)
+def _given_or_kept(given: T | Keep, stored: T) -> T:
+    return stored if isinstance(given, Keep) else given
 
 
 class Dunning:
@@ -163,28 +162,39 @@ class Dunning:
         policy_toml: str | Keep | None = KEEP,
         event_url: str | Keep | None = KEEP,
         charge_url: str | Keep | None = KEEP,
+        experiment_name: str | Keep | None = KEEP,
+        experiment_policy_toml: str | Keep | None = KEEP,
+        experiment_share: float | Keep | None = KEEP,
     ) -> DunningSettings:
         """Set the tenant's settings: each one given replaces the stored one (None clears it),
-        each one left out (`KEEP`) stays. What is given is validated whole before anything is
-        stored."""
-        if isinstance(policy_toml, str):
-            check_policy(policy_toml)
+        each one left out (`KEEP`) stays. What results is validated whole before anything is
+        stored: an experiment needs all three of its settings (None for all three ends it)
+        and two policies of distinct names."""
         for field, url in (("event_url", event_url), ("charge_url", charge_url)):
             if isinstance(url, str):
                 self._check_url(field, url)
         current = self.settings(tenant)
-        return self.store.put_settings(
-            DunningSettings(
-                tenant=tenant,
-                policy_toml=current.policy_toml if isinstance(policy_toml, Keep) else policy_toml,
-                event_url=current.event_url if isinstance(event_url, Keep) else event_url,
-                charge_url=current.charge_url if isinstance(charge_url, Keep) else charge_url,
-                updated_at=self.clock.now(),
-            )
+        pick = _given_or_kept
+        wanted = DunningSettings(
+            tenant=tenant,
+            policy_toml=pick(policy_toml, current.policy_toml),
+            event_url=pick(event_url, current.event_url),
+            charge_url=pick(charge_url, current.charge_url),
+            updated_at=self.clock.now(),
+            experiment_name=pick(experiment_name, current.experiment_name),
+            experiment_policy_toml=pick(experiment_policy_toml, current.experiment_policy_toml),
+            experiment_share=pick(experiment_share, current.experiment_share),
         )
+        check_settings(wanted)
+        return self.store.put_settings(wanted)
 
     def policy(self, tenant: str) -> DunningPolicy:
-        return _policy_from_text(self.settings(tenant).policy_toml)
+        """The tenant's own policy (arm a of an experiment)."""
+        return self.policies(tenant).a
+
+    def policies(self, tenant: str) -> TenantPolicies:
+        """The tenant's policy and, during an experiment, the second one."""
+        return tenant_policies(self.settings(tenant))
 
     def _check_url(self, field: str, url: str) -> None:
         try:
@@ -211,7 +221,8 @@ class Dunning:
                 "with PUT /v1/dunning/settings)",
             )
         self._check_url("charge_url", charge_url)
-        policy = _policy_from_text(settings.policy_toml)
+        # The invoice's arm, when an experiment runs; the invoice records its policy's name.
+        policy = tenant_policies(settings).for_new_invoice(report.invoice_id)
         opening = Opening(
             tenant=tenant,
             invoice_id=report.invoice_id,
@@ -289,7 +300,7 @@ class Dunning:
     def apply(self, tenant: str, invoice_id: str, message: Message) -> Invoice:
         """One transition under the invoice's row lock, then the jobs it commands."""
         current = self.get(tenant, invoice_id)
-        policy = self.policy(tenant)
+        policy = self.policies(tenant).for_invoice(current.policy)
         history = self._history(tenant, current.card_fingerprint, self.clock.now())
         done: list[Transition] = []
 
@@ -388,11 +399,11 @@ class Dunning:
 
 
 __all__ = [
+    "DEFAULT_POLICY",
     "KEEP",
     "Dunning",
     "FailureReport",
     "Keep",
     "RuntimeStore",
     "Timeline",
-    "check_policy",
 ]
