@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from recoup.analytics.recovery import MerchantTag
 from recoup.dunning.invoice import AttemptRecord, Invoice, InvoiceEvent, InvoiceState
 from recoup.dunning.limits import CardAttempt
 from recoup.errors import InvalidInput
@@ -99,14 +100,6 @@ class DunningSettings:
     @property
     def has_experiment(self) -> bool:
         return self.experiment_name is not None
-
-
-@dataclass(frozen=True, kw_only=True)
-class MerchantTag:
-    merchant_id: str
-    tag: str
-    note: str
-    tagged_at: datetime
 
 
 MAX_MERCHANT_ID = 100
