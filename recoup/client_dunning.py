@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 from urllib.parse import quote
 
+import httpx
 from pydantic import BaseModel
 
 from recoup.api.dunning_schemas import (
@@ -16,13 +17,15 @@ from recoup.api.dunning_schemas import (
     SettingsOut,
     TimelineOut,
 )
+from recoup.api.report_schemas import ReviewQueueOut, TagOut
 
 M = TypeVar("M", bound=BaseModel)
 
 
 class DunningCalls:
-    """Failures in, invoices and their timelines, payments, card updates, settings, and the
-    test clock. Every POST is sent under an Idempotency-Key, the same on each retry."""
+    """Failures in, invoices and their timelines, payments, card updates, settings, the
+    recovery report and merchant tags, and the test clock. Every POST is sent under an
+    Idempotency-Key, the same on each retry."""
 
     def _get(self, model: type[M], path: str, params: Mapping[str, Any] | None = None) -> M:
         raise NotImplementedError
@@ -31,6 +34,17 @@ class DunningCalls:
         raise NotImplementedError
 
     def _put_json(self, model: type[M], path: str, payload: Any) -> M:
+        raise NotImplementedError
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> httpx.Response:
         raise NotImplementedError
 
     def report_failure(
@@ -122,10 +136,60 @@ class DunningCalls:
         policy: str | None = None,
         event_url: str | None = None,
         charge_url: str | None = None,
+        experiment_name: str | None = None,
+        experiment_policy: str | None = None,
+        experiment_share: float | None = None,
     ) -> SettingsOut:
-        """Replace the tenant's settings (what is not given is cleared)."""
-        payload = {"policy": policy, "event_url": event_url, "charge_url": charge_url}
+        """Replace the tenant's settings (what is not given is cleared). A policy experiment
+        takes its three settings together: `experiment_policy` (TOML, arm b) is used for the
+        share `experiment_share` of new invoices, split by `experiment_name`."""
+        payload = {
+            "policy": policy,
+            "event_url": event_url,
+            "charge_url": charge_url,
+            "experiment_name": experiment_name,
+            "experiment_policy": experiment_policy,
+            "experiment_share": experiment_share,
+        }
         return self._put_json(SettingsOut, "/v1/dunning/settings", payload)
+
+    # The recovery report
+
+    def recovery_report(
+        self,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        min_volume: int | None = None,
+    ) -> dict[str, Any]:
+        """The recovery report (`report_json`'s document, with its window's `since` and
+        `until`) of the invoices that failed in [since, until)."""
+        params = _report_params(since, until, min_volume)
+        document: dict[str, Any] = self._send("GET", REPORT, params=params).json()
+        return document
+
+    def recovery_report_html(
+        self,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        min_volume: int | None = None,
+    ) -> str:
+        """The same report as one self-contained HTML page."""
+        params = {**_report_params(since, until, min_volume), "format": "html"}
+        return self._send("GET", REPORT, params=params).text
+
+    def tag_merchant(self, merchant_id: str, tag: str, *, note: str = "") -> TagOut:
+        """Tag a merchant id (seasonal, new, other): the review queue leaves it out until its
+        data contradicts the tag."""
+        path = f"/v1/dunning/merchants/{_seg(merchant_id)}/tag"
+        return self._put_json(TagOut, path, {"tag": tag, "note": note})
+
+    def untag_merchant(self, merchant_id: str) -> None:
+        self._send("DELETE", f"/v1/dunning/merchants/{_seg(merchant_id)}/tag")
+
+    def review_queue(self, *, min_volume: int | None = None) -> ReviewQueueOut:
+        return self._get(ReviewQueueOut, "/v1/dunning/review-queue", {"min_volume": min_volume})
 
     def clock(self) -> ClockOut:
         """The test clock of a server started with `--clock virtual:…` (404 elsewhere)."""
@@ -140,6 +204,19 @@ class DunningCalls:
             raise ValueError("give seconds or to, not both")
         target = to if to is not None else self.clock().now + timedelta(seconds=seconds or 0)
         return self._post(ClockOut, "/v1/clock", {"to": target.isoformat()}, None)
+
+
+REPORT = "/v1/dunning/report"
+
+
+def _report_params(
+    since: datetime | None, until: datetime | None, min_volume: int | None
+) -> dict[str, Any]:
+    return {
+        "since": None if since is None else since.isoformat(),
+        "until": None if until is None else until.isoformat(),
+        "min_volume": min_volume,
+    }
 
 
 def _seg(value: str) -> str:

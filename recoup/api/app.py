@@ -22,6 +22,7 @@ from recoup.api.routes import clock as clock_routes
 from recoup.api.routes import dunning as dunning_routes
 from recoup.api.routes import jobs as job_routes
 from recoup.api.routes import operations as operation_routes
+from recoup.api.routes import reports as report_routes
 from recoup.api.routes import schedules as schedule_routes
 from recoup.api.services import ApiTables, Services
 from recoup.api.state import ApiSettings, ApiState
@@ -90,6 +91,7 @@ def create_app(
     app.include_router(job_routes.router)
     app.include_router(schedule_routes.router)
     app.include_router(dunning_routes.router)
+    app.include_router(report_routes.router)
     if test_clock is not None:
         app.include_router(clock_routes.router)
     app.include_router(operation_routes.router)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, Field, StrictInt
+from pydantic import AwareDatetime, BaseModel, Field, StrictFloat, StrictInt
 
 from recoup.api.schemas.common import StrictModel, Text
 from recoup.dunning.invoice import AttemptState, Invoice, InvoiceEvent, InvoiceState
@@ -209,6 +209,22 @@ class SettingsIn(StrictModel):
     )
     event_url: Text | None = Field(default=None, min_length=1, max_length=2048)
     charge_url: Text | None = Field(default=None, min_length=1, max_length=2048)
+    experiment_name: Text | None = Field(
+        default=None,
+        min_length=1,
+        max_length=100,
+        description="A policy experiment: its name (the split is a hash of tenant, invoice id "
+        "and this name). The three experiment fields go together, or none.",
+    )
+    experiment_policy: Text | None = Field(
+        default=None,
+        max_length=64 * 1024,
+        description="The experiment's second policy (arm b) as TOML text; `policy` is arm a. "
+        "Its name must differ from arm a's.",
+    )
+    experiment_share: StrictFloat | None = Field(
+        default=None, gt=0, lt=1, description="The share of new invoices planned with arm b."
+    )
 
 
 class SettingsOut(BaseModel):
@@ -216,6 +232,9 @@ class SettingsOut(BaseModel):
     event_url: str | None
     charge_url: str | None
     updated_at: datetime
+    experiment_name: str | None = None
+    experiment_policy: str | None = None
+    experiment_share: float | None = None
 
     @classmethod
     def of(cls, settings: DunningSettings) -> SettingsOut:
@@ -224,6 +243,9 @@ class SettingsOut(BaseModel):
             event_url=settings.event_url,
             charge_url=settings.charge_url,
             updated_at=settings.updated_at,
+            experiment_name=settings.experiment_name,
+            experiment_policy=settings.experiment_policy_toml,
+            experiment_share=settings.experiment_share,
         )
 
 

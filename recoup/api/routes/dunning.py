@@ -122,9 +122,16 @@ def get_settings(tenant: Tenant, api: Api) -> Response:
 
 @router.put("/settings", response_model=SettingsOut)
 def put_settings(body: SettingsIn, tenant: Tenant, api: Api) -> Response:
-    """Replace the tenant's policy (TOML text), event URL and default charge URL."""
+    """Replace the tenant's policy (TOML text), event URL, default charge URL and policy
+    experiment (what is not given is cleared)."""
     stored = api.dunning.configure(
-        tenant, policy_toml=body.policy, event_url=body.event_url, charge_url=body.charge_url
+        tenant,
+        policy_toml=body.policy,
+        event_url=body.event_url,
+        charge_url=body.charge_url,
+        experiment_name=body.experiment_name,
+        experiment_policy_toml=body.experiment_policy,
+        experiment_share=body.experiment_share,
     )
     return json_response(200, SettingsOut.of(stored))
 

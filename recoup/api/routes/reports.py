@@ -1,0 +1,124 @@
+"""The recovery report's routes under /v1/dunning: the report (JSON or one HTML page), the
+merchant tags, and the review queue.
+
+Handlers translate HTTP to `recoup.recovery.reporting.Reports` calls over the app's store and
+clock (virtual on a server on a test clock), scoped to the authenticated tenant.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Path, Query
+from pydantic import AwareDatetime
+from starlette.responses import HTMLResponse, Response
+
+from recoup.analytics.recovery import render_html, report_json
+from recoup.api.deps import Api, Tenant
+from recoup.api.idempotent import json_response
+from recoup.api.report_schemas import ReviewItemOut, ReviewQueueOut, TagIn, TagOut
+from recoup.api.routes.common import ERRORS, NO_NUL
+from recoup.api.state import ApiState
+from recoup.errors import InvalidInput
+from recoup.recovery.reporting import Reports
+
+router = APIRouter(prefix="/v1/dunning", responses=ERRORS, tags=["recovery report"])
+
+MerchantId = Annotated[str, Path(min_length=1, max_length=100, pattern=NO_NUL)]
+Instant = Annotated[
+    AwareDatetime | None,
+    Query(description="ISO 8601 with an offset, e.g. 2026-06-01T00:00:00Z."),
+]
+MinVolume = Annotated[
+    int | None,
+    Query(ge=1, le=1_000_000, description="Buckets below this count say insufficient data."),
+]
+
+
+def _reports(api: ApiState) -> Reports:
+    return Reports(api.dunning.store, api.clock)
+
+
+@router.get(
+    "/report",
+    response_model=None,
+    responses={
+        200: {
+            "description": "The report: `report_json`'s document, or one self-contained page.",
+            "content": {
+                "application/json": {"schema": {"type": "object"}},
+                "text/html": {"schema": {"type": "string"}},
+            },
+        }
+    },
+)
+def get_report(
+    tenant: Tenant,
+    api: Api,
+    since: Instant = None,
+    until: Instant = None,
+    min_volume: MinVolume = None,
+    format: Literal["json", "html"] = "json",
+) -> Response:
+    """The recovery report of the invoices that failed in [since, until): until defaults to
+    now, since to as far back as the report's judgements look (150 days by default)."""
+    report, window = _reports(api).build(tenant, since=since, until=until, min_volume=min_volume)
+    if format == "html":
+        try:
+            return HTMLResponse(render_html(report))
+        except ModuleNotFoundError as exc:  # matplotlib or jinja2: the `plot` extra
+            raise InvalidInput(
+                "format",
+                format,
+                f"expected json: this server lacks {exc.name} (pip install 'recoup[plot]')",
+            ) from None
+    # The window first: the report's own options say `now`, not which invoices it covers.
+    document: dict[str, Any] = {
+        "since": window.since.isoformat(),
+        "until": window.until.isoformat(),
+        **report_json(report),
+    }
+    return Response(json.dumps(document, ensure_ascii=False), media_type="application/json")
+
+
+@router.put("/merchants/{merchant_id}/tag", response_model=TagOut)
+def put_tag(merchant_id: MerchantId, body: TagIn, tenant: Tenant, api: Api) -> Response:
+    """Tag a merchant id (seasonal, newly onboarded, other), replacing its tag: the review
+    queue leaves it out until its data contradicts the tag."""
+    stored = _reports(api).tag(tenant, merchant_id, body.tag, body.note)
+    return json_response(200, TagOut.of(stored))
+
+
+@router.delete(
+    "/merchants/{merchant_id}/tag",
+    status_code=204,
+    responses={204: {"description": "Removed now, or there was none (a repeat is harmless)."}},
+)
+def delete_tag(merchant_id: MerchantId, tenant: Tenant, api: Api) -> Response:
+    """Remove a merchant id's tag: it may be flagged again. Idempotent, as every DELETE."""
+    _reports(api).untag(tenant, merchant_id)
+    return Response(status_code=204)
+
+
+@router.get("/review-queue", response_model=ReviewQueueOut)
+def review_queue(tenant: Tenant, api: Api, min_volume: MinVolume = None) -> Response:
+    """The low-volume merchant ids flagged for review now (a decline-code spike against their
+    own baseline), tagged ones only when the data contradicts the tag; then those a tag
+    suppresses, and every tag."""
+    reports = _reports(api)
+    report, window = reports.build(tenant, min_volume=min_volume)
+    document = report_json(report)
+    return json_response(
+        200,
+        ReviewQueueOut(
+            now=window.now,
+            since=window.since,
+            review_queue=[ReviewItemOut.model_validate(i) for i in document["review_queue"]],
+            suppressed=[ReviewItemOut.model_validate(i) for i in document["suppressed"]],
+            tags=[TagOut.of(t) for t in reports.tags(tenant)],
+        ),
+    )
+
+
+__all__ = ["router"]
