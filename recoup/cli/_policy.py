@@ -26,22 +26,23 @@ class LoadedPolicy:
     policy: DunningPolicy
 
 
-def _read_policy_file(path: str) -> str:
-    try:
-        return Path(path).read_text("utf-8")
-    except OSError as exc:
-        raise InvalidInput(
-            "--policy",
-            path,
-            f"expected {' or '.join(PRESETS)} or a readable TOML file ({exc.strerror})",
-        ) from None
+def load_policy(source: str, option: str = "--policy") -> LoadedPolicy:
+    """The policy a `--policy` option (or another `option` that takes a policy) names: a
+    preset or a TOML file. Errors name the option (and, for a file, the dotted field inside
+    it)."""
 
+    def read(path: str) -> str:
+        try:
+            return Path(path).read_text("utf-8")
+        except OSError as exc:
+            raise InvalidInput(
+                option,
+                path,
+                f"expected {' or '.join(PRESETS)} or a readable TOML file ({exc.strerror})",
+            ) from None
 
-def load_policy(source: str) -> LoadedPolicy:
-    """The policy a `--policy` option names: a preset or a TOML file. Errors name the option
-    (and, for a file, the dotted field inside it)."""
     try:
-        text, policy = resolve_policy_text(source, _read_policy_file)
+        text, policy = resolve_policy_text(source, read)
     except ConfigError as exc:
-        raise ConfigError(f"--policy {source}: {exc.field}", exc.value, exc.allowed) from None
+        raise ConfigError(f"{option} {source}: {exc.field}", exc.value, exc.allowed) from None
     return LoadedPolicy(text=text, policy=policy)

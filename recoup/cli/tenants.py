@@ -9,8 +9,10 @@ Contract:
     recoup tenants secret NAME [--json]
         → {"tenant": NAME, "signing_secret": "whsec_…"}   (`default`: made on first use)
     recoup tenants configure NAME [--policy FILE|business-days|calendar] [--event-url URL]
-        [--charge-url URL] [--allow-private-targets] [--json]
-        → {"tenant", "policy", "event_url", "charge_url", "updated_at"}
+        [--charge-url URL] [--experiment-policy FILE|PRESET --experiment-share 0.5
+        --experiment-name NAME | --no-experiment] [--allow-private-targets] [--json]
+        → {"tenant", "policy", "event_url", "charge_url", "updated_at", "experiment_name",
+           "experiment_policy", "experiment_share"}
     recoup tokens create TENANT [--label TEXT] [--json]
         → {"tenant", "token", "id", "prefix"}
     recoup tokens list [--tenant T] [--json]
@@ -262,36 +264,77 @@ def configure_tenant(
         str | None,
         typer.Option(help="The default retry-charge endpoint of failures. Omitted: kept."),
     ] = None,
+    experiment_policy: Annotated[
+        str | None,
+        typer.Option(
+            help="A policy experiment's second policy (arm b): a TOML file or a preset, named "
+            "apart from --policy. Omitted: kept."
+        ),
+    ] = None,
+    experiment_share: Annotated[
+        float | None,
+        typer.Option(help="The share of new invoices planned with arm b (0–1). Omitted: kept."),
+    ] = None,
+    experiment_name: Annotated[
+        str | None,
+        typer.Option(help="The experiment's name (the split hashes it). Omitted: kept."),
+    ] = None,
+    no_experiment: Annotated[
+        bool, typer.Option("--no-experiment", help="End the policy experiment.")
+    ] = False,
     allow_private_targets: AllowPrivateOption = False,
     allow_cidr: AllowCidrOption = None,
     db: DbOption = "sqlite:///recoup.db",
     schema: SchemaOption = None,
     json: JsonOption = False,
 ) -> None:
-    """Set a tenant's dunning policy, event URL and default charge URL (validated whole before
-    anything is stored)."""
+    """Set a tenant's dunning policy, event URL, default charge URL and policy experiment
+    (validated whole before anything is stored)."""
     from recoup.jobs.scheduler import Scheduler
     from recoup.recovery.service import KEEP, Dunning
 
     policy_toml = load_policy(policy).text if policy is not None else None
+    experiment: dict[str, Any] = {
+        "experiment_policy_toml": (
+            load_policy(experiment_policy, "--experiment-policy").text
+            if experiment_policy is not None
+            else KEEP
+        ),
+        "experiment_share": KEEP if experiment_share is None else experiment_share,
+        "experiment_name": KEEP if experiment_name is None else experiment_name,
+    }
+    if no_experiment:
+        given = [name for name, value in experiment.items() if value is not KEEP]
+        if given:
+            raise InvalidInput("--no-experiment", True, f"expected without {_option(given[0])}")
+        experiment = dict.fromkeys(experiment)
     with _opened(db, schema) as (store, _):
         scheduler = Scheduler(store, ssrf=ssrf_guard(allow_private_targets, allow_cidr))
         if name == DEFAULT_TENANT:
             scheduler.default_tenant()
         elif store.get_tenant(name) is None:
             raise NotFound(f"no tenant {name!r}; `recoup tenants create {name}` creates it")
-        stored = Dunning(scheduler, store).configure(
-            name,
-            policy_toml=KEEP if policy_toml is None else policy_toml,
-            event_url=KEEP if event_url is None else event_url,
-            charge_url=KEEP if charge_url is None else charge_url,
-        )
+        try:
+            stored = Dunning(scheduler, store).configure(
+                name,
+                policy_toml=KEEP if policy_toml is None else policy_toml,
+                event_url=KEEP if event_url is None else event_url,
+                charge_url=KEEP if charge_url is None else charge_url,
+                **experiment,
+            )
+        except InvalidInput as exc:
+            if not exc.field.startswith("experiment_"):
+                raise
+            raise InvalidInput(_option(exc.field), exc.value, exc.allowed) from None
     row = {
         "tenant": name,
         "policy": stored.policy_toml,
         "event_url": stored.event_url,
         "charge_url": stored.charge_url,
         "updated_at": format_utc(stored.updated_at),
+        "experiment_name": stored.experiment_name,
+        "experiment_policy": stored.experiment_policy_toml,
+        "experiment_share": stored.experiment_share,
     }
     if json:
         print_json(row)
@@ -300,3 +343,16 @@ def configure_tenant(
     typer.echo(f"policy:     {policy or ('custom' if stored.policy_toml else 'business-days')}")
     typer.echo(f"event url:  {stored.event_url or '(none: events stay in the timeline)'}")
     typer.echo(f"charge url: {stored.charge_url or '(none: each failure gives its own)'}")
+    if stored.has_experiment:
+        typer.echo(
+            f"experiment: {stored.experiment_name}: {stored.experiment_share:.0%} of new "
+            f"invoices on {experiment_policy or 'the stored second policy'}"
+        )
+
+
+def _option(field: str) -> str:
+    """The option of a settings field the runtime names (`experiment_policy.name` →
+    `--experiment-policy: name`)."""
+    head, _, inside = field.partition(".")
+    option = "--" + head.removesuffix("_toml").replace("_", "-")
+    return f"{option}: {inside}" if inside else option

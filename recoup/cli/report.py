@@ -1,0 +1,107 @@
+"""`recoup report`: the recovery report of a tenant's invoices, read from its database.
+
+Contract:
+
+    recoup report [--db URL|PATH] [--schema S] [--tenant default] [--since ISO] [--until ISO]
+        [--min-volume N] [--now ISO] [--json] [--html FILE]
+        → the report's tables on the terminal; `--json`: the report as JSON (what
+          GET /v1/dunning/report answers); `--html FILE`: one self-contained page with charts
+          written to FILE, whose path is printed (the `plot` extra draws the charts)
+
+The report covers the invoices whose failure is in [since, until): `--until` defaults to now,
+`--since` to as far back as the report's judgements look (150 days with the defaults). `--now`
+(default: the system clock) is what counts as still running and where the judging windows
+end; give it for a database filled on a test clock (`recoup demo`). Bad input: one line naming
+the option, exit 2.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from recoup.cli._app import DbOption, JsonOption, SchemaOption, app, fail, print_json
+from recoup.jobs.model import DEFAULT_TENANT
+from recoup.timekeeping.instants import parse_instant
+
+
+def _instant(option: str, text: str | None) -> Any:
+    return None if text is None else parse_instant(option, text)
+
+
+@app.command("report")
+def report(
+    db: DbOption = "sqlite:///recoup.db",
+    schema: SchemaOption = None,
+    tenant: Annotated[
+        str, typer.Option(help="Whose invoices (`default`: the embedded tenant).")
+    ] = DEFAULT_TENANT,
+    since: Annotated[
+        str | None,
+        typer.Option(metavar="ISO", help="Earliest failure (default: as far back as needed)."),
+    ] = None,
+    until: Annotated[
+        str | None, typer.Option(metavar="ISO", help="Failures before this (default: now).")
+    ] = None,
+    min_volume: Annotated[
+        int | None,
+        typer.Option(min=1, help="Buckets below this count say insufficient data (30)."),
+    ] = None,
+    now: Annotated[
+        str | None,
+        typer.Option(metavar="ISO", help="The report as of this instant (default: the clock)."),
+    ] = None,
+    json: JsonOption = False,
+    html: Annotated[
+        Path | None, typer.Option(metavar="FILE", help="Write the report as an HTML page.")
+    ] = None,
+) -> None:
+    """The recovery report: rates with intervals by attempt, hour, weekday, decline code,
+    gateway, merchant id and cohort; spikes, the review queue, load shape, double charges and
+    the policy experiment."""
+    from recoup.cli._tenant_store import opened_store
+    from recoup.recovery.reporting import Reports
+    from recoup.timekeeping.clock import SystemClock
+
+    window = {"since": _instant("--since", since), "until": _instant("--until", until)}
+    as_of = _instant("--now", now)
+    with opened_store(db, schema, tenant) as store:
+        built, span = Reports(store, SystemClock()).build(
+            tenant, min_volume=min_volume, now=as_of, **window
+        )
+    if html is not None:
+        _write_html(built, html)
+    if json:
+        from recoup.analytics.recovery import report_json
+
+        print_json(
+            {"since": span.since.isoformat(), "until": span.until.isoformat()} | report_json(built)
+        )
+    elif html is not None:
+        typer.echo(str(html))
+    else:
+        from rich.console import Console
+
+        from recoup.analytics.recovery import render_terminal
+
+        console = Console()
+        console.print(
+            f"Recovery report of {tenant}: failures in [{span.since:%Y-%m-%d %H:%M}, "
+            f"{span.until:%Y-%m-%d %H:%M}) UTC, as of {span.now:%Y-%m-%d %H:%M} UTC"
+        )
+        render_terminal(built, console)
+
+
+def _write_html(built: Any, path: Path) -> None:
+    from recoup.analytics.recovery import render_html
+
+    try:
+        page = render_html(built)
+    except ModuleNotFoundError as exc:
+        fail(f"recoup report --html needs {exc.name}: pip install 'recoup[plot]'")
+    try:
+        path.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        fail(f"--html {path}: cannot write ({exc.strerror})")
