@@ -20,13 +20,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from recoup.analytics.recovery import MerchantTag
+from recoup.analytics.recovery import TAG_KINDS, MerchantTag
 from recoup.dunning.invoice import AttemptRecord, Invoice, InvoiceEvent, InvoiceState
 from recoup.dunning.limits import CardAttempt
 from recoup.errors import InvalidInput
 from recoup.timekeeping.instants import require_aware
 
-MERCHANT_TAGS = ("seasonal", "new", "other")
 MAX_EXPERIMENT_NAME = 100
 
 
@@ -112,8 +111,8 @@ def check_merchant_tag(tag: MerchantTag) -> None:
         raise InvalidInput(
             "merchant_id", tag.merchant_id, f"expected 1–{MAX_MERCHANT_ID} characters"
         )
-    if tag.tag not in MERCHANT_TAGS:
-        raise InvalidInput("tag", tag.tag, f"expected one of {list(MERCHANT_TAGS)}")
+    if tag.tag not in TAG_KINDS:
+        raise InvalidInput("tag", tag.tag, f"expected one of {', '.join(TAG_KINDS)}")
     if len(tag.note) > MAX_TAG_NOTE or "\x00" in tag.note:
         raise InvalidInput("note", tag.note, f"expected at most {MAX_TAG_NOTE} characters")
     require_aware("tagged_at", tag.tagged_at)
@@ -197,7 +196,7 @@ class DunningStore(Protocol):
 
     def put_merchant_tag(self, tenant: str, tag: MerchantTag) -> MerchantTag:
         """Tag a merchant id (replacing its tag, if any); return the tag as stored. A tag
-        outside `MERCHANT_TAGS` → `InvalidInput` naming `tag`."""
+        outside `TAG_KINDS` → `InvalidInput` naming `tag`."""
         ...
 
     def delete_merchant_tag(self, tenant: str, merchant_id: str) -> bool:
@@ -210,7 +209,6 @@ class DunningStore(Protocol):
 
 
 __all__ = [
-    "MERCHANT_TAGS",
     "AttemptRef",
     "DunningSettings",
     "DunningStore",

@@ -7,12 +7,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, get_args
 
 import httpx
 import pytest
 
+from recoup.analytics.recovery import TAG_KINDS
 from recoup.api.app import create_app
+from recoup.api.report_schemas import TagIn
 from recoup.client import Client, Unprocessable
 from recoup.dunning.invoice import Invoice, InvoiceEvent, InvoiceState, event_id
 from recoup.recovery.policies import ARM_B_NAME
@@ -246,6 +248,10 @@ def test_a_bad_tag_is_a_422_naming_the_field_and_stores_nothing(
     assert answer.status_code == 422, answer.text
     assert field in answer.text
     assert served.api.store.merchant_tags("acme") == []
+
+
+def test_the_tags_the_api_takes_are_the_analytics_tag_kinds() -> None:
+    assert get_args(TagIn.model_fields["tag"].annotation) == TAG_KINDS
 
 
 def test_tags_belong_to_the_tenant_that_made_them(served: Served) -> None:

@@ -3,8 +3,8 @@
 -- failure, events counted by type, and a tenant's second policy with its share.
 
 -- A merchant id an operator has looked at: the review queue leaves it out until its data
--- contradicts the tag. One tag per merchant id; the values are recoup.recovery.store's
--- MERCHANT_TAGS.
+-- contradicts the tag. One tag per merchant id; the values are recoup.analytics.recovery's
+-- TAG_KINDS.
 CREATE TABLE merchant_tags (
     tenant TEXT NOT NULL,
     merchant_id TEXT NOT NULL CHECK (length(merchant_id) BETWEEN 1 AND 100),
