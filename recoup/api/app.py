@@ -16,7 +16,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.concurrency import run_in_threadpool
 
-from recoup.api import problems
+from recoup.api import dashboard, problems
 from recoup.api.metrics import ApiMetrics, MetricsMiddleware
 from recoup.api.routes import clock as clock_routes
 from recoup.api.routes import dunning as dunning_routes
@@ -95,6 +95,7 @@ def create_app(
     if test_clock is not None:
         app.include_router(clock_routes.router)
     app.include_router(operation_routes.router)
+    dashboard.mount(app)  # the HTML pages at /, on the same services
     _problem_media_types(app)
     return app
 

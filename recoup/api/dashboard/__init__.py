@@ -1,0 +1,66 @@
+"""The dashboard: server-rendered HTML pages at `/`, behind a login with a tenant's API token.
+
+Pages: jobs (search, cursor pages) and a job's run log, schedules with their next
+occurrences, invoices in dunning and their timelines. Actions (cancel a job, mark an invoice
+paid) are POST forms carrying a CSRF token. Every page reads through the same services as the
+/v1 API (`app.state.api`), scoped to the session's tenant: another tenant's id is a 404, as it
+is in the API.
+
+Sessions (`sessions.py`) are signed cookies holding the token's hash, never the token; the
+hash is checked against the active tokens on every request. The signing key is
+`RECOUP_DASHBOARD_SECRET` when set (so that several API processes accept each other's
+sessions), else random per process (sessions end when the server restarts).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Callable
+
+from fastapi import FastAPI
+from starlette.staticfiles import StaticFiles
+
+from recoup.api.dashboard import auth, invoices, jobs
+from recoup.api.dashboard.rendering import templates
+from recoup.api.dashboard.sessions import Sessions, new_session_key
+from recoup.api.dashboard.web import DashboardState
+from recoup.errors import InvalidInput
+
+SECRET_ENV = "RECOUP_DASHBOARD_SECRET"
+MIN_SECRET_LENGTH = 32  # characters of a configured secret
+
+
+def session_key_from_env(environ: dict[str, str] | os._Environ[str] = os.environ) -> bytes | None:
+    """The key that `RECOUP_DASHBOARD_SECRET` configures; None when it is unset."""
+    secret = environ.get(SECRET_ENV)
+    if secret is None:
+        return None
+    if len(secret) < MIN_SECRET_LENGTH:
+        raise InvalidInput(
+            SECRET_ENV, "(hidden)", f"expected at least {MIN_SECRET_LENGTH} characters"
+        )
+    return hashlib.sha256(secret.encode()).digest()
+
+
+def mount(
+    app: FastAPI,
+    *,
+    session_key: bytes | None = None,
+    wall: Callable[[], float] = time.time,
+) -> None:
+    """Add the dashboard's pages and style sheet to `app` (made by `create_app`, whose
+    `app.state.api` they read). `wall` is the real time sessions expire by."""
+    key = session_key or session_key_from_env() or new_session_key()
+    app.state.dashboard = DashboardState(sessions=Sessions(key, wall=wall), templates=templates())
+    for module in (auth, jobs, invoices):
+        app.include_router(module.router)
+    app.mount(
+        "/static",
+        StaticFiles(packages=[("recoup.api.dashboard", "static")]),
+        name="dashboard-static",
+    )
+
+
+__all__ = ["SECRET_ENV", "mount", "session_key_from_env"]
