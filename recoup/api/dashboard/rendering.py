@@ -39,6 +39,8 @@ def local(instant: datetime | None, zone: str) -> str:
 
 
 def duration(ms: float) -> str:
+    if ms < 10:
+        return f"{ms:.2f} ms"  # a Python handler's attempt takes microseconds
     return f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
 
 

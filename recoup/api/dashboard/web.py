@@ -99,11 +99,14 @@ SignedIn = Annotated[Visitor, Depends(signed_in)]
 
 async def form_fields(request: Request) -> dict[str, str]:
     """The fields of a URL-encoded form body (the last value of a repeated name)."""
+    body = await request.body()
+    if not body:
+        return {}  # no field, no CSRF token: refused as such
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media_type != FORM_MEDIA_TYPE:
         raise InvalidInput("content-type", media_type or None, f"expected {FORM_MEDIA_TYPE}")
     try:
-        text = (await request.body()).decode()
+        text = body.decode()
         return dict(parse_qsl(text, keep_blank_values=True, max_num_fields=MAX_FORM_FIELDS))
     except UnicodeDecodeError:
         raise InvalidInput("body", None, "expected UTF-8 form fields") from None
