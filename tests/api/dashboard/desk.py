@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -113,8 +114,10 @@ class Desk:
 
     def run_for(self, delta: timedelta) -> int:
         """Run every job due in the next `delta` of virtual time (dunning attempts, due days
-        later, are left alone)."""
-        return self.test_clock.advance(delta)
+        later, are left alone). In a thread of its own: the test clock runs an event loop,
+        and the browser tests' thread already has Playwright's."""
+        with ThreadPoolExecutor(1) as thread:
+            return thread.submit(self.test_clock.advance, delta).result()
 
     def browser(self, *, base_url: str = "http://dashboard.test") -> httpx.Client:
         """A client that keeps cookies, as a browser does, and follows no redirect."""
