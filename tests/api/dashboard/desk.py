@@ -9,6 +9,7 @@ per module).
 from __future__ import annotations
 
 import asyncio
+import html
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp
 
 from recoup.api.app import ApiSettings, create_app
-from recoup.dunning.invoice import Invoice
+from recoup.dunning.invoice import AttemptRecord, AttemptState, Invoice, InvoiceState
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry
 from recoup.jobs.model import BackoffPolicy, Job, PythonTarget
 from recoup.jobs.scheduler import Scheduler
@@ -93,7 +94,15 @@ class Desk:
             tenant=tenant,
         )
 
-    def invoice(self, tenant: str, invoice_id: str, *, amount: int = 1999) -> Invoice:
+    def invoice(
+        self,
+        tenant: str,
+        invoice_id: str,
+        *,
+        amount: int = 1999,
+        failed_at: datetime | None = None,
+    ) -> Invoice:
+        """An invoice in dunning through the runtime (its failure now, unless given)."""
         invoice, _ = self.dunning.report_failure(
             tenant,
             FailureReport(
@@ -101,7 +110,7 @@ class Desk:
                 customer_id=f"cus_{invoice_id}",
                 amount=amount,
                 currency="usd",
-                failed_at=self.clock.now(),
+                failed_at=failed_at or self.clock.now(),
                 timezone="America/Chicago",
                 country="US",
                 decline_code="insufficient_funds",
@@ -111,6 +120,101 @@ class Desk:
             ),
         )
         return invoice
+
+    def finished(
+        self,
+        tenant: str,
+        invoice_id: str,
+        failed_at: datetime,
+        *,
+        code: str = "insufficient_funds",
+        merchant_id: str = "m-big",
+        recovered: bool = False,
+        attempts: int = 1,
+    ) -> Invoice:
+        """An invoice that ended before now, stored as the runtime leaves one: `attempts`
+        retries that ran a day apart, the last one succeeding when `recovered`."""
+        last = failed_at + timedelta(days=attempts)
+        made = Invoice(
+            tenant=tenant,
+            invoice_id=invoice_id,
+            customer_id=f"cus-{invoice_id}",
+            amount=1000,
+            currency="usd",
+            failed_at=failed_at,
+            timezone="America/Chicago",
+            country="US",
+            decline_code=code,
+            advice_code=None,
+            card_fingerprint=None,
+            card_network=None,
+            gateway="stripe",
+            merchant_id=merchant_id,
+            charge_url="https://billing.example/charge",
+            policy="business-days",
+            state=InvoiceState.RECOVERED if recovered else InvoiceState.EXHAUSTED,
+            decision="retry",
+            reason="test",
+            final_action="pause_access",
+            attempts=tuple(
+                AttemptRecord(
+                    attempt=n,
+                    at=failed_at + timedelta(days=n),
+                    state=(
+                        AttemptState.SUCCEEDED
+                        if recovered and n == attempts
+                        else AttemptState.FAILED
+                    ),
+                    job_id=f"job-{invoice_id}-{n}",
+                    decline_code=None if recovered and n == attempts else code,
+                    reported_at=failed_at + timedelta(days=n),
+                )
+                for n in range(1, attempts + 1)
+            ),
+            created_at=failed_at,
+            updated_at=last,
+            recovered_by=f"attempt:{attempts}" if recovered else None,
+        )
+        stored, _ = self.store.create_invoice(made, [])
+        return stored
+
+    def spread(
+        self,
+        tenant: str,
+        prefix: str,
+        since: timedelta,
+        until: timedelta,
+        codes: dict[str, int],
+        *,
+        merchant_id: str,
+    ) -> None:
+        """Failed invoices of `merchant_id` (given up, no retry) spread evenly from `since`
+        to `until` before now, so many of each decline code."""
+        flat = [code for code, n in codes.items() for _ in range(n)]
+        start, step = START - since, (since - until) / len(flat)
+        for i, code in enumerate(flat):
+            self.finished(
+                tenant,
+                f"{prefix}-{i}",
+                start + i * step,
+                code=code,
+                merchant_id=merchant_id,
+                attempts=0,
+            )
+
+    def a_month_of_invoices(self, tenant: str, *, merchant_id: str = "m-big") -> None:
+        """40 invoices finished over the last month, 30 recovered (by a second retry), and
+        one still running."""
+        for n in range(40):
+            self.finished(
+                tenant,
+                f"{merchant_id}-{n}",
+                START - timedelta(days=40 - n / 2),
+                merchant_id=merchant_id,
+                recovered=n % 4 != 0,
+                attempts=2,
+            )
+        self.invoice(tenant, f"{merchant_id}-running", failed_at=START - timedelta(days=1))
 
     def run_for(self, delta: timedelta) -> int:
         """Run every job due in the next `delta` of virtual time (dunning attempts, due days
@@ -153,6 +257,13 @@ def make_desk(store: Store) -> Desk:
     return Desk(store, open_api_tables(store), clock, scheduler, dunning, test_clock, app)
 
 
+def error_of(response: httpx.Response) -> str:
+    """The error an error page states (`field value: what is allowed`), unescaped."""
+    found = re.search(r'<p class="error">(.*?)</p>', response.text, re.S)
+    assert found, "not an error page"
+    return html.unescape(found.group(1))
+
+
 def page_text(response: httpx.Response) -> str:
     """A page's text without its tags, whitespace squeezed (what a reader sees)."""
     text = re.sub(r"<[^>]+>", " ", response.text)
@@ -165,6 +276,7 @@ __all__ = [
     "Desk",
     "InProcess",
     "csrf_of",
+    "error_of",
     "make_desk",
     "page_text",
 ]

@@ -68,6 +68,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     rival_job = desk.job("rival", "rival-secret-job")
     desk.invoice("acme", "inv_acme")
     desk.invoice("rival", "inv_rival_secret")
+    desk.a_month_of_invoices("acme")
+    desk.a_month_of_invoices("rival", merchant_id="m-rival-secret")
     with ServerThread(desk.app) as server:
         yield Site(server.url, desk, acme, rival, flaky.id, to_cancel.id, rival_job.id)
     store.close()
@@ -128,16 +130,28 @@ def test_cancelling_a_job_changes_its_state(page: playwright_api.Page, site: Sit
     assert site.desk.scheduler.get(site.to_cancel_id, tenant="acme").state is JobState.CANCELLED
 
 
+def test_a_chart_renders_on_the_analytics_page(page: playwright_api.Page, site: Site) -> None:
+    sign_in(page, site.acme_token)
+    page.get_by_role("link", name="Analytics").click()
+    expect(page.get_by_test_id("overall")).to_have_text("75.0%")
+    chart = page.get_by_test_id("chart-rate_by_attempt").locator("svg")
+    expect(chart).to_be_visible()
+    box = chart.bounding_box()
+    assert box is not None and box["width"] > 200 and box["height"] > 100
+    expect(chart.locator("text").first).to_be_attached()  # matplotlib kept its labels as text
+
+
 def test_another_tenants_data_is_never_shown(
     chromium: playwright_api.Browser, page: playwright_api.Page, site: Site
 ) -> None:
     sign_in(page, site.acme_token)
-    for path in ("/jobs", "/jobs?name=rival", "/invoices", "/schedules"):
+    for path in ("/jobs", "/jobs?name=rival", "/invoices", "/schedules", "/analytics", "/review"):
         page.goto(path)
         body = page.locator("main")
         expect(body).to_be_visible()
         text = body.inner_text()
-        assert "rival-secret-job" not in text and "inv_rival_secret" not in text, path
+        for secret in ("rival-secret-job", "inv_rival_secret", "m-rival-secret"):
+            assert secret not in text, path
     answer = page.goto(f"/jobs/{site.rival_job_id}")
     assert answer is not None and answer.status == 404
     expect(page.get_by_role("heading", name="Not found")).to_be_visible()
