@@ -27,6 +27,75 @@ class ClaimParams:
 
 
 @dataclass(frozen=True, kw_only=True)
+class WorkerInfo:
+    """Who runs a worker session: its id (what its leases name), host name and PID (for
+    people), and `process_key` (`recoup.jobs.processes`: how a store on the same machine tells
+    whether that process still runs; None where it cannot be known)."""
+
+    id: str
+    host: str
+    pid: int
+    process_key: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RegisteredWorker:
+    """A worker session as the store holds it; instants from the database's clock."""
+
+    id: str
+    host: str
+    pid: int
+    process_key: str | None
+    started_at: datetime
+    heartbeat_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionRules:
+    """When a worker is dead (ARCHITECTURE.md, 'Worker sessions'). Its heartbeat is stamped by
+    the database's clock (elapsed time every worker shares, never the due clock).
+
+    - `grace`: the database shows its session ended (PostgreSQL: its session lock is free)
+      and its last heartbeat is older than this: time for a worker that lost its session but
+      lives to notice and give its jobs up first.
+    - `dead_after`: nothing shows its session alive or ended (SQLite, a process on another
+      machine or in another PID namespace) and its last heartbeat is older than this.
+
+    A worker proven alive (its lock held; its process seen running) is never dead: its jobs
+    wait for their leases."""
+
+    grace: timedelta
+    dead_after: timedelta
+
+
+class WorkerSession(Protocol):
+    """A worker's registration, held while the worker runs (PostgreSQL: a connection holding
+    its session lock). Every call blocks; the worker calls from its own thread."""
+
+    @property
+    def expires_after(self) -> timedelta:
+        """How long after the last heartbeat observers may find this worker dead if its
+        session ended (the rule that applies to this backend): the worker gives its jobs up
+        sooner."""
+        ...
+
+    def beat(self) -> bool:
+        """Stamp the heartbeat. False once the session is gone (its connection lost, its
+        registration deleted): the worker must give up every job it holds. An exception
+        proves nothing either way."""
+        ...
+
+    def close(self) -> None:
+        """End the session gracefully (the worker stopped, its jobs released or finished):
+        delete the registration, close the connection."""
+        ...
+
+    def drop(self) -> None:
+        """Let the session go without a word (after it was lost): close its connection."""
+        ...
+
+
+@dataclass(frozen=True, kw_only=True)
 class JobFilter:
     tenant: str
     state: JobState | None = None
@@ -113,6 +182,36 @@ class JobStore(Protocol):
         (they fence stale completions and key the run log). The schema's ceiling of 100
         attempts still applies: a job lost on its 100th attempt fails, which bounds a job that
         kills every worker running it. At most `limit` per call."""
+        ...
+
+    # Worker sessions (ARCHITECTURE.md, 'Worker sessions')
+    def open_worker_session(
+        self,
+        worker: WorkerInfo,
+        *,
+        now: datetime,
+        rules: SessionRules,
+        replacing: bool = False,
+    ) -> WorkerSession | None:
+        """Register `worker` for as long as the session lives. None while another live session
+        holds the id (PostgreSQL: its lock; SQLite: a process seen running, or a heartbeat
+        fresher than `rules.dead_after`, or a session of this very process unless
+        `replacing`, which the worker passes when it re-opens its own lost session). A dead
+        previous holder's jobs (a restart under the same id) are handed back first, as
+        `rescue_dead_workers` does."""
+        ...
+
+    def rescue_dead_workers(
+        self, *, now: datetime, rules: SessionRules, limit: int = 100
+    ) -> dict[str, list[str]]:
+        """Find up to `limit` dead workers (`SessionRules`), hand their running jobs back
+        (claimed or started: a `lost` run each, scheduled again now, by the rule of
+        `rescue_expired`: a lost attempt never spends the last one) and delete their
+        registrations. Returns worker id → the job ids handed back."""
+        ...
+
+    def workers(self) -> list[RegisteredWorker]:
+        """Every registered worker session, oldest first."""
         ...
 
     def next_due_at(self) -> datetime | None:

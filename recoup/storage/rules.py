@@ -12,7 +12,9 @@ select the running jobs whose lease expired (oldest lease first, at most `limit`
 last, up to `ATTEMPTS_CEILING` (a job lost on that attempt fails). PostgreSQL runs it as one
 statement (`rescue_expired` in its queries.sql), SQLite as three under its write lock
 (`expired_leases`, `log_lost_attempts`, `rescue_jobs`); the error text and the ceiling come
-from here into both."""
+from here into both. A dead worker's jobs are handed back by the same rule, selected by the
+worker instead of by lease expiry, with the error `lost_session_error(worker)`
+(`hand_back_jobs` in each dialect)."""
 
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ from recoup.storage.job_rows import encode_cursor
 # validates it): the most attempts a rescue may grant a job whose workers keep vanishing.
 ATTEMPTS_CEILING = 100
 LOST_ERROR = "lease expired: worker {worker} stopped heartbeating"
+LOST_SESSION_ERROR = "worker {worker} is gone: its session ended"
 
 
 class _Cursor(Protocol):
@@ -139,9 +142,15 @@ def lost_error(worker: str) -> str:
     return LOST_ERROR.format(worker=worker)
 
 
-def lost_error_sql(worker_column: str) -> str:
-    """`lost_error` as an SQL expression over a text column (the same in both dialects)."""
-    before, after = LOST_ERROR.split("{worker}")
+def lost_session_error(worker: str) -> str:
+    """The error of a run handed back with its dead worker's session."""
+    return LOST_SESSION_ERROR.format(worker=worker)
+
+
+def lost_error_sql(worker_column: str, text: str = LOST_ERROR) -> str:
+    """`lost_error` (or another text naming `{worker}`) as an SQL expression over a text
+    column (the same in both dialects)."""
+    before, after = text.split("{worker}")
     return f"{_sql_text(before)} || {worker_column} || {_sql_text(after)}"
 
 
@@ -152,6 +161,7 @@ def _sql_text(text: str) -> str:
 # Placeholders every query file of every backend may use (see `recoup.storage.sql_files`).
 SQL_EXPANSIONS = {
     "{lost_error}": lost_error_sql("leased_by"),
+    "{lost_session_error}": lost_error_sql("leased_by", LOST_SESSION_ERROR),
     "{attempts_ceiling}": str(ATTEMPTS_CEILING),
 }
 
@@ -174,6 +184,7 @@ __all__ = [
     "ATTEMPTS_CEILING",
     "FINAL_STATE_OF",
     "LOST_ERROR",
+    "LOST_SESSION_ERROR",
     "MAX_PAGE",
     "SQL_EXPANSIONS",
     "Executes",
@@ -187,6 +198,7 @@ __all__ = [
     "latest_completions",
     "lost_error",
     "lost_error_sql",
+    "lost_session_error",
     "outcome_is_retry",
     "schedule_conflict",
     "state_counts",

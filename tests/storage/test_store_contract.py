@@ -1012,7 +1012,7 @@ def test_migrating_twice_changes_nothing(backend: Backend, store: Store) -> None
     _check_reopen(backend.open)
 
 
-# The declared schema of migrations 0001 and 0003 (0002's tables are declared in
+# The declared schema of migrations 0001, 0003 and 0006 (0002's tables are declared in
 # tests/api/test_api_tables_schema.py): tables, columns and indexes every backend must have
 # after migrating an empty database. Later migrations may add tables; these must stay as they
 # are unless a migration says otherwise (update this declaration with it).
@@ -1139,6 +1139,8 @@ DECLARED_COLUMNS = {
     },
     # 0005: tagged merchant ids
     "merchant_tags": {"tenant", "merchant_id", "tag", "note", "tagged_at"},
+    # 0006: worker sessions
+    "workers": {"id", "host", "pid", "process_key", "started_at", "heartbeat_at"},
 }
 DECLARED_INDEXES = {
     "jobs": {

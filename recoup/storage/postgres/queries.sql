@@ -205,21 +205,13 @@ SET state = 'scheduled',
     updated_at = %(now)s
 WHERE id = ANY(%(ids)s::text[]) AND state = 'running' AND leased_by = %(worker_id)s
 
--- rescue_expired --
--- The rescue of lost leases (see recoup.storage.rules; SQLite runs the same rule as
--- `expired_leases`, `log_lost_attempts` and `rescue_jobs`) in one statement.
-WITH expired AS MATERIALIZED (
-    SELECT id, tenant, attempts, coalesce(attempt_started_at, updated_at) AS started_at,
-           leased_by, {lost_error} AS error
-    FROM jobs
-    WHERE state = 'running' AND lease_expires_at < %(now)s
-    ORDER BY lease_expires_at
-    LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
-),
--- A lost attempt never consumes the last one (the worker may have died before starting it):
--- a job whose lost attempt was its last gets one more, up to the ceiling of attempts
--- (CHECK on max_attempts), which bounds a job that kills every worker that runs it.
+-- _rescue_lost --
+-- The rescue rule of lost attempts (recoup.storage.rules) over a CTE `lost` (id, tenant,
+-- attempts, started_at, leased_by, error) of running jobs the statement has locked: log a
+-- `lost` run for each and schedule it again now. A lost attempt never consumes the last one
+-- (the worker may have died before starting it): a job whose lost attempt was its last gets
+-- one more, up to the ceiling of attempts (CHECK on max_attempts), which bounds a job that
+-- kills every worker that runs it.
 rescued AS (
     UPDATE jobs j
     SET state = CASE WHEN j.attempts < {attempts_ceiling} THEN 'scheduled' ELSE 'failed' END,
@@ -228,24 +220,90 @@ rescued AS (
         lease_expires_at = NULL,
         leased_by = NULL,
         attempt_started_at = NULL,
-        last_error = e.error,
+        last_error = l.error,
         updated_at = %(now)s,
         finished_at = CASE WHEN j.attempts < {attempts_ceiling} THEN NULL ELSE %(now)s END,
         expires_at = CASE WHEN j.attempts < {attempts_ceiling} THEN NULL
                           ELSE %(now)s + j.keep_for_s * interval '1 second' END
-    FROM expired e
-    WHERE j.id = e.id
-    RETURNING j.id
+    FROM lost l
+    WHERE j.id = l.id
+    RETURNING j.id, l.leased_by
 ),
 logged AS (
     INSERT INTO runs (job_id, tenant, attempt, started_at, finished_at, outcome, status_code,
                       duration_ms, response_excerpt, error, worker_id)
     SELECT id, tenant, attempts, least(started_at, %(now)s), %(now)s, 'lost', NULL,
            greatest(0, extract(epoch FROM %(now)s - started_at) * 1000), NULL, error, leased_by
-    FROM expired
+    FROM lost
     ON CONFLICT DO NOTHING
 )
+
+-- rescue_expired --
+-- The rescue of lost leases (see recoup.storage.rules; SQLite runs the same rule as
+-- `expired_leases`, `log_lost_attempts` and `rescue_jobs`) in one statement.
+WITH lost AS MATERIALIZED (
+    SELECT id, tenant, attempts, coalesce(attempt_started_at, updated_at) AS started_at,
+           leased_by, {lost_error} AS error
+    FROM jobs
+    WHERE state = 'running' AND lease_expires_at < %(now)s
+    ORDER BY lease_expires_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+),
+{_rescue_lost}
 SELECT id FROM rescued
+
+-- hand_back_jobs --
+-- The running jobs of dead workers (or of a worker id's previous session), by the rescue
+-- rule; it waits for rows another transaction holds (a completion, a lease rescue), then
+-- leaves out those no longer running. Running jobs are few (a partial index holds them).
+WITH lost AS MATERIALIZED (
+    SELECT id, tenant, attempts, coalesce(attempt_started_at, updated_at) AS started_at,
+           leased_by, {lost_session_error} AS error
+    FROM jobs
+    WHERE state = 'running' AND leased_by = ANY(%(workers)s::text[])
+    FOR UPDATE
+),
+{_rescue_lost}
+SELECT id, leased_by FROM rescued
+
+-- _worker_lock --
+('x' || left(md5(current_schema() || '/' || id), 16))::bit(64)::bigint
+
+-- lock_worker --
+-- On the session's own connection: held until it ends (or the connection is lost). The key
+-- (`_worker_lock`) is 64 bits of md5(schema/id), so that the workers of two schemas in one
+-- database never share one (advisory locks belong to the database).
+SELECT pg_try_advisory_lock({_worker_lock}) FROM (SELECT %(id)s::text AS id) AS w
+
+-- register_worker --
+INSERT INTO workers (id, host, pid, process_key, started_at, heartbeat_at)
+VALUES (%(id)s, %(host)s, %(pid)s, %(process_key)s, clock_timestamp(), clock_timestamp())
+ON CONFLICT (id) DO UPDATE
+SET host = excluded.host, pid = excluded.pid, process_key = excluded.process_key,
+    started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at
+
+-- beat_worker --
+UPDATE workers SET heartbeat_at = clock_timestamp() WHERE id = %(id)s RETURNING 1
+
+-- dead_workers --
+-- Workers whose heartbeat is older than the grace and whose session lock is free. The lock
+-- is taken for this transaction (released at its end), so the worker cannot come back while
+-- its jobs are handed back; CASE tries it for stale rows only. A live worker's lock is held,
+-- so the attempt fails and takes nothing.
+SELECT id FROM workers
+WHERE CASE WHEN heartbeat_at < clock_timestamp() - %(grace)s
+           THEN pg_try_advisory_xact_lock({_worker_lock}) ELSE false END
+ORDER BY heartbeat_at
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED
+
+-- delete_workers --
+DELETE FROM workers WHERE id = ANY(%(ids)s::text[])
+
+-- list_workers --
+SELECT id, host, pid, process_key, started_at, heartbeat_at FROM workers
+ORDER BY started_at, id
 
 -- notify --
 SELECT pg_notify(%(channel)s, '')

@@ -21,8 +21,9 @@
 - `insert` (one job) is one statement in autocommit on its usual path: one round trip, not
   three (BEGIN, INSERT, COMMIT); `statements()` gives the API tables the same.
 - The worker's hot path (claims, completions, heartbeats, releases, rescues, waiting for new
-  jobs) is `PostgresQueue`, in `queue.py`; this module opens the pool, migrates the schema,
-  inserts (COPY included) and cancels jobs.
+  jobs) is `PostgresQueue`, in `queue.py`, and worker sessions (a connection holding an
+  advisory lock per running worker) are `PostgresWorkers`, in `workers.py`; this module opens
+  the pool, migrates the schema, inserts (COPY included) and cancels jobs.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from recoup.storage.dunning_reports import SqlDunningReports
 from recoup.storage.dunning_tables import EXPANSIONS, SqlDunningTables
 from recoup.storage.job_rows import aware_utc
 from recoup.storage.postgres.queue import PostgresQueue
+from recoup.storage.postgres.workers import PostgresWorkers
 from recoup.storage.rules import insert_conflict
 from recoup.storage.sql_files import Migration, load_migrations, load_queries
 
@@ -119,7 +121,7 @@ _ADAPTERS.register_loader("jsonb", _JsonbTextLoader)
 _ADAPTERS.register_loader("jsonb", _JsonbBinaryTextLoader)
 
 
-class PostgresStore(PostgresQueue, SqlDunningTables, SqlDunningReports):
+class PostgresStore(PostgresQueue, PostgresWorkers, SqlDunningTables, SqlDunningReports):
     """Every store protocol (`recoup.storage.Store`) on PostgreSQL, every table in `schema`."""
 
     backend = "postgresql"

@@ -138,11 +138,13 @@ LIMIT :limit
 
 -- log_lost_attempts --
 -- One `lost` run per job of :ids, logged before `rescue_jobs` clears the lease it names.
+-- :session is 1 when the jobs' worker is gone (a dead worker's jobs handed back), 0 when their
+-- leases expired.
 INSERT INTO runs (job_id, tenant, attempt, started_at, finished_at, outcome, status_code,
                   duration_ms, response_excerpt, error, worker_id)
 SELECT id, tenant, attempts, min(coalesce(attempt_started_at, updated_at), :now), :now, 'lost',
        NULL, max(0, :now - coalesce(attempt_started_at, updated_at)) / 1000.0, NULL,
-       {lost_error}, leased_by
+       CASE WHEN :session THEN {lost_session_error} ELSE {lost_error} END, leased_by
 FROM jobs
 WHERE id IN (SELECT value FROM json_each(:ids))
 ON CONFLICT DO NOTHING
@@ -158,14 +160,50 @@ SET state = CASE WHEN attempts < {attempts_ceiling} THEN 'scheduled' ELSE 'faile
     lease_expires_at = NULL,
     leased_by = NULL,
     attempt_started_at = NULL,
-    last_error = {lost_error},
+    last_error = CASE WHEN :session THEN {lost_session_error} ELSE {lost_error} END,
     updated_at = :now,
     finished_at = CASE WHEN attempts < {attempts_ceiling} THEN NULL ELSE :now END,
     expires_at = CASE
         WHEN attempts < {attempts_ceiling} THEN NULL
         ELSE :now + CAST(keep_for_s * 1000000 AS INTEGER)
     END
-WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'running' AND lease_expires_at < :now
+WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'running'
+  AND (:session OR lease_expires_at < :now)
+
+-- running_jobs_of_workers --
+-- A dead worker's jobs (or a worker id's previous session's), to hand back by the rule above.
+SELECT id, leased_by FROM jobs
+WHERE state = 'running' AND leased_by IN (SELECT value FROM json_each(:workers))
+
+-- get_worker --
+SELECT pid, process_key, heartbeat_at FROM workers WHERE id = :id
+
+-- register_worker --
+INSERT INTO workers (id, host, pid, process_key, started_at, heartbeat_at)
+VALUES (:id, :host, :pid, :process_key, :now, :now)
+ON CONFLICT (id) DO UPDATE
+SET host = excluded.host, pid = excluded.pid, process_key = excluded.process_key,
+    started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at
+
+-- beat_worker --
+-- Only while the registration is still this process's (not taken over by a restart).
+UPDATE workers SET heartbeat_at = :now
+WHERE id = :id AND pid = :pid AND process_key IS :process_key
+RETURNING 1
+
+-- worker_liveness --
+SELECT id, pid, process_key, heartbeat_at FROM workers
+
+-- delete_workers --
+DELETE FROM workers WHERE id IN (SELECT value FROM json_each(:ids))
+
+-- delete_own_worker --
+-- A graceful end: the registration only while it is still this process's.
+DELETE FROM workers WHERE id = :id AND pid = :pid AND process_key IS :process_key
+
+-- list_workers --
+SELECT id, host, pid, process_key, started_at, heartbeat_at FROM workers
+ORDER BY started_at, id
 
 -- bump_wakeups --
 -- Other processes' idle workers poll this counter (SqliteStore.wait_for_notify).

@@ -186,7 +186,7 @@ class SqliteQueue:
             rows = conn.execute(Q["expired_leases"], {"now": now_us, "limit": limit}).fetchall()
             rescued = [row[0] for row in rows]
             if rescued:
-                params = {"ids": json.dumps(rescued), "now": now_us}
+                params = {"ids": json.dumps(rescued), "now": now_us, "session": 0}
                 conn.execute(Q["log_lost_attempts"], params)
                 conn.execute(Q["rescue_jobs"], params)
                 conn.execute(Q["bump_wakeups"])

@@ -10,8 +10,9 @@ machine.
 - Instants are INTEGER microseconds since the Unix epoch in UTC: exact, compact and ordered as
   integers (see `0001_init.sql`).
 - The worker's hot path (claims, completions, heartbeats, releases, rescues, waiting for new
-  jobs) is `SqliteQueue`, in `queue.py`; this module opens the database, migrates it, inserts
-  and cancels jobs.
+  jobs) is `SqliteQueue`, in `queue.py`, and worker sessions (a heartbeat row per running
+  worker) are `SqliteWorkers`, in `workers.py`; this module opens the database, migrates it,
+  inserts and cancels jobs.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from recoup.storage.job_rows import from_micros, micros
 from recoup.storage.rules import insert_conflict
 from recoup.storage.sql_files import Migration, load_migrations, load_queries
 from recoup.storage.sqlite.queue import MEMORY, SqliteQueue, Wakeups
+from recoup.storage.sqlite.workers import SqliteWorkers
 
 if TYPE_CHECKING:
     from recoup.storage.protocol import ApiTables
@@ -79,7 +81,7 @@ def _forget(
     conn.close()
 
 
-class SqliteStore(SqliteQueue, SqlDunningTables, SqlDunningReports):
+class SqliteStore(SqliteQueue, SqliteWorkers, SqlDunningTables, SqlDunningReports):
     """Every store protocol (`recoup.storage.Store`) on one SQLite file (or `:memory:`)."""
 
     backend = "sqlite"
@@ -119,7 +121,7 @@ class SqliteStore(SqliteQueue, SqlDunningTables, SqlDunningReports):
 
     # Connections and transactions
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self, synchronous: str | None = None) -> sqlite3.Connection:
         try:
             conn = sqlite3.connect(
                 self.path,
@@ -130,19 +132,32 @@ class SqliteStore(SqliteQueue, SqlDunningTables, SqlDunningReports):
             conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
             if self.path != MEMORY:
                 conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+            conn.execute(f"PRAGMA synchronous = {synchronous or self._synchronous}")
         except sqlite3.Error as exc:
             raise StorageError(f"cannot open SQLite database {self.path}: {exc}") from exc
         with self._all_lock:
             self._all.append(conn)
         return conn
 
+    def _own_connection(self, synchronous: str) -> sqlite3.Connection | None:
+        """A connection apart from the threads' (closed by `_close_connection` or `close`);
+        None for `:memory:`, whose one connection is the database."""
+        return None if self.path == MEMORY else self._connect(synchronous)
+
+    def _close_connection(self, conn: sqlite3.Connection | None) -> None:
+        if conn is not None:
+            _forget(self._all, self._all_lock, conn)
+
     @contextmanager
-    def _connection(self) -> Iterator[sqlite3.Connection]:
+    def _connection(self, own: sqlite3.Connection | None = None) -> Iterator[sqlite3.Connection]:
+        """This thread's connection (or `own`, from `_own_connection`), SQLite errors raised
+        as `StorageError`."""
         if self._closed:
             raise StorageError("the store is closed")
         try:
-            if self._shared_lock is not None:
+            if own is not None:
+                yield own
+            elif self._shared_lock is not None:
                 with self._shared_lock:
                     if self._shared is None:
                         self._shared = self._connect()
@@ -159,12 +174,13 @@ class SqliteStore(SqliteQueue, SqlDunningTables, SqlDunningReports):
             raise StorageError(f"SQLite: {exc}") from exc
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction that holds the write lock from its first statement."""
+    def _write(self, own: sqlite3.Connection | None = None) -> Iterator[sqlite3.Connection]:
+        """One write transaction that holds the write lock from its first statement (on this
+        thread's connection, or `own`)."""
         if not self._write_lock.acquire(timeout=self._busy_ms / 1000):
             raise StorageError("SQLite: database is locked (by this process's other writers)")
         try:
-            with self._connection() as conn:
+            with self._connection(own) as conn:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     yield conn
