@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from enum import Enum
 from typing import Protocol, TypeVar
 
 from recoup.jobs.model import Completion, Job, JobState, NewJob, Run, Tenant
@@ -68,6 +69,16 @@ class SessionRules:
     dead_after: timedelta
 
 
+class Beat(Enum):
+    """What a worker session's heartbeat found."""
+
+    ALIVE = "alive"  # stamped: the session holds
+    # The session's connection is gone (PostgreSQL: its lock with it). Nobody may act on the
+    # worker's jobs before its grace; re-opened within it, the session keeps them.
+    LOST = "lost"
+    GONE = "gone"  # the registration was deleted or taken over: give every job up now
+
+
 class WorkerSession(Protocol):
     """A worker's registration, held while the worker runs (PostgreSQL: a connection holding
     its session lock). Every call blocks; the worker calls from its own thread."""
@@ -79,10 +90,13 @@ class WorkerSession(Protocol):
         sooner."""
         ...
 
-    def beat(self) -> bool:
-        """Stamp the heartbeat. False once the session is gone (its connection lost, its
-        registration deleted): the worker must give up every job it holds. An exception
-        proves nothing either way."""
+    def beat(self) -> Beat:
+        """Stamp the heartbeat (`Beat`). An exception proves nothing either way."""
+        ...
+
+    def hand_back(self, *, now: datetime) -> list[str]:
+        """Hand back, as lost, every job still running under the worker's id (the worker gave
+        them up while its session was down); return their ids."""
         ...
 
     def close(self) -> None:
@@ -196,9 +210,10 @@ class JobStore(Protocol):
         """Register `worker` for as long as the session lives. None while another live session
         holds the id (PostgreSQL: its lock; SQLite: a process seen running, or a heartbeat
         fresher than `rules.dead_after`, or a session of this very process unless
-        `replacing`, which the worker passes when it re-opens its own lost session). A dead
-        previous holder's jobs (a restart under the same id) are handed back first, as
-        `rescue_dead_workers` does."""
+        `replacing`). A dead previous holder's jobs (a restart under the same id) are handed
+        back first, as `rescue_dead_workers` does, unless `replacing`: the worker re-opening
+        its own lost session keeps the jobs it still runs (or hands them back itself,
+        `WorkerSession.hand_back`, if it gave them up)."""
         ...
 
     def rescue_dead_workers(

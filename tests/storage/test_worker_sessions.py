@@ -21,7 +21,7 @@ import pytest
 
 from recoup.jobs.model import BackoffPolicy, JobState, NewJob, PythonTarget, RunOutcome
 from recoup.jobs.processes import this_process
-from recoup.jobs.store import ClaimParams, SessionRules, WorkerInfo
+from recoup.jobs.store import Beat, ClaimParams, SessionRules, WorkerInfo
 from recoup.storage.rules import lost_session_error
 from tests.storage.conftest import Backend, Store
 from tests.support import wait_until
@@ -40,7 +40,7 @@ DOOMED = """
 import sys, time
 from datetime import datetime, timedelta
 from recoup.jobs.processes import this_process
-from recoup.jobs.store import ClaimParams, SessionRules, WorkerInfo
+from recoup.jobs.store import Beat, ClaimParams, SessionRules, WorkerInfo
 from recoup.storage import open_store
 
 url, schema, worker, now = sys.argv[1:5]
@@ -95,7 +95,7 @@ def test_a_session_registers_beats_and_closes(store: Store) -> None:
     (registered,) = store.workers()
     assert (registered.id, registered.pid, registered.process_key) == ("w1", me.pid, me.process_key)
     assert registered.heartbeat_at >= registered.started_at
-    assert session.beat() is True
+    assert session.beat() is Beat.ALIVE
     (beaten,) = store.workers()
     assert beaten.heartbeat_at >= registered.heartbeat_at
     session.close()
@@ -205,7 +205,7 @@ def test_sqlite_a_worker_it_cannot_look_up_is_dead_once_its_heartbeat_is_too_old
     assert session is not None
     inserted = store.insert(NewJob(run_at=T0, target=PythonTarget(handler="noop")), now=T0)
     assert _claim(store, "elsewhere") == [inserted.id]
-    assert session.beat() is True
+    assert session.beat() is Beat.ALIVE
     young = SessionRules(grace=timedelta(0), dead_after=HOUR)
     assert store.rescue_dead_workers(now=T0, rules=young) == {}
     # A fresh heartbeat also keeps its id from being taken over.
@@ -213,7 +213,7 @@ def test_sqlite_a_worker_it_cannot_look_up_is_dead_once_its_heartbeat_is_too_old
     assert store.rescue_dead_workers(now=T0, rules=STRICT) == {"elsewhere": [inserted.id]}
     assert [r.outcome for r in store.runs("default", inserted.id)] == [RunOutcome.LOST]
     # The worker, should it live after all, learns at its next beat that it must give up.
-    assert session.beat() is False
+    assert session.beat() is Beat.GONE
     store.close()
 
 
@@ -258,7 +258,7 @@ def test_postgres_a_session_whose_connection_is_terminated_ends_at_once(
             (APPLICATION_NAME.format(id="cut-off"),),
         ).fetchone()
     assert terminated is True
-    assert session.beat() is False  # the worker learns it must give everything up
+    assert session.beat() is Beat.LOST  # the worker learns its lock may be gone
     assert pg_store.rescue_dead_workers(now=T0, rules=PROOF_ONLY) == {"cut-off": [inserted.id]}
     session.drop()
 
@@ -294,3 +294,28 @@ def test_postgres_workers_of_two_schemas_never_share_a_lock(postgres_url: str) -
         for store, schema in zip(stores, schemas, strict=True):
             store.close()
             _drop_schema(postgres_url, schema)
+
+
+def test_a_worker_reopening_its_own_session_keeps_its_jobs_or_hands_them_back(
+    store: Store,
+) -> None:
+    me = this_process("w1")
+    first = store.open_worker_session(me, now=T0, rules=PROOF_ONLY)
+    assert first is not None
+    kept, given_up = (
+        store.insert(NewJob(run_at=T0, target=PythonTarget(handler="noop")), now=T0)
+        for _ in range(2)
+    )
+    assert sorted(_claim(store, "w1")) == sorted([kept.id, given_up.id])
+    first.drop()  # its connection lost, say
+    again = store.open_worker_session(me, now=T0, rules=PROOF_ONLY, replacing=True)
+    assert again is not None
+    # Re-opening its own session changes nothing of what it runs...
+    for job_id in (kept.id, given_up.id):
+        running = store.get("default", job_id)
+        assert running is not None and running.state is JobState.RUNNING
+    # ...until it hands back what it gave up meanwhile (here: both), as lost.
+    assert sorted(again.hand_back(now=T0 + HOUR)) == sorted([kept.id, given_up.id])
+    assert [r.outcome for r in store.runs("default", kept.id)] == [RunOutcome.LOST]
+    assert again.hand_back(now=T0 + HOUR) == []
+    again.close()

@@ -16,8 +16,13 @@ waits on the database. Where each part lives (ARCHITECTURE.md, 'Time in the work
   completions with one `complete_many` call per batch.
 - `leases`: heartbeats every `lease / 3`, the watchdog that gives held jobs up when no
   heartbeat succeeded for 80 % of a lease, revocation of jobs the store took back.
-- `maintenance`: rescue expired leases (anyone's), materialise schedules, prune, each on its
-  interval; a failing step is logged and tried again at its next turn.
+- `sessions`: the worker's session (ARCHITECTURE.md, 'Worker sessions'): registered while
+  `run()` runs, beaten every `session_beat`; when it cannot be proven alive in time, every held
+  job is given up and claims wait, so other workers may hand its jobs back within seconds of
+  a crash without a job ever running twice at once.
+- `maintenance`: hand back dead workers' jobs, rescue expired leases (anyone's), materialise
+  schedules, prune, each on its interval; a failing step is logged and tried again at its
+  next turn.
 - `secret_cache`: tenants' signing secrets for a minute.
 - `sleeping`: sleep until the earliest due instant, a deadline, a notification (LISTEN/NOTIFY,
   watched by one thread) or a poke; never longer than `max_sleep`.

@@ -92,7 +92,8 @@ class CompletionBuffer:
     """Ended attempts queue in memory (`add`); `flush_loop` writes them with one
     `complete_many` call as soon as `flush_size` are waiting or `flush_interval` after the
     first one, whichever comes first; a flush in flight lets the next batch grow meanwhile.
-    A failed write keeps its batch and is tried again (the leases cover the delay).
+    A failed write keeps its batch and is tried again (the leases cover the delay). Attempts
+    given up with the worker's session (`Held.abandoned`) are dropped unwritten.
 
     `on_attempt(job, run)` observes each written attempt but revoked ones, right after its
     batch was written; its exceptions are logged and ignored."""
@@ -163,8 +164,11 @@ class CompletionBuffer:
         assert self._lock is not None and self._wanted is not None
         async with self._lock:
             while self._ended:
-                batch, self._ended = latest_attempts(self._ended), []
+                ended, self._ended = self._ended, []
                 self._wanted.clear()
+                batch = latest_attempts(self._keep(ended))
+                if not batch:
+                    continue
                 completions = [
                     completion_for(
                         e.held.job,
@@ -190,6 +194,16 @@ class CompletionBuffer:
                 if self.on_attempt is not None:  # one test per batch when nobody observes
                     self._report(batch, completions)
                 self._written()
+
+    def _keep(self, ended: list[Ended]) -> list[Ended]:
+        """The attempts to write: not those given up with the worker's session (their jobs
+        are handed back as lost; a completion would spend their attempts)."""
+        if not any(e.held.abandoned for e in ended):
+            return ended
+        for e in ended:
+            if e.held.abandoned:
+                self._ledger.forget(e.held)
+        return [e for e in ended if not e.held.abandoned]
 
     def _count(self, outcome: RunOutcome) -> None:
         if outcome is RunOutcome.SUCCEEDED:

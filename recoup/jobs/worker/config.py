@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from recoup.jobs.schedules import SCHEDULE_HORIZON
+from recoup.jobs.store import SessionRules
 
 DEFAULT_LEASE = timedelta(seconds=30)
 DEFAULT_HORIZON = timedelta(milliseconds=500)  # claim this far ahead; fire from memory
@@ -18,6 +19,15 @@ SCHEDULE_INTERVAL = timedelta(seconds=5)  # how often the materialiser runs
 PRUNE_INTERVAL = timedelta(minutes=10)  # how often finished jobs past keep_for are deleted
 KEEP_RUNS_FOR = timedelta(days=30)  # run-log retention (kept after their job is deleted)
 LEASE_MARGIN = 0.2  # held jobs are given up when no heartbeat succeeded for 80 % of a lease
+SESSION_BEAT = timedelta(seconds=0.5)  # how often a worker stamps its session's heartbeat
+# PostgreSQL: a worker whose session lock is free is dead once its heartbeat is this old.
+SESSION_GRACE = timedelta(seconds=2.5)
+# A worker nothing shows alive or dead (SQLite, another PID namespace) is dead once its
+# heartbeat is this old.
+DEAD_AFTER = timedelta(seconds=5)
+DEAD_CHECK_INTERVAL = timedelta(seconds=1)  # how often a worker looks for dead ones
+# Seconds: a worker gives its jobs up this long before its session may be found dead.
+SESSION_MARGIN = 1.0
 
 
 def default_worker_id() -> str:
@@ -40,6 +50,11 @@ class WorkerConfig:
     - `schedules`: materialise schedule occurrences due within `schedule_horizon`, every
       `schedule_interval`. `prune_interval` (None: never): how often finished jobs past their
       `keep_for` and runs older than `keep_runs_for` are deleted.
+    - `session_beat`: how often the worker stamps its session's heartbeat (ARCHITECTURE.md,
+      'Worker sessions'); `session_grace` and `dead_after` (`SessionRules`): when another
+      worker is dead, looked for every `dead_check_interval`. A worker gives up every job it
+      holds when no beat succeeded for the rule of its backend minus `SESSION_MARGIN`, so
+      every worker of a database should share these.
     - `grace`: how long running attempts may finish after a stop; `max_sleep` (seconds): the
       longest idle sleep without a notification; `store_threads`: the store call pool."""
 
@@ -61,6 +76,10 @@ class WorkerConfig:
     keep_runs_for: timedelta = KEEP_RUNS_FOR
     max_sleep: float = MAX_SLEEP
     store_threads: int = 4
+    session_beat: timedelta = SESSION_BEAT
+    session_grace: timedelta = SESSION_GRACE
+    dead_after: timedelta = DEAD_AFTER
+    dead_check_interval: timedelta = DEAD_CHECK_INTERVAL
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -73,6 +92,15 @@ class WorkerConfig:
             1 - LEASE_MARGIN
         ):
             raise ValueError("heartbeat_interval must be well within the lease")
+        if self.session_beat <= timedelta(0) or self.dead_check_interval <= timedelta(0):
+            raise ValueError("session_beat and dead_check_interval must be positive")
+        # The worker gives its jobs up `SESSION_MARGIN` before either rule may apply: leave it
+        # two beats at least to prove its session first.
+        least = 2 * self.session_beat + timedelta(seconds=SESSION_MARGIN)
+        if not least <= self.session_grace <= self.dead_after:
+            raise ValueError(
+                "expected 2 × session_beat + SESSION_MARGIN ≤ session_grace ≤ dead_after"
+            )
 
     @property
     def unstarted_limit(self) -> int:
@@ -92,6 +120,10 @@ class WorkerConfig:
         return (self.rescue_interval or self.lease / 2).total_seconds()
 
     @property
+    def session_rules(self) -> SessionRules:
+        return SessionRules(grace=self.session_grace, dead_after=self.dead_after)
+
+    @property
     def lease_safe(self) -> float:
         """Seconds after the last heartbeat that succeeded began within which our leases
         surely hold (`lease × (1 − LEASE_MARGIN)`)."""
@@ -99,6 +131,8 @@ class WorkerConfig:
 
 
 __all__ = [
+    "DEAD_AFTER",
+    "DEAD_CHECK_INTERVAL",
     "DEFAULT_GRACE",
     "DEFAULT_HORIZON",
     "DEFAULT_LEASE",
@@ -107,6 +141,9 @@ __all__ = [
     "MAX_SLEEP",
     "PRUNE_INTERVAL",
     "SCHEDULE_INTERVAL",
+    "SESSION_BEAT",
+    "SESSION_GRACE",
+    "SESSION_MARGIN",
     "WorkerConfig",
     "default_worker_id",
 ]

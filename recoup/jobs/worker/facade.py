@@ -15,12 +15,15 @@ import aiohttp
 
 from recoup.jobs.handlers import HandlerRegistry
 from recoup.jobs.model import Completion, Job, Run
+from recoup.jobs.processes import this_process
 from recoup.jobs.schedules import SCHEDULE_HORIZON
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.store import SchedulerStore
 from recoup.jobs.worker.clocks import Elapsed, RealElapsed, WorkerClock, wait_tasks
 from recoup.jobs.worker.completions import CompletionBuffer
 from recoup.jobs.worker.config import (
+    DEAD_AFTER,
+    DEAD_CHECK_INTERVAL,
     DEFAULT_GRACE,
     DEFAULT_HORIZON,
     DEFAULT_LEASE,
@@ -28,7 +31,11 @@ from recoup.jobs.worker.config import (
     MAX_SLEEP,
     PRUNE_INTERVAL,
     SCHEDULE_INTERVAL,
+    SESSION_BEAT,
+    SESSION_GRACE,
+    SESSION_MARGIN,
     WorkerConfig,
+    default_worker_id,
 )
 from recoup.jobs.worker.firing import Firing
 from recoup.jobs.worker.leases import LeaseKeeper
@@ -37,6 +44,7 @@ from recoup.jobs.worker.maintenance import Maintenance
 from recoup.jobs.worker.resources import Resources
 from recoup.jobs.worker.running import Runner
 from recoup.jobs.worker.secret_cache import SecretCache
+from recoup.jobs.worker.sessions import SessionKeeper
 from recoup.jobs.worker.sleeping import Sleeper
 from recoup.timekeeping.clock import Clock, SystemClock
 
@@ -95,9 +103,12 @@ class Worker:
         on_attempt: Callable[[Job, Run], None] | None = None,
         elapsed: Elapsed | None = None,
         config: WorkerConfig | None = None,
+        session_beat: timedelta = SESSION_BEAT,
+        session_grace: timedelta = SESSION_GRACE,
+        dead_after: timedelta = DEAD_AFTER,
+        dead_check_interval: timedelta = DEAD_CHECK_INTERVAL,
     ) -> None:
         if config is None:
-            options = {} if worker_id is None else {"worker_id": worker_id}
             config = WorkerConfig(
                 concurrency=concurrency,
                 lease=lease,
@@ -116,7 +127,11 @@ class Worker:
                 keep_runs_for=keep_runs_for,
                 max_sleep=max_sleep,
                 store_threads=store_threads,
-                **options,
+                session_beat=session_beat,
+                session_grace=session_grace,
+                dead_after=dead_after,
+                dead_check_interval=dead_check_interval,
+                worker_id=default_worker_id() if worker_id is None else worker_id,
             )
         self.config = config
         self.store = store
@@ -189,6 +204,18 @@ class Worker:
             now=now,
             elapsed=elapsed,
         )
+        self._sessions = sessions = SessionKeeper(
+            store=store,
+            worker=this_process(config.worker_id),
+            rules=config.session_rules,
+            ledger=ledger,
+            flush=self._buffer.flush,
+            now=now,
+            elapsed=elapsed,
+            every=config.session_beat.total_seconds(),
+            margin=SESSION_MARGIN,
+            opened=sleeper.wake,
+        )
         self._firing = Firing(
             store=store,
             call=call,
@@ -197,6 +224,7 @@ class Worker:
             now=now,
             elapsed=elapsed,
             start=runner.start,
+            gate=sessions.gate,
         )
 
         async def heartbeat(
@@ -228,7 +256,7 @@ class Worker:
             stats=self.stats,
             now=now,
             elapsed=elapsed,
-            materialised=sleeper.wake,
+            wake=sleeper.wake,
         )
 
     # -- what callers read -----------------------------------------------------------------
@@ -305,9 +333,13 @@ class Worker:
     async def run(self) -> None:
         """Run until `request_stop()`; then shut down gracefully: stop claiming, release
         claimed jobs not yet started, let running attempts finish for up to `grace`, then
-        interrupt the rest (reported as retryable), flush every completion."""
+        interrupt the rest (reported as retryable), flush every completion, close the
+        worker's session (ARCHITECTURE.md, 'Worker sessions'). Claims are made only while
+        the session is open."""
         async with self.session():
             self._resources.http()  # build the client now, not on the first attempt's clock
+            await self._sessions.start()
+            keeper = asyncio.create_task(self._sessions.run(), name="recoup-session")
             listener = self._sleeper.listen(self.store.wait_for_notify)
             self._maintenance.reset()
             elapsed, ledger = self.time.elapsed, self._ledger
@@ -320,7 +352,8 @@ class Worker:
                             continue  # a full batch: more may be due, claim again at once
                         until = self._maintenance.next_deadline() - elapsed.monotonic()
                         next_due = None
-                        if self._firing.room() > 0:
+                        # Without a session nothing is claimed: sleep until it opens (a wake).
+                        if self._sessions.up and self._firing.room() > 0:
                             next_due = await self._resources.call(self.store.next_due_at)
                         await self._sleeper.sleep(until, next_due)
                     except asyncio.CancelledError:
@@ -330,13 +363,19 @@ class Worker:
                         await self._sleeper.wait(ERROR_PAUSE)
             finally:
                 self._sleeper.stop_listening()  # it ends its last wait while we shut down
-                await self._shutdown()
+                try:
+                    await self._shutdown()  # the session beats on while attempts finish
+                finally:
+                    keeper.cancel()
+                    await asyncio.gather(keeper, return_exceptions=True)
+                    await self._sessions.close()
                 await asyncio.get_running_loop().run_in_executor(None, listener.join, 2.0)
                 self.stopped.set()
 
     async def run_until_idle(self, *, max_rounds: int = 1_000_000) -> int:
-        """Rescue, materialise schedules, then claim and run every job due at the due clock's
-        now until none is left (retries scheduled later than now are not waited for). Returns
+        """Hand back dead workers' jobs, rescue, materialise schedules, then claim and run every
+        job due at the due clock's now until none is left (retries scheduled later than now
+        are not waited for). Returns
         the number of attempts run. For tests, test clocks, the demo and benchmarks. May be
         called again after it returns (not while `run()` is running); inside `session()` it
         reuses the session."""
@@ -347,6 +386,7 @@ class Worker:
             total = 0
             for _ in range(max_rounds):
                 now = self.time.due.now()
+                await self._maintenance.rescue_dead(now)
                 await self._maintenance.rescue(now)
                 await self._maintenance.materialise(now)
                 jobs = await self._firing.claim(now, timedelta(0), self.config.batch_size)

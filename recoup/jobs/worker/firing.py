@@ -4,6 +4,7 @@ job at its exact instant (ARCHITECTURE.md, 'Time in the worker')."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
@@ -13,6 +14,8 @@ from recoup.jobs.worker.clocks import Elapsed, Timer
 from recoup.jobs.worker.config import WorkerConfig
 from recoup.jobs.worker.ledger import DONE, READY, WAITING, Held, Ledger
 from recoup.jobs.worker.resources import StoreCall
+
+log = logging.getLogger("recoup.worker")
 
 MIN_REARM = 0.0002  # seconds; the least a timer that fired early waits again
 
@@ -36,6 +39,7 @@ class Firing:
         now: Callable[[], datetime],
         elapsed: Elapsed,
         start: Callable[[Held], None],
+        gate: Callable[[], int | None] | None = None,
     ) -> None:
         self._store = store
         self._call = call
@@ -45,6 +49,7 @@ class Firing:
         self._now = now
         self._elapsed = elapsed
         self._start = start
+        self._gate = gate  # the session's epoch, None while it is down (`SessionKeeper.gate`)
         self._buckets: dict[datetime, list[Held]] = {}
         self._timers: dict[datetime, Timer] = {}
 
@@ -62,15 +67,41 @@ class Firing:
 
     async def claim_once(self) -> bool:
         """Claim what is due within the horizon, up to the room left; True when a full batch
-        came back (so more may be waiting)."""
+        came back (so more may be waiting). Nothing while the worker's session is down; a
+        claim that returns after the session it was made under was lost is given back
+        unstarted (the jobs may already be another worker's to run)."""
+        epoch = None if self._gate is None else self._gate()
+        if self._gate is not None and epoch is None:
+            return False
         room = self.room()
         if room <= 0:
             return False
         self._ledger.freed = 0
         jobs = await self.claim(self._now(), self._config.horizon, room)
+        if self._gate is not None and self._gate() != epoch:
+            await self._give_back(jobs)
+            return False
         if jobs:
             self.accept(jobs)
         return len(jobs) == room
+
+    async def _give_back(self, jobs: Sequence[Job]) -> None:
+        if not jobs:
+            return
+        ids = [job.id for job in jobs]
+        try:
+            released = await self._call(
+                self._store.release, self._config.worker_id, ids, now=self._now()
+            )
+            self._stats.released += released
+        except Exception:
+            # Left running under our id: the next session's opening hands them back.
+            log.warning(
+                "worker %s: giving back %d jobs claimed under a lost session failed",
+                self._config.worker_id,
+                len(ids),
+                exc_info=True,
+            )
 
     async def claim(self, now: datetime, horizon: timedelta, limit: int) -> list[Job]:
         params = ClaimParams(

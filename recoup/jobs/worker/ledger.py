@@ -24,7 +24,16 @@ INTERRUPTED = AttemptResult(
 class Held:
     """A job this worker holds a lease on, from claim until its completion is written."""
 
-    __slots__ = ("expires", "job", "revoked", "started_at", "state", "task", "timed_out")
+    __slots__ = (
+        "abandoned",
+        "expires",
+        "job",
+        "revoked",
+        "started_at",
+        "state",
+        "task",
+        "timed_out",
+    )
 
     def __init__(self, job: Job) -> None:
         self.job = job
@@ -35,6 +44,9 @@ class Held:
         self.expires = math.inf
         self.timed_out = False
         self.revoked = False  # the store took it back while it ran (not reported on_attempt)
+        # Given up with the worker's session: its completion is never written (the job is
+        # handed back as lost, its attempt not spent).
+        self.abandoned = False
 
 
 @dataclass
@@ -48,7 +60,9 @@ class WorkerStats:
     failed: int = 0
     released: int = 0
     revoked: int = 0  # held jobs the store took back (cancelled, or rescued after a stall)
-    rescued: int = 0  # expired leases (any worker's) this worker rescued
+    rescued: int = 0  # jobs this worker handed back (expired leases, dead workers' jobs)
+    dead_workers: int = 0  # workers this worker found dead (their sessions ended)
+    abandoned: int = 0  # held jobs given up when this worker's own session was lost
     pruned_jobs: int = 0
     pruned_runs: int = 0
     flushes: int = 0
@@ -99,6 +113,17 @@ class Ledger:
             held.state = REVOKED
             if held.task is not None:
                 held.task.cancel()
+
+    def abandon(self) -> int:
+        """The worker's session is lost: give up every live held job the way `revoke` does,
+        and never write their completions (whoever hands the jobs back logs the attempts as
+        lost). Returns how many."""
+        live = self.live()
+        for held in live:
+            held.abandoned = True
+            self.revoke(held)
+        self.stats.abandoned += len(live)
+        return len(live)
 
 
 __all__ = [

@@ -1,5 +1,6 @@
-"""Periodic maintenance: rescue expired leases (anyone's), materialise schedule occurrences,
-prune finished jobs and old runs, each on its own interval of elapsed time."""
+"""Periodic maintenance: hand back dead workers' jobs, rescue expired leases (anyone's),
+materialise schedule occurrences, prune finished jobs and old runs, each on its own interval of
+elapsed time."""
 
 from __future__ import annotations
 
@@ -20,13 +21,15 @@ log = logging.getLogger("recoup.worker")
 
 PRUNE_LIMIT = 10_000  # rows deleted per prune call (each its own short transaction)
 RESCUE_LIMIT = 1000  # expired leases rescued per call (each its own short transaction)
+DEAD_LIMIT = 100  # dead workers handed back per call (each its own short transaction)
 
 
 class Maintenance:
-    """`rescue`, `materialise` and `prune` take the due clock's `now` and loop while a call
-    comes back full. `run_due()` runs each step whose interval has passed (the main loop calls
-    it every turn): a step's next deadline advances before it runs, and a failing step is
-    logged and tried again at its next turn, never keeping the loop from claiming.
+    """`rescue_dead`, `rescue`, `materialise` and `prune` take the due clock's `now` and loop
+    while a call comes back full. `run_due()` runs each step whose interval has passed (the
+    main loop calls it every turn): a step's next deadline advances before it runs, and a
+    failing step is logged and tried again at its next turn, never keeping the loop from
+    claiming.
     `schedules` is None when the worker does not materialise."""
 
     def __init__(
@@ -39,7 +42,7 @@ class Maintenance:
         stats: WorkerStats,
         now: Callable[[], datetime],
         elapsed: Elapsed,
-        materialised: Callable[[], None],
+        wake: Callable[[], None],
     ) -> None:
         self._store = store
         self._schedules = schedules
@@ -48,19 +51,24 @@ class Maintenance:
         self._stats = stats
         self._now = now
         self._elapsed = elapsed
-        self._materialised = materialised  # called when occurrences became jobs
-        self._next_rescue = self._next_schedules = self._next_prune = -math.inf
+        # Called when there is new work to claim (occurrences became jobs, jobs handed back).
+        self._wake = wake
+        self.reset()
 
     def reset(self) -> None:
         """Every step is due (a worker starting)."""
-        self._next_rescue = self._next_schedules = self._next_prune = -math.inf
+        self._next_dead = self._next_rescue = -math.inf
+        self._next_schedules = self._next_prune = -math.inf
 
     def next_deadline(self) -> float:
         """The elapsed time at which the next step is due."""
-        return min(self._next_rescue, self._next_schedules, self._next_prune)
+        return min(self._next_dead, self._next_rescue, self._next_schedules, self._next_prune)
 
     async def run_due(self) -> None:
         mono = self._elapsed.monotonic()
+        if mono >= self._next_dead:
+            self._next_dead = mono + self._config.dead_check_interval.total_seconds()
+            await self._step("finding dead workers", self.rescue_dead)
         if mono >= self._next_rescue:
             self._next_rescue = mono + self._config.rescue_every
             await self._step("rescue", self.rescue)
@@ -85,6 +93,32 @@ class Maintenance:
         except Exception:
             log.exception("worker %s: %s failed; claiming goes on", self._config.worker_id, what)
 
+    async def rescue_dead(self, now: datetime) -> None:
+        """Hand back the jobs of workers whose sessions ended (ARCHITECTURE.md, 'Worker
+        sessions'): seconds after a crash, where their leases would take their length."""
+        while True:
+            found = await self._call(
+                self._store.rescue_dead_workers,
+                now=now,
+                rules=self._config.session_rules,
+                limit=DEAD_LIMIT,
+            )
+            handed = 0
+            for worker_id, jobs in found.items():
+                handed += len(jobs)
+                log.warning(
+                    "worker %s: worker %s is gone (its session ended); handed back %d jobs",
+                    self._config.worker_id,
+                    worker_id,
+                    len(jobs),
+                )
+            self._stats.dead_workers += len(found)
+            self._stats.rescued += handed
+            if handed:
+                self._wake()
+            if len(found) < DEAD_LIMIT:
+                return
+
     async def rescue(self, now: datetime) -> None:
         while True:
             rescued = await self._call(self._store.rescue_expired, now=now, limit=RESCUE_LIMIT)
@@ -100,7 +134,7 @@ class Maintenance:
         )
         self._stats.materialised += created
         if created:
-            self._materialised()
+            self._wake()
 
     async def prune(self, now: datetime) -> None:
         while True:
@@ -116,4 +150,4 @@ class Maintenance:
                 return
 
 
-__all__ = ["PRUNE_LIMIT", "RESCUE_LIMIT", "Maintenance"]
+__all__ = ["DEAD_LIMIT", "PRUNE_LIMIT", "RESCUE_LIMIT", "Maintenance"]

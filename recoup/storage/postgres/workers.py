@@ -5,9 +5,9 @@ the server drops a connection whose client machine vanished within about
 `KEEPALIVE_IDLE + KEEPALIVE_INTERVAL × KEEPALIVE_COUNT` seconds (TCP keepalives set on both
 ends). A worker is dead when its lock is free and its heartbeat is older than the grace
 (`SessionRules.grace`): the grace lets a live worker cut off from its connection (a
-`pg_terminate_backend`, a restart of the database) notice on its next heartbeat and give its
-jobs up before anyone hands them back. A worker whose lock is held is never dead, however
-late its heartbeat: its jobs wait for their leases.
+`pg_terminate_backend`, a restart of the database) connect again and take its lock back,
+keeping its jobs, or else give them up, before anyone may hand them back. A worker whose lock
+is held is never dead, however late its heartbeat: its jobs wait for their leases.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 import psycopg
 
 from recoup.errors import StorageError
-from recoup.jobs.store import RegisteredWorker, SessionRules, WorkerInfo
+from recoup.jobs.store import Beat, RegisteredWorker, SessionRules, WorkerInfo
 from recoup.storage.job_rows import aware_utc
 
 # Seconds: TCP keepalives of a session's connection, on both ends, so that a worker whose
@@ -50,18 +50,26 @@ class PostgresWorkerSession:
     def expires_after(self) -> timedelta:
         return self._grace
 
-    def beat(self) -> bool:
+    def beat(self) -> Beat:
         # A statement that succeeds on this connection proves the session alive, and a live
         # session still holds its lock (only its end releases a session-level lock).
         try:
             row = self._conn.execute(self._store.Q["beat_worker"], {"id": self._worker_id})
-            return row.fetchone() is not None
-        except psycopg.OperationalError:
+            return Beat.ALIVE if row.fetchone() is not None else Beat.GONE
+        except psycopg.OperationalError as exc:
             if self._conn.broken or self._conn.closed:
-                return False  # the connection, and with it the lock, is gone
-            raise
+                return Beat.LOST  # the connection, and with it the lock, is gone
+            raise StorageError(f"PostgreSQL: {exc}") from exc
         except psycopg.Error as exc:
             raise StorageError(f"PostgreSQL: {exc}") from exc
+
+    def hand_back(self, *, now: datetime) -> list[str]:
+        try:
+            with self._conn.transaction():
+                handed = self._store._hand_back(self._conn, [self._worker_id], now)
+        except psycopg.Error as exc:
+            raise StorageError(f"PostgreSQL: {exc}") from exc
+        return [job_id for job_id, _ in handed]
 
     def close(self) -> None:
         try:
@@ -94,7 +102,7 @@ class PostgresWorkers:
         *,
         now: datetime,
         rules: SessionRules,
-        replacing: bool = False,  # the lock alone tells a live holder of the id
+        replacing: bool = False,
     ) -> PostgresWorkerSession | None:
         kwargs = self._connect_kwargs()
         options = (
@@ -125,9 +133,10 @@ class PostgresWorkers:
                 conn.close()  # a live session holds the id (or an observer hands it back)
                 return None
             with conn.transaction():
-                # Whatever still runs under this id belongs to a previous session: the lock
-                # says none of it runs now.
-                self._hand_back(conn, [worker.id], now)
+                if not replacing:
+                    # Whatever still runs under this id belongs to a previous session: the
+                    # lock says none of it runs now.
+                    self._hand_back(conn, [worker.id], now)
                 conn.execute(
                     self.Q["register_worker"],
                     {

@@ -178,6 +178,9 @@ WHERE state = 'running' AND leased_by IN (SELECT value FROM json_each(:workers))
 -- get_worker --
 SELECT pid, process_key, heartbeat_at FROM workers WHERE id = :id
 
+-- get_own_worker --
+SELECT 1 FROM workers WHERE id = :id AND pid = :pid AND process_key IS :process_key
+
 -- register_worker --
 INSERT INTO workers (id, host, pid, process_key, started_at, heartbeat_at)
 VALUES (:id, :host, :pid, :process_key, :now, :now)

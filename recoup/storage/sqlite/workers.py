@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from typing import ClassVar
 
 from recoup.jobs.processes import process_alive
-from recoup.jobs.store import RegisteredWorker, SessionRules, WorkerInfo
+from recoup.jobs.store import Beat, RegisteredWorker, SessionRules, WorkerInfo
 from recoup.storage.job_rows import ONE_US, from_micros, micros
 from recoup.storage.sqlite.queue import Wakeups
 
@@ -61,12 +61,23 @@ class SqliteWorkerSession:
         w = self._worker
         return {"id": w.id, "pid": w.pid, "process_key": w.process_key}
 
-    def beat(self) -> bool:
+    def beat(self) -> Beat:
         with self._store._write(self._conn) as conn:
             row = conn.execute(
                 self._store.Q["beat_worker"], {**self._key(), "now": _clock_us()}
             ).fetchone()
-        return row is not None
+        # No row: found dead, or its id taken over (the registration is all the session is).
+        return Beat.ALIVE if row is not None else Beat.GONE
+
+    def hand_back(self, *, now: datetime) -> list[str]:
+        store = self._store
+        with store._write(self._conn) as conn:
+            if conn.execute(store.Q["get_own_worker"], self._key()).fetchone() is None:
+                return []  # no longer ours: whoever took the id over handled its jobs
+            handed = store._hand_back(conn, [self._worker.id], now)
+        if handed:
+            store._wakeups.notify()
+        return [job_id for job_id, _ in handed]
 
     def close(self) -> None:
         try:
@@ -124,8 +135,9 @@ class SqliteWorkers:
                     else:
                         held = not _dead(pid, key, heartbeat, rules.dead_after)
                 if not held:
-                    # Whatever still runs under this id belongs to a dead previous session.
-                    handed = self._hand_back(c, [worker.id], now)
+                    if not replacing:
+                        # Whatever still runs under this id belongs to a dead previous session.
+                        handed = self._hand_back(c, [worker.id], now)
                     c.execute(
                         self.Q["register_worker"],
                         {

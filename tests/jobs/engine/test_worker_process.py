@@ -1,4 +1,5 @@
-"""`recoup worker` as a real process: kill -9 mid-attempt loses no job; SIGTERM is graceful.
+"""`recoup worker` as a real process: kill -9 mid-attempt loses no job, and another worker
+hands it back within seconds; SIGTERM is graceful.
 
 Every wait is on a condition with a generous deadline (`DEADLINE`): on a loaded 2-core machine a
 worker takes seconds to start, and only a failing test ever waits the whole deadline."""
@@ -10,6 +11,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -114,6 +116,43 @@ def test_kill_9_mid_attempt_loses_no_job_and_it_completes_once(
         Webhook(SECRET).verify(request.body, request.headers)
 
 
+def test_kill_9_hands_the_workers_jobs_back_within_seconds_not_after_its_lease(
+    jobstore: Any,
+    database: Database,
+    receiver: Receiver,
+    start_worker: Callable[..., WorkerProcess],
+    record_property: Callable[[str, object], None],
+) -> None:
+    # ARCHITECTURE.md, 'Worker sessions': the killed worker's session ends with it; another
+    # worker finds it dead and hands its job back long before the 30 s lease would expire.
+    receiver.reply(Reply(200, delay=30.0))  # the first delivery hangs until the worker dies
+    scheduler = Scheduler(jobstore, ssrf=SsrfGuard(allow_private=True))
+    job = scheduler.enqueue(
+        HttpTarget(url=receiver.url, body={"invoice": "inv_9"}),
+        retry=BackoffPolicy(max_attempts=1),  # a lost attempt must not spend the only one
+        timeout=timedelta(seconds=60),
+    )
+    doomed = start_worker("--worker-id", "doomed", lease="30")
+    assert len(receiver.wait_for(1, timeout=DEADLINE)) == 1, doomed.output()
+    with scheduler.running_worker(worker_id="observer"):
+        killed = time.monotonic()
+        doomed.process.send_signal(signal.SIGKILL)
+        doomed.process.wait(DEADLINE)
+        assert wait_until(lambda: bool(scheduler.runs(job.id)), DEADLINE)  # the lost run
+        rescue = time.monotonic() - killed
+        assert wait_until(lambda: scheduler.get(job.id).state is JobState.SUCCEEDED, DEADLINE)
+    print(f"kill -9 → rescue on {database.backend}: {rescue:.2f} s")
+    record_property("kill_to_rescue_seconds", round(rescue, 3))
+    assert rescue < 5.0  # and the lease was 30 s
+    runs = scheduler.runs(job.id)
+    assert [(r.attempt, r.outcome, r.worker_id) for r in runs] == [
+        (1, RunOutcome.LOST, "doomed"),
+        (2, RunOutcome.SUCCEEDED, "observer"),
+    ]
+    assert len(receiver.requests) == 2  # once more, and only once more
+    assert scheduler.get(job.id).retry.max_attempts == 2
+
+
 def test_sigterm_lets_the_running_attempt_finish_then_exits_cleanly(
     jobstore: Any, receiver: Receiver, start_worker: Callable[..., WorkerProcess]
 ) -> None:
@@ -147,6 +186,7 @@ def test_sigterm_lets_the_running_attempt_finish_then_exits_cleanly(
     assert scheduler.get(waiting).attempts == 0 and scheduler.runs(waiting) == []
     assert scheduler.get(later.id).state is JobState.SCHEDULED
     assert len(receiver.requests) == 1
+    assert jobstore.workers() == []  # its session ended with it
 
 
 def test_a_worker_alone_serves_its_attempt_metrics_with_metrics_port(

@@ -233,7 +233,9 @@ def test_a_stale_attempt_stops_when_its_worker_id_claimed_the_job_again_elsewher
         assert wait_until(lambda: worker.stats.started == 1)
         stalled.set()
         later = clock.advance(timedelta(seconds=31))
-        assert jobstore.rescue_expired(now=later) == [job.id]
+        # A lease heartbeat begun before the stall may still hold the row, which the rescue
+        # skips (SKIP LOCKED): try until it is free.
+        assert wait_until(lambda: jobstore.rescue_expired(now=later) == [job.id])
         params = ClaimParams(
             worker_id="pinned", now=later, horizon=timedelta(0), lease=worker.lease, limit=1
         )
@@ -308,8 +310,11 @@ def test_a_saturated_worker_leaves_due_jobs_to_other_workers(jobstore: Any) -> N
         elapsed=elapsed,
         rescue_interval=timedelta(seconds=1),
         # Leases are not what this test is about: an hour keeps the watchdog out of the way
-        # however slowly the store answers while elapsed time is stepped.
+        # however slowly the store answers while elapsed time is stepped. The same for the
+        # worker's session (its heartbeat on elapsed time, its rules on the database's).
         lease=timedelta(hours=1),
+        session_grace=timedelta(hours=1),
+        dead_after=timedelta(hours=1),
     )
 
     def succeeded() -> int:
