@@ -375,10 +375,10 @@ class Worker:
     async def run_until_idle(self, *, max_rounds: int = 1_000_000) -> int:
         """Hand back dead workers' jobs, rescue, materialise schedules, then claim and run every
         job due at the due clock's now until none is left (retries scheduled later than now
-        are not waited for). Returns
-        the number of attempts run. For tests, test clocks, the demo and benchmarks. May be
-        called again after it returns (not while `run()` is running); inside `session()` it
-        reuses the session."""
+        are not waited for). Returns the number of attempts run. For tests, test clocks, the
+        demo and benchmarks. May be called again after it returns (not while `run()` is
+        running); inside `session()` it reuses the session. It opens no worker session of
+        its own: what it claims is covered by leases alone."""
         self._ledger.stopping = False
         async with self.session():
             idle = self._ledger.idle
