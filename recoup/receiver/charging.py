@@ -32,10 +32,15 @@ advisory lock), on SQLite the database's write lock. The provider's own timeout 
 shorter than the idempotency lock timeout. A handler killed between the provider's answer and
 the commit leaves no ledger row; the retry of the same attempt charges again under the same
 key, and the provider, idempotent by key, returns the first charge instead of making another.
+
+The rules themselves (`charge_locked_invoice`) see the ledger through the `ChargeLedger`
+protocol, so that another home for it (the Django models of `recoup.contrib.django`) follows
+the very same rules; `charge_invoice` is them on the receiver's own `Database`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
@@ -119,6 +124,27 @@ class LedgerEntry:
         )
 
 
+class ChargeLedger(Protocol):
+    """The charge ledger as the rules use it, inside a transaction that holds the invoice's
+    lock: one entry per provider key."""
+
+    def get(self, charge_key: str) -> LedgerEntry | None:
+        """The entry of `charge_key`, whichever invoice it belongs to."""
+        ...
+
+    def pending(self, invoice_id: str) -> list[LedgerEntry]:
+        """The invoice's entries still `PENDING`, by attempt."""
+        ...
+
+    def record(self, invoice: Invoice, attempt: int, charge_key: str, charge: Charge) -> None:
+        """Write what the provider did under `charge_key` (insert or overwrite the entry)."""
+        ...
+
+    def record_pending(self, invoice: Invoice, attempt: ChargeAttempt) -> None:
+        """Write the attempt's key as `PENDING`: the provider's answer is unknown."""
+        ...
+
+
 def charge_invoice(
     database: Database[C],
     provider: PaymentProvider,
@@ -138,70 +164,90 @@ def charge_invoice(
     with database.transaction() as conn:
         database.lock_invoice(conn, attempt.invoice_id)
         invoice = invoices.lock(conn, attempt.invoice_id)
-        if invoice is None:
-            raise UnknownInvoice(attempt.invoice_id)
-        ledger = _Ledger(database, conn, now)
-        mine = ledger.get(attempt.charge_idempotency_key)
-        if mine is not None and mine.invoice_id != attempt.invoice_id:
-            raise InvalidInput(
-                "charge_idempotency_key",
-                attempt.charge_idempotency_key,
-                f"already used for invoice {mine.invoice_id!r}; expected a key of its own",
-            )
-        if mine is not None and mine.state is not ChargeStatus.PENDING:
-            return mine.result()
-        if not invoice.is_open:
-            return ALREADY_HANDLED
-        _check_matches(invoice, attempt)
-
-        def settle(charge_key: str, entry_attempt: int, charge: Charge) -> ChargeResult:
-            ledger.record(invoice, entry_attempt, charge_key, charge)
-            if charge.status is ChargeStatus.SUCCEEDED:
-                invoices.mark_paid(conn, invoice.id, charge)
-            return ChargeResult.of_charge(charge)
-
-        for other in ledger.pending(invoice.id):
-            if other.charge_key == attempt.charge_idempotency_key:
-                continue
-            try:
-                found = provider.find_charge(other.charge_key)
-            except ProviderTimeout:
-                return PENDING
-            if found is None:
-                continue  # the provider never made it: charging this attempt is safe
-            settle(other.charge_key, other.attempt, found)
-            if found.status is ChargeStatus.SUCCEEDED:
-                return ALREADY_HANDLED  # that attempt paid the invoice
-            if found.status is ChargeStatus.PENDING:
-                return PENDING  # still in flight at the provider: wait for it
-
-        if mine is not None:
-            try:
-                found = provider.find_charge(attempt.charge_idempotency_key)
-            except ProviderTimeout:
-                return PENDING
-            if found is not None:
-                return settle(attempt.charge_idempotency_key, attempt.attempt, found)
-
-        request = ChargeRequest(
-            idempotency_key=attempt.charge_idempotency_key,
-            invoice_id=invoice.id,
-            customer_id=invoice.customer_id,
-            amount=invoice.amount,
-            currency=invoice.currency,
-            card=invoice.card,
-            gateway=invoice.gateway,
-            merchant_id=invoice.merchant_id,
-            at=attempt.scheduled_at,
+        return charge_locked_invoice(
+            _Ledger(database, conn, now),
+            provider,
+            invoice,
+            attempt,
+            mark_paid=lambda charge: invoices.mark_paid(conn, attempt.invoice_id, charge),
         )
+
+
+def charge_locked_invoice(
+    ledger: ChargeLedger,
+    provider: PaymentProvider,
+    invoice: Invoice | None,
+    attempt: ChargeAttempt,
+    *,
+    mark_paid: Callable[[Charge], None],
+) -> ChargeResult:
+    """The rules of the module docstring, for a caller that has begun the transaction, locked
+    the invoice and read it (`invoice`, None if there is no such invoice). `mark_paid` records
+    on the user's invoice, in the same transaction, that a charge paid it. Raises as
+    `charge_invoice` does."""
+    if invoice is None:
+        raise UnknownInvoice(attempt.invoice_id)
+    mine = ledger.get(attempt.charge_idempotency_key)
+    if mine is not None and mine.invoice_id != attempt.invoice_id:
+        raise InvalidInput(
+            "charge_idempotency_key",
+            attempt.charge_idempotency_key,
+            f"already used for invoice {mine.invoice_id!r}; expected a key of its own",
+        )
+    if mine is not None and mine.state is not ChargeStatus.PENDING:
+        return mine.result()
+    if not invoice.is_open:
+        return ALREADY_HANDLED
+    _check_matches(invoice, attempt)
+
+    def settle(charge_key: str, entry_attempt: int, charge: Charge) -> ChargeResult:
+        ledger.record(invoice, entry_attempt, charge_key, charge)
+        if charge.status is ChargeStatus.SUCCEEDED:
+            mark_paid(charge)
+        return ChargeResult.of_charge(charge)
+
+    for other in ledger.pending(invoice.id):
+        if other.charge_key == attempt.charge_idempotency_key:
+            continue
         try:
-            charge = provider.charge(request)
+            found = provider.find_charge(other.charge_key)
         except ProviderTimeout:
-            # The money may have moved: remember the key, so that no other charge is tried for
-            # this invoice before the provider has been asked about it.
-            ledger.record_pending(invoice, attempt)
             return PENDING
-        return settle(attempt.charge_idempotency_key, attempt.attempt, charge)
+        if found is None:
+            continue  # the provider never made it: charging this attempt is safe
+        settle(other.charge_key, other.attempt, found)
+        if found.status is ChargeStatus.SUCCEEDED:
+            return ALREADY_HANDLED  # that attempt paid the invoice
+        if found.status is ChargeStatus.PENDING:
+            return PENDING  # still in flight at the provider: wait for it
+
+    if mine is not None:
+        try:
+            found = provider.find_charge(attempt.charge_idempotency_key)
+        except ProviderTimeout:
+            return PENDING
+        if found is not None:
+            return settle(attempt.charge_idempotency_key, attempt.attempt, found)
+
+    request = ChargeRequest(
+        idempotency_key=attempt.charge_idempotency_key,
+        invoice_id=invoice.id,
+        customer_id=invoice.customer_id,
+        amount=invoice.amount,
+        currency=invoice.currency,
+        card=invoice.card,
+        gateway=invoice.gateway,
+        merchant_id=invoice.merchant_id,
+        at=attempt.scheduled_at,
+    )
+    try:
+        charge = provider.charge(request)
+    except ProviderTimeout:
+        # The money may have moved: remember the key, so that no other charge is tried for
+        # this invoice before the provider has been asked about it.
+        ledger.record_pending(invoice, attempt)
+        return PENDING
+    return settle(attempt.charge_idempotency_key, attempt.attempt, charge)
 
 
 def _check_matches(invoice: Invoice, attempt: ChargeAttempt) -> None:
@@ -220,7 +266,7 @@ def _check_matches(invoice: Invoice, attempt: ChargeAttempt) -> None:
 
 
 class _Ledger:
-    """`receiver_charges` within one transaction."""
+    """`receiver_charges` within one transaction (a `ChargeLedger`)."""
 
     def __init__(self, database: Database[Any], conn: Any, now: datetime) -> None:
         self.db = database
@@ -296,4 +342,12 @@ def ledger_entries(database: Database[Any], invoice_id: str) -> list[LedgerEntry
     return [_entry(database, row) for row in rows]
 
 
-__all__ = ["Invoice", "InvoiceBook", "LedgerEntry", "charge_invoice", "ledger_entries"]
+__all__ = [
+    "ChargeLedger",
+    "Invoice",
+    "InvoiceBook",
+    "LedgerEntry",
+    "charge_invoice",
+    "charge_locked_invoice",
+    "ledger_entries",
+]
