@@ -24,7 +24,7 @@ from recoup.contrib.django.conf import (
     payment_provider,
 )
 from recoup.contrib.django.models import ChargeRecord, IdempotencyRecord
-from recoup.contrib.django.reconciling import reconcile_pending
+from recoup.contrib.django.reconciling import Settled, reconcile_pending
 from recoup.errors import RecoupError
 from recoup.payments.provider import ChargeStatus
 
@@ -103,8 +103,9 @@ class ChargeRecordAdmin(ChargeAdminBase):
             self.message_user(request, f"The provider did not answer: {exc}", messages.ERROR)
             return
         for result in found:
-            level = messages.WARNING if result.outcome == "paid_twice" else messages.SUCCESS
-            self.message_user(request, f"{result.charge_key}: {result.outcome.value}", level)
+            level = messages.WARNING if result.outcome is Settled.PAID_TWICE else messages.SUCCESS
+            said = f"Invoice {result.invoice_id}, attempt {result.attempt} ({result.charge_key})"
+            self.message_user(request, f"{said}: {result.outcome.value}", level)
 
 
 class StateFilter(admin.SimpleListFilter):
