@@ -20,17 +20,24 @@ def _postgres_url() -> str:
     return os.environ.get("RECOUP_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL)
 
 
-@pytest.fixture(scope="session")
-def postgres_url() -> str:
-    """The test PostgreSQL's URL; skips (or fails under CI=true) when it is unreachable."""
-    url = _postgres_url()
+def postgres_unreachable(url: str) -> str | None:
+    """Why the PostgreSQL at `url` cannot be used, or None when it answers."""
     try:
         import psycopg
 
         with psycopg.connect(url, connect_timeout=3) as conn:
             conn.execute("SELECT 1")
     except Exception as exc:
-        reason = f"PostgreSQL at {url} is unreachable: {exc}".splitlines()[0]
+        return f"PostgreSQL at {url} is unreachable: {exc}".splitlines()[0]
+    return None
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> str:
+    """The test PostgreSQL's URL; skips (or fails under CI=true) when it is unreachable."""
+    url = _postgres_url()
+    reason = postgres_unreachable(url)
+    if reason is not None:
         if os.environ.get("CI") == "true":
             pytest.fail(reason)
         pytest.skip(reason)

@@ -29,6 +29,7 @@ ALLOWED: dict[str, set[str]] = {
     "recovery": PURE | {"dunning", "jobs", "idempotency", "payments", "analytics", "tenancy"},
     "storage": PURE | {"dunning", "jobs", "idempotency", "recovery", "tenancy"},
     "receiver": PURE | {"payments", "idempotency"},
+    "contrib": PURE | {"payments", "idempotency", "receiver"},  # the receiver in frameworks
     "api": PURE
     | {"dunning", "jobs", "idempotency", "payments", "analytics", "tenancy", "recovery"}
     | {"storage"},

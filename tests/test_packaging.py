@@ -27,6 +27,7 @@ EXTRAS_ONLY = (
     "prometheus_client",
     "matplotlib",
     "jinja2",
+    "django",
 )
 BLOCKER = f"""
 import importlib.abc, sys
@@ -92,9 +93,17 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
 def test_the_core_dependencies_hold_no_extra() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     core = " ".join(project["dependencies"]).lower()
-    for extra in ("fastapi", "uvicorn", "psycopg", "numpy", "prometheus", "matplotlib"):
+    for extra in ("fastapi", "uvicorn", "psycopg", "numpy", "prometheus", "matplotlib", "django"):
         assert extra not in core
-    assert set(project["optional-dependencies"]) >= {"postgres", "api", "replay", "all", "dev"}
+    assert set(project["optional-dependencies"]) >= {
+        "postgres",
+        "api",
+        "replay",
+        "django",
+        "all",
+        "dev",
+    }
+    assert any(d.startswith("django>=") for d in project["optional-dependencies"]["django"])
 
 
 def test_the_embedded_scheduler_and_dunning_run_without_any_extra(tmp_path: Path) -> None:
@@ -157,6 +166,20 @@ def test_a_command_that_needs_an_extra_says_which(tmp_path: Path) -> None:
     )
     assert done.returncode == 1
     assert "recoup[replay]" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_django_integration_without_django_says_which_extra(tmp_path: Path) -> None:
+    done = run_without_extras(
+        """
+        try:
+            import recoup.contrib.django
+        except ImportError as exc:
+            print(exc)
+        """,
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "pip install 'recoup[django]'" in done.stdout
 
 
 def test_importing_recoup_loads_no_module_of_its_own_until_a_name_is_used() -> None:
