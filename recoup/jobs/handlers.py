@@ -26,9 +26,12 @@ import inspect
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from recoup.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from recoup.jobs.targets import HttpExecutor
 
 
 class PermanentError(Exception):
@@ -46,6 +49,10 @@ class HandlerContext:
     payload: Any
     idempotency_key: str | None
     run_at: datetime  # the instant the attempt was scheduled for
+    # The worker session's HTTP client (built on first call, closed with the session), for a
+    # handler that sends requests of its own: its connections are reused from one attempt to
+    # the next. None where no worker runs the handler.
+    http: Callable[[], HttpExecutor] | None = None
 
 
 Handler = Callable[[HandlerContext], Any]

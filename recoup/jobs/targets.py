@@ -24,6 +24,7 @@ address behind the SSRF guard's back.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import socket
 import ssl
@@ -146,6 +147,15 @@ class GuardedResolver(AbstractResolver):
         pass
 
 
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The TLS context every guarded client verifies with (host names checked, certifi's CA
+    bundle), built once per process: loading the bundle takes milliseconds, which a client
+    made for a single request (the dunning runtime's charge requests) paid every time. A
+    context is safe to share between clients, threads and event loops."""
+    return ssl.create_default_context(cafile=certifi.where())
+
+
 def guarded_client(guard: SsrfGuard, *, max_connections: int = 100) -> aiohttp.ClientSession:
     """An `aiohttp.ClientSession` whose every connection passes `guard` (see
     `GuardedResolver`), pooling at most `max_connections` connections; no proxies from the
@@ -157,7 +167,7 @@ def guarded_client(guard: SsrfGuard, *, max_connections: int = 100) -> aiohttp.C
         limit=max_connections,
         limit_per_host=0,
         keepalive_timeout=5.0,  # seconds, as httpx's pool had
-        ssl=ssl.create_default_context(cafile=certifi.where()),  # verifies the host name
+        ssl=tls_context(),  # verifies the host name
     )
     return aiohttp.ClientSession(
         connector=connector,
@@ -340,7 +350,7 @@ def timed_out(job: Job, started: float) -> AttemptResult:
     )
 
 
-def handler_context(job: Job) -> HandlerContext:
+def handler_context(job: Job, http: Callable[[], HttpExecutor] | None = None) -> HandlerContext:
     return HandlerContext(
         job_id=job.id,
         tenant=job.tenant,
@@ -349,6 +359,7 @@ def handler_context(job: Job) -> HandlerContext:
         payload=job.payload,
         idempotency_key=job.idempotency_key,
         run_at=job.run_at,
+        http=http,
     )
 
 
@@ -374,7 +385,12 @@ def missing_handler(name: str) -> AttemptResult:
 
 
 async def run_handler(
-    registry: HandlerRegistry, name: str, job: Job, *, bounded: bool = True
+    registry: HandlerRegistry,
+    name: str,
+    job: Job,
+    *,
+    bounded: bool = True,
+    http: Callable[[], HttpExecutor] | None = None,
 ) -> AttemptResult:
     """One attempt of a Python handler (async, or sync in a thread). Never raises for the
     handler's failures; cancellation propagates.
@@ -385,11 +401,12 @@ async def run_handler(
     keeps one of the loop's default-executor threads, and the process does not exit before it
     returns). An inline handler runs on the loop and cannot be interrupted: the timeout does
     not apply to it (see `HandlerRegistry.add`). `bounded=False` leaves an async handler's
-    timeout to the caller (the worker's consumers enforce it without a timer per attempt)."""
+    timeout to the caller (the worker's consumers enforce it without a timer per attempt).
+    `http` is the worker session's HTTP client, handed to the handler (`HandlerContext.http`)."""
     registered = registry.get(name)
     if registered is None:
         return missing_handler(name)
-    ctx = handler_context(job)
+    ctx = handler_context(job, http)
     started = time.perf_counter()
     if registered.inline or (registered.is_async and not bounded):
         try:

@@ -1,11 +1,17 @@
 """Test clocks: a whole server on a virtual clock that moves only when told, like Stripe's.
 
-`TestClock.advance_to(t)` moves the clock from one due instant to the next up to `t`,
-running at each instant every job due then (and whatever they schedule that falls before
-`t`), so two weeks of retries run in seconds, in due order, as if that time had passed. Only
-due time is virtual: leases, heartbeats and HTTP timeouts stay in elapsed (real) time (the
-worker's own business: ARCHITECTURE.md, 'Time in the worker'), so a jump of three days expires no
-lease. One advance runs in one worker session, however many instants it visits.
+`TestClock.advance_to(t)` runs every job due up to `t` (and whatever they schedule that falls
+before `t`) as if that time had passed, so two weeks of retries run in seconds. It moves in
+batches (`Worker.run_batch`): each claims the earliest due jobs, at most one per job group,
+moves the clock to the latest of their instants and runs them together, each at its own
+instant (the clock is pinned there inside the attempt: what it reads, the run's start and end,
+a retry's backoff), as a worker runs jobs whose instants come while earlier ones still run.
+A group's jobs (one invoice's attempts, deadline and events) run one after another in due
+order; a job that a batch schedules before the clock's new now runs in the next batch, at its
+own instant. A batch never passes a schedule's next occurrence. Only due time is virtual:
+leases, heartbeats and HTTP timeouts stay in elapsed (real) time (the worker's own business:
+ARCHITECTURE.md, 'Time in the worker'), so a jump of three days expires no lease. One advance
+runs in one worker session, however many batches it takes.
 """
 
 from __future__ import annotations
@@ -21,12 +27,12 @@ from recoup.jobs.worker import Worker
 from recoup.timekeeping.clock import VirtualClock
 from recoup.timekeeping.instants import require_aware
 
-MAX_STEPS = 1_000_000  # due instants visited by one advance: a bound, not a limit in practice
+MAX_STEPS = 1_000_000  # batches run by one advance: a bound, not a limit in practice
 
 
 class TestClock:
     """Drives `worker` (built on `clock`) through virtual time. `before_step` runs before
-    each drain (e.g. the dunning runtime's resync). One advance at a time."""
+    each batch (e.g. the dunning runtime's resync). One advance at a time."""
 
     __test__ = False  # not a pytest test class, despite its name
 
@@ -66,40 +72,42 @@ class TestClock:
             return asyncio.run(self._advance_to(target))
 
     async def _advance_to(self, target: datetime) -> int:
-        """Every step in one worker session: a step costs its store calls, not a session."""
+        """Batches until none is due by `target`, then `target` itself, in one session."""
         async with self.worker.session():
             ran = 0
             for _ in range(MAX_STEPS):
-                ran += await self._step()
-                step = await asyncio.to_thread(self._next_due, target)
-                if step is None or step > target:
-                    break
-                if step > self.clock.now():
-                    self.clock.set(step)
+                await self._before_step()
+                bound = await asyncio.to_thread(self._next_occurrence, target)
+                batch = await self.worker.run_batch(bound, move=self._move, pin=self.clock.pinned)
+                ran += batch
+                if batch == 0:
+                    if bound >= target:
+                        break
+                    self._move(bound)  # the occurrence materialises in the next batch
             self.clock.set(target)
-            ran += await self._step()
-            return ran
+            await self._before_step()
+            return ran + await self.worker.run_until_idle()
 
-    async def _step(self) -> int:
-        """`before_step` (in a thread: it may block, or run an event loop of its own), then
-        every job due now."""
+    async def _before_step(self) -> None:
+        """`before_step`, in a thread: it may block, or run an event loop of its own."""
         if self.before_step is not None:
             await asyncio.to_thread(self.before_step)
-        return await self.worker.run_until_idle()
 
-    def _next_due(self, target: datetime) -> datetime | None:
-        """The earliest due job, or schedule occurrence not yet materialised, before
-        `target` (a step never skips an occurrence, which would then count as missed)."""
-        nxt = self.store.next_due_at()
-        if self.schedules is not None:
-            now = self.clock.now()
-            due = self.schedules.due_schedules(
-                now=now, horizon=max(target - now, timedelta(0)), limit=1000
-            )
-            fires = [s.next_fire_at for s in due if s.next_fire_at is not None]
-            if fires and (nxt is None or min(fires) < nxt):
-                nxt = min(fires)
-        return nxt
+    def _move(self, instant: datetime) -> None:
+        if instant > self.clock.now():
+            self.clock.set(instant)
+
+    def _next_occurrence(self, target: datetime) -> datetime:
+        """The earliest schedule occurrence not yet materialised before `target`, else
+        `target`: a batch never passes one (it would then count as missed)."""
+        if self.schedules is None:
+            return target
+        now = self.clock.now()
+        due = self.schedules.due_schedules(
+            now=now, horizon=max(target - now, timedelta(0)), limit=1000
+        )
+        fires = [s.next_fire_at for s in due if s.next_fire_at is not None]
+        return min([target, *fires])
 
 
 __all__ = ["TestClock"]

@@ -32,7 +32,7 @@ import aiohttp
 from recoup.dunning.invoice import AttemptState, Invoice
 from recoup.dunning.outcomes import idempotency_key
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry, PermanentError
-from recoup.jobs.model import HttpTarget, Job, JobState, trusted
+from recoup.jobs.model import HttpTarget, Job, JobState, Tenant, trusted
 from recoup.jobs.targets import AttemptOutcome, AttemptResult, HttpExecutor
 from recoup.recovery.job_specs import (
     ATTEMPT_HANDLER,
@@ -76,8 +76,10 @@ class AttemptRunner:
         wall_clock: Callable[[], datetime] | None = None,
         http_session: Callable[[], aiohttp.ClientSession] | None = None,
     ) -> None:
-        """`http_session` makes a session for one request, closed after it (default: one
-        guarded by the scheduler's SSRF guard); tests may make their own."""
+        """Charge requests go out through the worker session's HTTP client
+        (`HandlerContext.http`). Outside a worker, or with `http_session` (a test's), each goes
+        through a client of its own, closed after it: `http_session` makes that session
+        (default: a client guarded by the scheduler's SSRF guard)."""
         self.dunning = dunning
         self._wall_clock = wall_clock or SystemClock().now
         self._http_session = http_session
@@ -87,10 +89,12 @@ class AttemptRunner:
         registry.add(DEADLINE_HANDLER, self.deadline)
         return registry
 
-    async def _send(self, job: Job, secret: str | None) -> AttemptResult:
-        """One charge request through a client of its own, closed after it: attempts are
-        rare next to their provider calls, and a client kept across the worker's event loops
-        would outlive the loop its connections belong to."""
+    async def _send(self, ctx: HandlerContext, job: Job, secret: str | None) -> AttemptResult:
+        """One charge request: through the worker session's client, whose connections are
+        reused from one attempt to the next (a client of this runner's own would outlive the
+        event loop its connections belong to), else through a client made for it."""
+        if ctx.http is not None and self._http_session is None:
+            return await ctx.http().send(job, secret=secret)
         session = self._http_session() if self._http_session is not None else None
         executor = HttpExecutor(
             guard=self.dunning.scheduler.ssrf, wall_clock=self._wall_clock, session=session
@@ -102,6 +106,11 @@ class AttemptRunner:
             if session is not None:
                 await session.close()
 
+    def _read(self, tenant_id: str, invoice_id: str) -> tuple[Invoice | None, Tenant | None]:
+        """The invoice and its tenant (whose secret signs the request), in one thread hop."""
+        store = self.dunning.store
+        return store.get_invoice(tenant_id, invoice_id), store.get_tenant(tenant_id)
+
     async def deadline(self, ctx: HandlerContext) -> str:
         invoice_id = str(ctx.payload["invoice_id"])
         invoice = await asyncio.to_thread(self.dunning.deadline, ctx.tenant, invoice_id)
@@ -110,7 +119,7 @@ class AttemptRunner:
     async def attempt(self, ctx: HandlerContext) -> str:
         invoice_id, n = str(ctx.payload["invoice_id"]), int(ctx.payload["attempt"])
         dunning = self.dunning
-        invoice = await asyncio.to_thread(dunning.store.get_invoice, ctx.tenant, invoice_id)
+        invoice, tenant = await asyncio.to_thread(self._read, ctx.tenant, invoice_id)
         if invoice is None:
             raise PermanentError(f"no invoice {invoice_id!r}")
         record = invoice.attempt(n)
@@ -121,9 +130,9 @@ class AttemptRunner:
             AttemptState.PENDING,
         ):
             return f"not asked: attempt {record.state}, invoice {invoice.state}"
-        tenant = await asyncio.to_thread(dunning.store.get_tenant, ctx.tenant)
         body = charge_request(invoice, n, record.at)
         result = await self._send(
+            ctx,
             _request_job(ctx, invoice.charge_url, body),
             tenant.signing_secret if tenant is not None else None,
         )

@@ -103,7 +103,6 @@ class CompletionBuffer:
         *,
         complete_many: Callable[[Sequence[Completion]], Awaitable[object]],
         ledger: Ledger,
-        now: Callable[[], datetime],
         elapsed: Elapsed,
         rng: random.Random,
         worker_id: str,
@@ -115,7 +114,6 @@ class CompletionBuffer:
         self._complete_many = complete_many
         self._ledger = ledger
         self._stats: WorkerStats = ledger.stats
-        self._now = now
         self._elapsed = elapsed
         self._rng = rng
         self._worker_id = worker_id
@@ -132,9 +130,11 @@ class CompletionBuffer:
         self._wanted = asyncio.Event()
         self._lock = asyncio.Lock()
 
-    def add(self, held: Held, result: AttemptResult, started_at: datetime) -> None:
-        """Queue an ended attempt (it ends now, in due time)."""
-        self._ended.append(Ended(held, result, started_at, self._now()))
+    def add(
+        self, held: Held, result: AttemptResult, started_at: datetime, finished_at: datetime
+    ) -> None:
+        """Queue an ended attempt (`finished_at`: when it ended, in due time)."""
+        self._ended.append(Ended(held, result, started_at, finished_at))
         assert self._wanted is not None
         self._wanted.set()
 

@@ -178,7 +178,6 @@ class Worker:
         self._buffer = CompletionBuffer(
             complete_many=complete_many,
             ledger=ledger,
-            now=now,
             elapsed=elapsed,
             rng=rng,
             worker_id=config.worker_id,
@@ -397,6 +396,41 @@ class Worker:
                 await idle.wait()
                 await self._buffer.flush()
             return total
+
+    async def run_batch(
+        self,
+        until: datetime,
+        *,
+        move: Callable[[datetime], object],
+        pin: Callable[[datetime], contextlib.AbstractContextManager[None]],
+    ) -> int:
+        """One batch of a test clock (`TestClock`): claim the earliest jobs due by `until`, up
+        to the concurrency and at most one per job group (a group's later jobs are given back
+        for the next batch, so they run after it, in due order); `move(latest)` moves the due
+        clock to the latest of their instants; then they run together, each at its own instant
+        (`pin(run_at)` pins the due clock inside its attempt), as jobs whose instants come
+        while earlier ones still run. Returns how many ran: 0 when none is due by `until`."""
+        self._ledger.stopping = False
+        async with self.session():
+            idle = self._ledger.idle
+            assert idle is not None
+            now = self.time.due.now()
+            await self._maintenance.rescue(now)
+            await self._maintenance.materialise(now)
+            limit = min(self.config.batch_size, self.config.concurrency)
+            jobs = await self._firing.claim_batch(now, until, limit)
+            if not jobs:
+                return 0
+            move(max(job.run_at for job in jobs))
+            self._runner.pin = pin
+            try:
+                self._firing.accept(jobs)
+                await self._leases.beat()  # their leases now run from the clock's new now
+                await idle.wait()
+                await self._buffer.flush()
+            finally:
+                self._runner.pin = None
+            return len(jobs)
 
     def drain(self) -> int:
         """`run_until_idle()` for synchronous callers (not from inside a running loop)."""

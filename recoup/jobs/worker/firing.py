@@ -117,6 +117,18 @@ class Firing:
         self._stats.claimed += len(jobs)
         return jobs
 
+    async def claim_batch(self, now: datetime, until: datetime, limit: int) -> list[Job]:
+        """A test clock's batch: the earliest jobs due by `until` (up to `limit`), at most one
+        per job group. The later jobs of a group are given back at once: they run after it, in
+        a later batch, in due order."""
+        claimed = await self.claim(now, max(until - now, timedelta(0)), limit)
+        jobs, later = first_of_each_group(claimed)
+        if later:
+            ids = [job.id for job in later]
+            released = await self._call(self._store.release, self._config.worker_id, ids, now=now)
+            self._stats.released += released
+        return jobs
+
     def accept(self, jobs: Sequence[Job]) -> None:
         """Hold the claimed jobs: start the due ones now, arm one timer per future instant."""
         ledger = self._ledger
@@ -182,4 +194,21 @@ class Firing:
         self._buckets.clear()
 
 
-__all__ = ["MIN_REARM", "Firing"]
+def first_of_each_group(jobs: Sequence[Job]) -> tuple[list[Job], list[Job]]:
+    """(the first job of each group and every job without one, the later jobs of a group), in
+    the order given."""
+    first: list[Job] = []
+    later: list[Job] = []
+    seen: set[tuple[str, str]] = set()
+    for job in jobs:
+        if job.group is not None:
+            key = (job.tenant, job.group)
+            if key in seen:
+                later.append(job)
+                continue
+            seen.add(key)
+        first.append(job)
+    return first, later
+
+
+__all__ = ["MIN_REARM", "Firing", "first_of_each_group"]

@@ -9,6 +9,7 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 
 from recoup.jobs.handlers import HandlerRegistry
@@ -41,7 +42,11 @@ class Runner:
     task, no thread: the no-op path). Every attempt but an inline one is bounded by the job's
     `timeout` (`HttpExecutor.send`, `run_handler`; on consumers, one elapsed-time timer for all,
     `_time_out_attempts`): past it, it is cancelled (a sync handler's thread is left to finish
-    unobserved) and retried."""
+    unobserved) and retried.
+
+    `pin`, set for a test clock's batch (`Worker.run_batch`), runs each attempt at its job's
+    own instant: the due clock reads `run_at` inside the attempt (`VirtualClock.pinned`), and
+    the run starts and ends then."""
 
     def __init__(
         self,
@@ -73,6 +78,7 @@ class Runner:
         self._free = 0
         self._timeouts: Timer | None = None  # see `_time_out_attempts`
         self._timeouts_at = math.inf  # the elapsed time it fires at
+        self.pin: Callable[[datetime], AbstractContextManager[None]] | None = None
 
     def close(self) -> None:
         """The session ends: its timer goes (the next session arms anew)."""
@@ -93,7 +99,7 @@ class Runner:
         ledger.running += 1
         self._stats.started += 1
         target = job.target
-        held.started_at = self._now()
+        held.started_at = self._due_now(held)
         if isinstance(target, PythonTarget):
             registered = self.handlers.get(target.handler)
             if registered is not None and registered.is_async:
@@ -102,11 +108,13 @@ class Runner:
                 if len(self._runq) > self._free:
                     self._spawn_consumer()
                 return
-            result = run_inline(self.handlers, target.handler, job)
+            with self._at_instant(held):
+                result = run_inline(self.handlers, target.handler, job)
             if result is not None:
                 self.finish(held, result)
                 return
-        held.task = asyncio.get_running_loop().create_task(self._attempt(held))
+        with self._at_instant(held):  # the task copies the context, pin included
+            held.task = asyncio.get_running_loop().create_task(self._attempt(held))
 
     def finish(self, held: Held, result: AttemptResult) -> None:
         """An attempt ended: queue its completion, give its slot to the next ready job."""
@@ -120,7 +128,7 @@ class Runner:
         assert held.started_at is not None
         # A revoked attempt is reported too: the store logs it as cancelled when the job was
         # cancelled during it, and refuses it (logging nothing) when the lease was lost.
-        self._buffer.add(held, result, held.started_at)
+        self._buffer.add(held, result, held.started_at, self._due_now(held))
         while ledger.ready and ledger.running < self._concurrency and not ledger.stopping:
             nxt = ledger.ready.popleft()
             if nxt.state == READY:
@@ -167,7 +175,10 @@ class Runner:
                 held.task = task
                 began = time.perf_counter()  # the run's duration, measured as `targets` does
                 try:
-                    result = await run_handler(self.handlers, target.handler, job, bounded=False)
+                    with self._at_instant(held):
+                        result = await run_handler(
+                            self.handlers, target.handler, job, bounded=False, http=self._http
+                        )
                 except asyncio.CancelledError:
                     held.task = None
                     if held.timed_out and task.uncancel() == 0:  # the timeout's alone
@@ -202,6 +213,13 @@ class Runner:
             raise
         finally:
             self._free -= 1
+
+    def _due_now(self, held: Held) -> datetime:
+        return held.job.run_at if self.pin is not None else self._now()
+
+    def _at_instant(self, held: Held) -> AbstractContextManager[None]:
+        """The due clock pinned at the job's instant in a test clock's batch, else nothing."""
+        return nullcontext() if self.pin is None else self.pin(held.job.run_at)
 
     def _watch_timeouts(self, when: float) -> None:
         """(Re-)arm the one timer that enforces consumer-run attempts' timeouts at elapsed
@@ -242,7 +260,7 @@ class Runner:
                 secret = await self._secrets.get(job.tenant)
                 result = await http.send(job, secret=secret)
             else:
-                result = await run_handler(self.handlers, target.handler, job)
+                result = await run_handler(self.handlers, target.handler, job, http=self._http)
         except asyncio.CancelledError:
             self.finish(held, INTERRUPTED)
             raise

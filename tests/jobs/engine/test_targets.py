@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -30,6 +31,7 @@ from recoup.jobs.targets import (
     encode_body,
     run_handler,
     run_inline,
+    tls_context,
 )
 from tests.jobs.engine.support import SECRET, Receiver, Reply
 
@@ -279,3 +281,11 @@ def test_a_job_without_a_key_is_delivered_under_its_id(receiver: Receiver) -> No
     assert request.headers["idempotency-key"] == "0190f0f0-0000-7000-8000-000000000001"
     assert "recoup-job-name" not in request.headers
     assert "recoup-schedule-id" not in request.headers
+
+
+def test_guarded_clients_share_one_tls_context_that_verifies_host_names() -> None:
+    # Built once per process: a client made per request (the dunning runtime's charge
+    # requests outside a worker) used to load the CA bundle every time.
+    context = tls_context()
+    assert context is tls_context()
+    assert context.check_hostname and context.verify_mode is ssl.CERT_REQUIRED
