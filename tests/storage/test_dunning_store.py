@@ -635,6 +635,25 @@ def test_card_history_is_each_failure_and_every_attempt_not_cancelled(store: Sto
     assert store.card_history(TENANT, "card_9", since=T0) == []
 
 
+def test_card_history_walks_the_cards_invoices_not_the_tenants_attempts(store: Store) -> None:
+    # Read on every failure and outcome: a plan led by the tenant's attempts made each read as
+    # long as the tenant's history (the demo's month of failures went quadratic on SQLite).
+    if store.backend != "sqlite":
+        pytest.skip("PostgreSQL plans from statistics; SQLite keeps the query's join order")
+    with store.read() as conn:
+        plan = [
+            row[3]
+            for row in conn.execute(
+                "EXPLAIN QUERY PLAN " + store.DQ["card_history"],
+                {"tenant": TENANT, "card": "card_1", "since": 0},
+            )
+        ]
+    searches = [step for step in plan if step.startswith(("SEARCH", "SCAN"))]
+    assert searches[0].startswith("SEARCH invoices USING INDEX invoices_card"), plan
+    assert searches[1].startswith("SEARCH i USING INDEX invoices_card"), plan
+    assert "(tenant=? AND invoice_id=?)" in searches[2], plan
+
+
 # Settings
 
 

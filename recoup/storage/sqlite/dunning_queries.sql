@@ -134,13 +134,15 @@ LIMIT :limit
 
 -- card_history --
 -- Each invoice's failure on the card (not a reattempt), then every attempt not cancelled.
+-- CROSS JOIN keeps the card's invoices (invoices_card) as the outer loop: with a plain JOIN
+-- SQLite's planner walked every attempt of the tenant instead, on each failure and outcome.
 SELECT invoice_id, failed_at AS at, merchant_id, amount, 0 AS reattempt
 FROM invoices
 WHERE tenant = :tenant AND card_fingerprint = :card AND failed_at >= :since
 UNION ALL
 SELECT i.invoice_id, a.at, i.merchant_id, i.amount, 1
 FROM invoices i
-JOIN invoice_attempts a ON a.tenant = i.tenant AND a.invoice_id = i.invoice_id
+CROSS JOIN invoice_attempts a ON a.tenant = i.tenant AND a.invoice_id = i.invoice_id
 WHERE i.tenant = :tenant AND i.card_fingerprint = :card AND a.at >= :since
   AND a.state <> 'cancelled'
 ORDER BY at, invoice_id
