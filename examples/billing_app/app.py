@@ -6,6 +6,7 @@ Routes:
 - `POST /recoup/charge`: Recoup's retry requests (the whole of it is `recoup.receiver`);
 - `POST /invoices`: create an invoice and make its first charge, as a renewal would;
 - `GET /invoices`: every invoice and its status;
+- `POST /invoices/{id}/paid`: the invoice was paid another way (`changed`: it was open);
 - `GET /`: which gateway the app charges through (simulate.py reads it);
 - `/gateway/...`: the in-process simulated gateway's own HTTP API, when no `--gateway-url`
   is given, so a script can give its cards scenarios.
@@ -105,11 +106,14 @@ def create_app(
     provider: PaymentProvider,
     gateway_url: str | None = None,
     clock: Clock | None = None,
+    synchronous: str = "FULL",
 ) -> FastAPI:
     """The app on the SQLite file `db_path`, verifying Recoup's requests with `secret` and
     charging through `provider` (`gateway_url`: where that gateway is served, if remote).
-    `clock` is the real clock that signatures are checked against (tests freeze it)."""
-    database = SqliteDatabase(db_path)
+    `clock` is the real clock that signatures are checked against (tests freeze it);
+    `synchronous` is SQLite's (NORMAL: fewer fsyncs, for a throwaway database such as the
+    demo's)."""
+    database = SqliteDatabase(db_path, synchronous=synchronous)
     database.ensure_schema()  # the receiver's tables: idempotency keys and its charge ledger
     with database.transaction() as conn:
         conn.execute(SCHEMA)
@@ -188,5 +192,18 @@ def create_app(
             },
         }
         return JSONResponse(body, status_code=201)
+
+    @app.post("/invoices/{invoice_id}/paid")
+    def paid_out_of_band(invoice_id: str) -> JSONResponse:
+        # Paid another way (a bank transfer, a check): closed here first, so a retry that
+        # Recoup still sends is answered already_handled, uncharged. Then tell Recoup
+        # (POST /v1/dunning/invoices/{id}/paid), which cancels the attempts left.
+        with database.transaction() as conn:
+            invoice = invoices.lock(conn, invoice_id)
+            if invoice is None:
+                return JSONResponse({"detail": f"no invoice {invoice_id!r}"}, status_code=404)
+            if invoice.is_open:
+                conn.execute("UPDATE invoices SET status = 'paid' WHERE id = ?", (invoice_id,))
+        return JSONResponse({"id": invoice_id, "status": "paid", "changed": invoice.is_open})
 
     return app

@@ -92,6 +92,24 @@ def test_a_failed_invoice_is_recovered_by_a_signed_retry(
     assert len(gateway.successful_charges()) == 1
 
 
+def test_an_invoice_paid_out_of_band_is_never_charged_by_a_later_retry(
+    billing: httpx.Client, gateway: SimulatedGateway
+) -> None:
+    gateway.add_card("card_1", Scenario.soft(clears_after=timedelta(days=1)))
+    create_invoice(billing)
+    assert billing.post("/invoices/inv_1/paid").json() == {
+        "id": "inv_1",
+        "status": "paid",
+        "changed": True,
+    }
+    assert billing.post("/invoices/inv_1/paid").json()["changed"] is False  # already paid
+    assert billing.post("/invoices/inv_404/paid").status_code == 404
+    # The card would go through now; the retry is answered already_handled, uncharged.
+    assert retry(billing, 2).json()["outcome"] == "already_handled"
+    assert gateway.successful_charges() == []
+    assert status_of(billing) == "paid"
+
+
 def test_a_hard_decline_is_reported_failed_with_its_codes(
     billing: httpx.Client, gateway: SimulatedGateway
 ) -> None:
