@@ -60,18 +60,22 @@ class TestClock:
             raise InvalidInput("advance_seconds", delta.total_seconds(), "expected ≥ 0")
         return self.advance_to(self.clock.now() + delta)
 
-    def advance_to(self, target: datetime) -> int:
+    def advance_to(
+        self, target: datetime, *, on_batch: Callable[[int], object] | None = None
+    ) -> int:
         """Run everything due up to `target`, in due order; return the attempts run. A target
-        before now → `InvalidInput` (a clock never goes back)."""
+        before now → `InvalidInput` (a clock never goes back). `on_batch(ran)` follows the
+        progress: called on the worker's event loop after each batch (it must be quick), with
+        the attempts run so far; the clock's now is where the batch moved it."""
         require_aware("to", target)
         with self._lock:
             if target < self.clock.now():
                 raise InvalidInput(
                     "to", target.isoformat(), f"expected ≥ the clock's now ({self.clock.now()})"
                 )
-            return asyncio.run(self._advance_to(target))
+            return asyncio.run(self._advance_to(target, on_batch))
 
-    async def _advance_to(self, target: datetime) -> int:
+    async def _advance_to(self, target: datetime, on_batch: Callable[[int], object] | None) -> int:
         """Batches until none is due by `target`, then `target` itself, in one session."""
         async with self.worker.session():
             ran = 0
@@ -84,6 +88,8 @@ class TestClock:
                     if bound >= target:
                         break
                     self._move(bound)  # the occurrence materialises in the next batch
+                elif on_batch is not None:
+                    on_batch(ran)
             self.clock.set(target)
             await self._before_step()
             return ran + await self.worker.run_until_idle()

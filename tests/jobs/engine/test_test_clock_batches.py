@@ -203,3 +203,30 @@ def test_a_handler_gets_the_sessions_http_client_reused_across_attempts(
 
     assert statuses == [200, 200, 200]
     assert len(clients) == 3 and all(c is clients[0] for c in clients)
+
+
+def test_on_batch_follows_the_advance_batch_by_batch(jobstore: Any) -> None:
+    clock = VirtualClock(START)
+    registry = HandlerRegistry()
+    registry.add("tick", lambda ctx: None, inline=True)
+    scheduler = Scheduler(jobstore, clock=clock, ssrf=OPEN)
+    worker = scheduler.worker(handlers=registry, concurrency=4)
+    scheduler.enqueue_many(
+        [
+            NewJob(run_at=START + timedelta(hours=h), target=PythonTarget(handler="tick"))
+            for h in range(1, 11)
+        ]
+    )
+    seen: list[tuple[int, datetime]] = []
+
+    ran = TestClock(clock, worker, jobstore).advance_to(
+        START + timedelta(days=1), on_batch=lambda done: seen.append((done, clock.now()))
+    )
+
+    # Four at a time: the clock at the latest instant of each batch.
+    assert ran == 10
+    assert seen == [
+        (4, START + timedelta(hours=4)),
+        (8, START + timedelta(hours=8)),
+        (10, START + timedelta(hours=10)),
+    ]
