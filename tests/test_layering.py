@@ -34,9 +34,12 @@ ALLOWED: dict[str, set[str]] = {
     | {"dunning", "jobs", "idempotency", "payments", "analytics", "tenancy", "recovery"}
     | {"storage"},
     "client": PURE | {"api"},  # the SDK reads the API's own request and response models
+    "demo": PURE  # an edge, like the CLI: it chooses a backend (a fresh SQLite file)
+    | {"dunning", "jobs", "idempotency", "payments", "analytics", "tenancy", "recovery"}
+    | {"storage"},
     "cli": PURE
     | {"dunning", "jobs", "idempotency", "payments", "analytics", "tenancy", "recovery"}
-    | {"storage", "api"},  # `recoup serve` serves the app
+    | {"storage", "api", "demo"},  # `recoup serve` serves the app; `recoup demo` runs the demo
     "__main__": {"cli"},
     "__init__": {"jobs", "storage", "dunning", "recovery", "timekeeping", "errors"},
 }

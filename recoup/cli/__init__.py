@@ -23,6 +23,7 @@ from recoup.cli import serve as _serve  # noqa: F401  # isort: skip
 from recoup.cli import tenants as _tenants  # noqa: F401  # isort: skip
 from recoup.cli import migrate as _migrate  # noqa: F401  # isort: skip
 from recoup.cli import gateway as _gateway  # noqa: F401  # isort: skip
+from recoup.cli import demo as _demo  # noqa: F401  # isort: skip
 from recoup.cli import anchors as _anchors  # noqa: F401  # isort: skip
 from recoup.cli import report as _report  # noqa: F401  # isort: skip
 from recoup.cli import merchants as _merchants  # noqa: F401  # isort: skip

@@ -1,0 +1,189 @@
+"""`recoup demo`: a month of failed renewals recovered through the real path, on a test clock.
+
+Contract:
+
+    recoup demo [--size 5000] [--seed 7] [--policy business-days|calendar|PATH] [--db PATH]
+        [--json]
+
+Makes a fresh SQLite database (`--db`, a path where no file exists yet; default a new
+temporary directory, printed), runs `recoup.demo.run_demo` with a progress bar on stderr, then
+prints the recovery report, the double charges, Recoup beside the old nightly batch, the HTML
+report's path and how to open the dashboard. `--json` prints one object instead (no progress
+bar): `seed`, `size`, `policy`, `clock`, `jobs_run`, `customer_events`, `double_charges`,
+`report` (`recoup.analytics.recovery.report_json`), `nightly_comparison`, `files`,
+`dashboard`, `elapsed_seconds`. Exit 0; 1 when anything was charged twice (or the run
+failed); 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from recoup.cli._app import app, print_json
+from recoup.cli._policy import PolicyOption, load_policy
+from recoup.dunning.policy import DEFAULT_PRESET
+from recoup.errors import InvalidInput, RecoupError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from recoup.demo.run import DemoOptions, DemoResult
+
+MAX_SIZE = 100_000
+NEEDS = {
+    "fastapi": "api",
+    "uvicorn": "api",
+    "matplotlib": "plot",
+    "jinja2": "plot",
+}
+
+
+@app.command("demo")
+def demo_command(
+    size: Annotated[
+        int, typer.Option(min=1, max=MAX_SIZE, help="How many failed renewals.")
+    ] = 5000,
+    seed: Annotated[int, typer.Option(help="Same seed, same customers, same figures.")] = 7,
+    policy: PolicyOption = DEFAULT_PRESET,
+    db: Annotated[
+        Path | None,
+        typer.Option("--db", help="A fresh SQLite file to create (default: a temporary one)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> int:
+    """Recover a month of failed renewals through the real path, on a test clock, in seconds."""
+    _check_installed()
+    loaded = load_policy(policy)
+    db_path = _fresh_db(db)
+    from recoup.demo.run import DemoOptions, run_demo
+
+    options = DemoOptions(
+        size=size, seed=seed, policy_name=policy, policy_toml=loaded.text, db_path=db_path
+    )
+    if as_json:
+        result = run_demo(options)
+        html_path = _write_html(result)
+        print_json(_json(result, html_path))
+        _say_if_doubled(result)
+        return result.exit_code
+    from rich.console import Console
+
+    console = Console()
+    console.print(
+        f"[bold]Recoup demo[/bold]: {size:,} renewals that failed in October 2026 "
+        f"(seed {seed}, policy {policy})\n  database: {db_path}",
+        highlight=False,
+    )
+    result = _run_with_progress(options)
+    html_path = _write_html(result)
+    _print(result, html_path, console)
+    return result.exit_code
+
+
+def _check_installed() -> None:
+    missing = sorted({extra for name, extra in NEEDS.items() if not _importable(name)})
+    if missing:
+        raise RecoupError(
+            f"recoup demo needs the {' and '.join(missing)} extras: pip install 'recoup[all]'"
+        )
+    if not _importable("examples.billing_app"):
+        raise RecoupError(
+            "recoup demo runs the example billing app (examples/billing_app): run it from a "
+            "clone of the repository, installed with pip install -e '.[all]'"
+        )
+
+
+def _importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:  # a parent package is missing
+        return False
+
+
+def _fresh_db(db: Path | None) -> Path:
+    """The path of the new database: `--db` where nothing exists yet, or a temporary one."""
+    if db is None:
+        return Path(tempfile.mkdtemp(prefix="recoup-demo-")) / "recoup.db"
+    text = str(db)
+    if text.startswith("sqlite:///"):
+        db = Path(text.removeprefix("sqlite:///"))
+    elif "://" in text:
+        raise InvalidInput("--db", text, "expected a path for a new SQLite file")
+    if db.exists():
+        raise InvalidInput(
+            "--db", text, "expected a path where no file exists yet (the demo starts afresh)"
+        )
+    if not db.parent.is_dir():
+        raise InvalidInput("--db", text, "expected a path in an existing directory")
+    return db.resolve()
+
+
+def _run_with_progress(options: DemoOptions) -> DemoResult:
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from recoup.demo.run import Progress as DemoProgress
+    from recoup.demo.run import run_demo
+
+    # On stderr, and only on a terminal: stdout carries the report.
+    console = Console(stderr=True)
+    columns = (
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[jobs]:>7,} jobs"),
+        TimeElapsedColumn(),
+    )
+    with Progress(
+        *columns, console=console, transient=True, disable=not console.is_terminal
+    ) as bar:
+        task = bar.add_task("starting the billing app", total=1.0, jobs=0)
+
+        def moved(at: DemoProgress) -> None:
+            span = (at.end - at.start).total_seconds()
+            done = min(1.0, (at.now - at.start).total_seconds() / span)
+            when = at.now.strftime("%Y-%m-%d %H:%M")
+            bar.update(task, completed=done, jobs=at.jobs_run, description=f"test clock {when} UTC")
+
+        return run_demo(options, on_progress=moved)
+
+
+def _write_html(result: DemoResult) -> str:
+    from recoup.analytics.recovery import render_html
+
+    path = result.options.db_path.with_name(result.options.db_path.stem + "-report.html")
+    path.write_text(render_html(result.report), encoding="utf-8")
+    return str(path)
+
+
+def _json(result: DemoResult, html_path: str) -> dict[str, object]:
+    from recoup.demo.summary import demo_json
+
+    return demo_json(result, html_path)
+
+
+def _print(result: DemoResult, html_path: str, console: Console) -> None:
+    from recoup.analytics.recovery import render_terminal
+    from recoup.demo.summary import print_comparison, print_double_charges, print_next_steps
+
+    render_terminal(result.report, console)
+    print_double_charges(result, console)
+    print_comparison(result, console)
+    print_next_steps(result, html_path, console)
+    _say_if_doubled(result)
+
+
+def _say_if_doubled(result: DemoResult) -> None:
+    if result.exit_code:
+        typer.echo(
+            f"error: money moved twice for {result.double_charges.total} invoice(s): "
+            "see double_charges",
+            err=True,
+        )
+
+
+__all__ = ["demo_command"]

@@ -1,0 +1,247 @@
+"""`run_demo`: a month of failed renewals recovered through the real path, on a test clock.
+
+1. A fresh SQLite database: a tenant (`demo`) with its signing secret, its policy and an API
+   token for the dashboard.
+2. The example billing app in a process of its own (`billing_side`), charging a simulated
+   gateway that knows every card's scenario and the injected faults.
+3. Every customer event as a job (`driver`): the renewals fail at their instants and are
+   reported to Recoup, which plans the retries as jobs; cards are replaced, some invoices are
+   paid another way.
+4. The test clock moves a day at a time until nothing is left to run: the worker fires each
+   attempt at its instant, the attempt POSTs a signed charge request to the billing app over
+   loopback, whose receiver charges the gateway at most once.
+5. The audit (`audit`): double charges counted at the gateway and in the receiver's ledger;
+   the recovery report over Recoup's own records; the nightly batch on the same customers.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import httpx
+
+from recoup.analytics.recovery import RecoveryReport, ReportOptions, build_report
+from recoup.analytics.recovery.load import SENT
+from recoup.demo.audit import DoubleCharges, count_double_charges, read_ledger
+from recoup.demo.billing_side import BillingApp
+from recoup.demo.driver import CustomerSide, customer_jobs
+from recoup.demo.nightly import BatchFigures, nightly_batch
+from recoup.demo.population import CLOCK_START, MONTH_DAYS, MONTH_START, Customer, generate
+from recoup.dunning.invoice import Invoice
+from recoup.dunning.landing import customer_calendar
+from recoup.dunning.policy import DunningPolicy, parse_policy
+from recoup.dunning.taxonomy import DeclineClass, classify
+from recoup.jobs.scheduler import Scheduler
+from recoup.jobs.ssrf import SsrfGuard
+from recoup.jobs.test_clock import TestClock
+from recoup.payments import GatewayClient
+from recoup.recovery.runtime import dunning_runtime
+from recoup.recovery.store import InvoiceFilter
+from recoup.storage import Store, open_store
+from recoup.tenancy import issue_token, new_tenant
+from recoup.timekeeping.clock import VirtualClock
+
+TENANT = "demo"
+DAY = timedelta(days=1)
+WEEK = timedelta(days=7)
+EXTRA_WEEKS = 8  # past the planned end, the clock moves on while jobs remain, this long at most
+
+
+@dataclass(frozen=True, kw_only=True)
+class DemoOptions:
+    size: int = 5000
+    seed: int = 7
+    policy_name: str  # a preset's name or the file's path, for the output
+    policy_toml: str  # the policy's TOML, stored as the tenant's
+    db_path: Path  # a fresh SQLite file; the billing app's database and the report go beside
+    concurrency: int = 32  # attempts run together in a test clock batch
+
+
+@dataclass(frozen=True, kw_only=True)
+class Progress:
+    """Where the clock is: `now`, between `start` and the planned `end` (the clock may go on
+    past it while jobs remain), and the jobs run so far."""
+
+    start: datetime
+    end: datetime
+    now: datetime
+    jobs_run: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class AfterRun:
+    """What the demo holds once the clock stopped, before the audit (a test's seam)."""
+
+    customers: list[Customer]
+    gateway: GatewayClient
+    billing_url: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class DemoResult:
+    options: DemoOptions
+    invoices: list[Invoice]
+    report: RecoveryReport
+    double_charges: DoubleCharges
+    nightly: BatchFigures
+    recoup: BatchFigures  # the same figures for Recoup's run
+    events: dict[str, int]  # the customers' events, by what came of them
+    billing_db: Path
+    token: str  # an API token of the tenant, to log in to the dashboard
+    started_at: datetime  # virtual: the clock's start and end
+    ended_at: datetime
+    jobs_run: int
+    elapsed_seconds: float
+
+    @property
+    def db_url(self) -> str:
+        return f"sqlite:///{self.options.db_path}"
+
+    @property
+    def exit_code(self) -> int:
+        """0, or 1 when anything was charged twice."""
+        return 0 if self.double_charges.total == 0 else 1
+
+
+def run_demo(
+    options: DemoOptions,
+    *,
+    on_progress: Callable[[Progress], object] | None = None,
+    after_run: Callable[[AfterRun], object] | None = None,
+) -> DemoResult:
+    """Run the demo (see the module docstring). `on_progress` follows the clock (called from
+    the worker's thread, after each batch: keep it quick); `after_run` sees the gateway
+    before the audit."""
+    began = time.perf_counter()
+    policy = parse_policy(options.policy_toml, name="tenant")
+    customers = generate(options.seed, options.size)
+    billing_db = options.db_path.with_name(options.db_path.stem + "-billing.db")
+    clock = VirtualClock(CLOCK_START)
+    store = open_store(f"sqlite:///{options.db_path}", synchronous="NORMAL")
+    try:
+        tenant = store.ensure_tenant(new_tenant(TENANT, now=clock.now(), name="Recoup demo"))
+        token = issue_token(store.api_tables(), TENANT, now=clock.now(), label="demo").secret
+        app = BillingApp(
+            seed=options.seed,
+            size=options.size,
+            db_path=billing_db,
+            secret=tenant.signing_secret,
+            log_path=options.db_path.with_name(options.db_path.stem + "-billing-app.log"),
+        )
+        with app:
+            _warm_up(policy, customers)  # while the billing app starts
+            app.wait_ready()
+            scheduler = Scheduler(store, clock=clock, ssrf=SsrfGuard(allow_private=True))
+            dunning, handlers = dunning_runtime(scheduler, store)
+            side = CustomerSide(
+                dunning=dunning, tenant=TENANT, billing_url=app.url, customers=customers
+            )
+            side.register(handlers)
+            charge_path = httpx.get(app.url, timeout=10).json()["charge_path"]
+            dunning.configure(
+                TENANT, policy_toml=options.policy_toml, charge_url=app.url + charge_path
+            )
+            scheduler.enqueue_many(customer_jobs(TENANT, customers))
+            worker = scheduler.worker(
+                handlers=handlers,
+                concurrency=options.concurrency,
+                rng=random.Random(options.seed),
+            )
+            test_clock = TestClock(clock, worker, store, before_step=dunning.resync)
+            end = MONTH_START + (MONTH_DAYS + policy.max_duration_days + 2) * DAY
+            done = 0
+
+            def moved(ran: int) -> None:
+                if on_progress is not None:
+                    at = Progress(start=CLOCK_START, end=end, now=clock.now(), jobs_run=done + ran)
+                    on_progress(at)
+
+            try:
+                done += test_clock.advance_to(end, on_batch=moved)
+                for _ in range(EXTRA_WEEKS):  # jobs left past the plan (a late card update)
+                    if store.next_due_at() is None:
+                        break
+                    done += test_clock.advance_to(clock.now() + WEEK, on_batch=moved)
+            finally:
+                side.close()
+            gateway = GatewayClient(f"{app.url}/gateway")
+            with gateway:
+                if after_run is not None:
+                    after_run(AfterRun(customers=customers, gateway=gateway, billing_url=app.url))
+                stats = gateway.stats()
+        ledger = read_ledger(billing_db)
+        invoices = _all_invoices(store)
+    finally:
+        store.close()
+    paid_out_of_band = [i.invoice_id for i in invoices if i.recovered_by == "paid_out_of_band"]
+    doubles = count_double_charges(stats, ledger, paid_out_of_band)
+    report = build_report(
+        invoices, options=ReportOptions(now=clock.now()), double_charges=doubles.total
+    )
+    return DemoResult(
+        options=options,
+        invoices=invoices,
+        report=report,
+        double_charges=doubles,
+        nightly=nightly_batch(customers, seed=options.seed),
+        recoup=recoup_figures(len(customers), invoices, report),
+        events=dict(sorted(side.counts.items())),
+        billing_db=billing_db,
+        token=token,
+        started_at=CLOCK_START,
+        ended_at=clock.now(),
+        jobs_run=done,
+        elapsed_seconds=time.perf_counter() - began,
+    )
+
+
+def _warm_up(policy: DunningPolicy, customers: list[Customer]) -> None:
+    """Load each country's holiday calendar (its first use imports the `holidays` package's
+    countries, a second or two) before the clock starts."""
+    for country in sorted({c.country for c in customers}):
+        customer_calendar(policy, country)
+
+
+def _all_invoices(store: Store) -> list[Invoice]:
+    found: list[Invoice] = []
+    cursor: str | None = None
+    while True:
+        page = store.list_invoices(InvoiceFilter(tenant=TENANT, limit=1000, cursor=cursor))
+        found += page.invoices
+        if page.next_cursor is None:
+            return found
+        cursor = page.next_cursor
+
+
+def recoup_figures(customers: int, invoices: list[Invoice], report: RecoveryReport) -> BatchFigures:
+    """Recoup's run in the nightly batch's terms."""
+    by_retry = sum(1 for i in invoices if (i.recovered_by or "").startswith("attempt"))
+    paid = sum(1 for i in invoices if i.recovered_by == "paid_out_of_band")
+    hard = sum(
+        1
+        for i in invoices
+        if classify(i.decline_code or "", _advice(i)).decline_class is DeclineClass.NEVER
+        for a in i.attempts
+        if a.state in SENT
+    )
+    return BatchFigures(
+        invoices=customers,
+        recovered_by_retry=by_retry,
+        paid_out_of_band=paid,
+        attempts=report.load.attempts,
+        attempts_on_hard_declines=hard,
+        peak_per_minute=report.load.peak_per_minute,
+        peak_minute=report.load.peak_minute,
+    )
+
+
+def _advice(invoice: Invoice) -> tuple[str, ...]:
+    return (invoice.advice_code,) if invoice.advice_code else ()
+
+
+__all__ = ["TENANT", "AfterRun", "DemoOptions", "DemoResult", "Progress", "run_demo"]

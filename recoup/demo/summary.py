@@ -1,0 +1,145 @@
+"""What the demo prints: the `--json` object, and the terminal pages after the recovery report
+(double charges, the nightly batch beside Recoup, where to look next)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from recoup.analytics.recovery import report_json
+from recoup.demo.nightly import RETRY_DAYS, BatchFigures
+from recoup.demo.run import DemoResult
+from recoup.timekeeping.instants import format_utc
+
+DASHBOARD_PORT = 8000
+NIGHTLY_NOTE = (
+    "the nightly batch is simulated in-process (no HTTP, no injected faults) on the same "
+    f"customers and card scenarios: 00:00 UTC on days {', '.join(f'+{d}' for d in RETRY_DAYS)} "
+    "after the failure, every decline code alike"
+)
+
+
+def dashboard_command(result: DemoResult) -> str:
+    return f"recoup serve --db {result.db_url} --port {DASHBOARD_PORT}"
+
+
+def demo_json(result: DemoResult, html_path: str) -> dict[str, Any]:
+    """The `--json` object: the run's figures (the same for the same seed), then where its
+    files are and how long it took (which differ from run to run)."""
+    o = result.options
+    return {
+        "seed": o.seed,
+        "size": o.size,
+        "policy": o.policy_name,
+        "clock": {"start": format_utc(result.started_at), "end": format_utc(result.ended_at)},
+        "jobs_run": result.jobs_run,
+        "customer_events": result.events,
+        "double_charges": result.double_charges.as_json(),
+        "report": report_json(result.report),
+        "nightly_comparison": {
+            "recoup": _figures(result.recoup),
+            "nightly_batch": _figures(result.nightly),
+            "note": NIGHTLY_NOTE,
+        },
+        "files": {
+            "db": result.db_url,
+            "billing_db": str(result.billing_db),
+            "html_report": html_path,
+        },
+        "dashboard": {
+            "command": dashboard_command(result),
+            "url": f"http://127.0.0.1:{DASHBOARD_PORT}/",
+            "token": result.token,
+        },
+        "elapsed_seconds": round(result.elapsed_seconds, 2),
+    }
+
+
+def _figures(f: BatchFigures) -> dict[str, Any]:
+    return {
+        "invoices": f.invoices,
+        "recovered_by_retry": f.recovered_by_retry,
+        "recovery_rate": round(f.recovery_rate, 4),
+        "paid_out_of_band": f.paid_out_of_band,
+        "attempts": f.attempts,
+        "attempts_on_hard_declines": f.attempts_on_hard_declines,
+        "peak_per_minute": f.peak_per_minute,
+        "peak_minute": f.peak_minute,
+    }
+
+
+def print_double_charges(result: DemoResult, console: Console) -> None:
+    d = result.double_charges
+    mark = "[green]0 ✓[/green]" if d.total == 0 else f"[bold red]{d.total} ✗[/bold red]"
+    console.print(f"\n[bold]Double charges:[/bold] {mark}")
+    console.print(
+        f"  gateway: {len(d.gateway_keys)} (invoice, attempt) keys charged twice, "
+        f"{len(d.gateway_invoices)} invoices charged twice; receiver's ledger: "
+        f"{len(d.ledger_invoices)}; paid another way and charged too: "
+        f"{len(d.paid_out_of_band_and_charged)} ({d.money_moved:,} successful charges in all)",
+        markup=False,
+    )
+    if d.total:
+        console.print(f"  invoices: {', '.join(d.invoices[:10])}", markup=False)
+
+
+def print_comparison(result: DemoResult, console: Console) -> None:
+    r, n = result.recoup, result.nightly
+    table = Table(
+        title="Recoup against the old nightly batch, same customers", title_justify="left"
+    )
+    table.add_column("")
+    table.add_column(f"Recoup ({result.options.policy_name})", justify="right")
+    table.add_column("nightly batch, 00:00 UTC", justify="right")
+    rows = [
+        ("recovered by a retry", _share(r), _share(n)),
+        ("paid another way", f"{r.paid_out_of_band:,}", f"{n.paid_out_of_band:,}"),
+        ("charge attempts sent", f"{r.attempts:,}", f"{n.attempts:,}"),
+        (
+            "attempts on hard declines",
+            f"{r.attempts_on_hard_declines:,}",
+            f"{n.attempts_on_hard_declines:,}",
+        ),
+        ("busiest minute at the gateway", _peak(r), _peak(n)),
+    ]
+    for row in rows:
+        table.add_row(*row)
+    console.print()
+    console.print(table)
+    console.print(f"  ({NIGHTLY_NOTE})", style="dim", markup=False)
+
+
+def _share(f: BatchFigures) -> str:
+    return f"{f.recovered_by_retry:,} of {f.invoices:,} ({f.recovery_rate:.1%})"
+
+
+def _peak(f: BatchFigures) -> str:
+    return f"{f.peak_per_minute:,}/min" + (f" at {f.peak_minute}" if f.peak_minute else "")
+
+
+def print_next_steps(result: DemoResult, html_path: str, console: Console) -> None:
+    console.print(f"\n[bold]HTML report:[/bold] {html_path}", highlight=False)
+    console.print(
+        f"[bold]Dashboard:[/bold] {dashboard_command(result)}\n"
+        f"  then open http://127.0.0.1:{DASHBOARD_PORT}/ and log in with {result.token}",
+        highlight=False,
+    )
+    console.print(
+        f"\n{result.options.size:,} failed renewals, {result.jobs_run:,} jobs on the test clock "
+        f"({format_utc(result.started_at)} → {format_utc(result.ended_at)}) "
+        f"in {result.elapsed_seconds:.1f} s",
+        highlight=False,
+    )
+
+
+__all__ = [
+    "DASHBOARD_PORT",
+    "NIGHTLY_NOTE",
+    "dashboard_command",
+    "demo_json",
+    "print_comparison",
+    "print_double_charges",
+    "print_next_steps",
+]
