@@ -247,7 +247,7 @@ class Dunning:
         stored, created = self.store.create_invoice(invoice, first.events)
         if not created:  # a concurrent report of the same invoice won
             return self._same_or_conflict(report, stored), False
-        self._carry_out(stored, first.commands, first.events)
+        self._carry_out(stored, first.commands, first.events, event_url=settings.event_url)
         return stored, True
 
     @staticmethod
@@ -300,7 +300,8 @@ class Dunning:
     def apply(self, tenant: str, invoice_id: str, message: Message) -> Invoice:
         """One transition under the invoice's row lock, then the jobs it commands."""
         current = self.get(tenant, invoice_id)
-        policy = self.policies(tenant).for_invoice(current.policy)
+        settings = self.settings(tenant)
+        policy = tenant_policies(settings).for_invoice(current.policy)
         history = self._history(tenant, current.card_fingerprint, self.clock.now())
         done: list[Transition] = []
 
@@ -322,7 +323,7 @@ class Dunning:
         if not done:
             return self.get(tenant, invoice_id)
         t = done[-1]
-        self._carry_out(t.invoice, t.commands, t.events)
+        self._carry_out(t.invoice, t.commands, t.events, event_url=settings.event_url)
         return t.invoice
 
     # -- reading -----------------------------------------------------------------------------
@@ -346,26 +347,39 @@ class Dunning:
     # -- jobs out ----------------------------------------------------------------------------
 
     def _carry_out(
-        self, invoice: Invoice, commands: tuple[Command, ...], events: tuple[InvoiceEvent, ...]
+        self,
+        invoice: Invoice,
+        commands: tuple[Command, ...],
+        events: tuple[InvoiceEvent, ...],
+        *,
+        event_url: str | None,
     ) -> None:
+        """The jobs of a transition: the new ones in one insert (each skipped if it exists
+        already: doing this twice is harmless), the cancellations, then its events (to
+        `event_url`, the tenant's, read once with its policy)."""
         now = self.clock.now()
+        jobs = []
         for command in commands:
             match command:
                 case ScheduleAttempt():
-                    self.store.insert(attempt_job(invoice, command.attempt.attempt), now=now)
+                    jobs.append(attempt_job(invoice, command.attempt.attempt))
                 case CancelAttempt():
                     self.store.cancel(invoice.tenant, command.attempt.job_id, now=now)
                 case ScheduleDeadline():
-                    self.store.insert(deadline_job(invoice, command.at), now=now)
-        self._dispatch(list(events))
+                    jobs.append(deadline_job(invoice, command.at))
+        self.store.insert_many(jobs, now=now)
+        self._dispatch(list(events), urls={invoice.tenant: event_url})
 
-    def _dispatch(self, events: list[InvoiceEvent]) -> None:
+    def _dispatch(
+        self, events: list[InvoiceEvent], *, urls: dict[str, str | None] | None = None
+    ) -> None:
         """Send the sendable events through durable jobs (they retry and keep run logs); the
-        job's id is the event's, so the receiver sees one `webhook-id` per event."""
+        job's id is the event's, so the receiver sees one `webhook-id` per event. `urls`: the
+        event URLs of tenants already known (the others are read)."""
         if not events:
             return
         now = self.clock.now()
-        urls: dict[str, str | None] = {}
+        urls = dict(urls or {})
         for event in events:
             if not event.is_sent:
                 continue
