@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import importlib.util
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
+import httpx
 import typer
 
 from recoup.cli._app import app, print_json
@@ -66,7 +68,7 @@ def demo_command(
         size=size, seed=seed, policy_name=policy, policy_toml=loaded.text, db_path=db_path
     )
     if as_json:
-        result = run_demo(options)
+        result = _failing_clearly(lambda: run_demo(options), db_path)
         html_path = _write_html(result)
         print_json(_json(result, html_path))
         _say_if_doubled(result)
@@ -79,10 +81,19 @@ def demo_command(
         f"(seed {seed}, policy {policy})\n  database: {db_path}",
         highlight=False,
     )
-    result = _run_with_progress(options)
+    result = _failing_clearly(lambda: _run_with_progress(options), db_path)
     html_path = _write_html(result)
     _print(result, html_path, console)
     return result.exit_code
+
+
+def _failing_clearly(run: Callable[[], DemoResult], db_path: Path) -> DemoResult:
+    """The run, or one line saying why it stopped (the billing app's log may say more)."""
+    try:
+        return run()
+    except (OSError, httpx.HTTPError) as exc:
+        log = db_path.with_name(db_path.stem + "-billing-app.log")
+        raise RecoupError(f"the demo stopped: {exc} (the billing app's log: {log})") from None
 
 
 def _check_installed() -> None:

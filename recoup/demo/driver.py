@@ -3,19 +3,23 @@ fails at its instant (the billing app charges it, then Recoup is told of the fai
 cards are replaced later (the gateway learns the new card, then Recoup is told), some invoices
 are paid another way (the billing app closes the invoice, then Recoup is told).
 
-One Python handler (sync: it runs in a thread, its due clock pinned at the event's instant),
-one job per event, in the invoice's job group: so an event runs in due order with the
-invoice's own attempts, never beside one of them.
+One Python handler (its due clock pinned at the event's instant, as in every attempt of a
+test clock's batch; the calls to Recoup run in a thread that inherits the pin), one job per
+event, in the invoice's job group: so an event runs in due order with the invoice's own
+attempts, never beside one of them. The billing app is called through the worker session's
+HTTP client (`HandlerContext.http`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
-import httpx
+import aiohttp
 
 from recoup.demo.population import Customer
 from recoup.dunning.invoice import job_group
@@ -70,34 +74,43 @@ class CustomerSide:
         self.counts: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._local = threading.local()
-        self._opened: list[httpx.Client | GatewayClient] = []
+        self._opened: list[GatewayClient] = []
 
     def register(self, registry: HandlerRegistry) -> HandlerRegistry:
         registry.add(HANDLER, self.handle)
         return registry
 
-    def handle(self, ctx: HandlerContext) -> str:
+    async def handle(self, ctx: HandlerContext) -> str:
         customer = self.customers.get(str(ctx.payload["invoice_id"]))
         if customer is None:
             raise PermanentError(f"no demo customer {ctx.payload['invoice_id']!r}")
+        if ctx.http is None:
+            raise PermanentError("the demo's events run in a worker (HandlerContext.http)")
+        http = ctx.http().session
         event = str(ctx.payload["event"])
         if event == "renewal":
-            outcome = self._renewal(customer)
+            outcome = await self._renewal(http, customer)
         elif event == "card_updated":
-            outcome = self._card_updated(customer)
+            outcome = await asyncio.to_thread(self._card_updated, customer)
         elif event == "paid":
-            outcome = self._paid(customer)
+            outcome = await self._paid(http, customer)
         else:
             raise PermanentError(f"no demo event {event!r}")
-        with self._lock:
-            self.counts[outcome] += 1
+        self.counts[outcome] += 1  # on the event loop: one handler at a time
         return outcome
 
-    def _renewal(self, c: Customer) -> str:
+    async def _post(self, http: aiohttp.ClientSession, path: str, body: Any = None) -> Any:
+        timeout = aiohttp.ClientTimeout(total=TIMEOUT)
+        async with http.post(self.billing_url + path, json=body, timeout=timeout) as answer:
+            answer.raise_for_status()  # a 503 (gateway unavailable) is asked again
+            return await answer.json()
+
+    async def _renewal(self, http: aiohttp.ClientSession, c: Customer) -> str:
         """The billing app charges the renewal; the decline goes to Recoup."""
-        answer = self._billing().post(
+        body = await self._post(
+            http,
             "/invoices",
-            json={
+            {
                 "id": c.invoice_id,
                 "customer_id": c.customer_id,
                 "amount": c.amount,
@@ -106,11 +119,13 @@ class CustomerSide:
                 "charge_at": format_utc(c.failed_at),
             },
         )
-        answer.raise_for_status()  # a 503 (gateway unavailable) is asked again
-        body = answer.json()
         charge = body["charge"]
         if body["status"] == "paid" or charge is None:
             return "renewal paid"
+        await asyncio.to_thread(self._report_failure, c, charge)
+        return "renewal failed"
+
+    def _report_failure(self, c: Customer, charge: dict[str, Any]) -> None:
         self.dunning.report_failure(
             self.tenant,
             FailureReport(
@@ -129,7 +144,6 @@ class CustomerSide:
                 merchant_id=c.merchant_id,
             ),
         )
-        return "renewal failed"
 
     def _card_updated(self, c: Customer) -> str:
         """The gateway learns the new card (from now: the due clock, pinned at this event),
@@ -141,29 +155,19 @@ class CustomerSide:
             return "card updated, not in dunning"
         return "card updated"
 
-    def _paid(self, c: Customer) -> str:
+    async def _paid(self, http: aiohttp.ClientSession, c: Customer) -> str:
         """The customer pays another way, unless the invoice is paid already."""
-        answer = self._billing().post(f"/invoices/{c.invoice_id}/paid")
-        answer.raise_for_status()
-        if not answer.json()["changed"]:
+        answer = await self._post(http, f"/invoices/{c.invoice_id}/paid")
+        if not answer["changed"]:
             return "paid already"
         try:
-            self.dunning.mark_paid(self.tenant, c.invoice_id)
+            await asyncio.to_thread(self.dunning.mark_paid, self.tenant, c.invoice_id)
         except NotFound:
             return "paid out of band, not in dunning"
         return "paid out of band"
 
-    # One client of each kind per thread: handlers run in a pool's threads.
-
-    def _billing(self) -> httpx.Client:
-        client: httpx.Client | None = getattr(self._local, "billing", None)
-        if client is None:
-            client = self._local.billing = httpx.Client(base_url=self.billing_url, timeout=TIMEOUT)
-            with self._lock:
-                self._opened.append(client)
-        return client
-
     def _gateway(self) -> GatewayClient:
+        """A gateway client per thread (the gateway's own admin API, over httpx)."""
         client: GatewayClient | None = getattr(self._local, "gateway", None)
         if client is None:
             client = self._local.gateway = GatewayClient(f"{self.billing_url}/gateway")

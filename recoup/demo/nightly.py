@@ -11,13 +11,18 @@ nightly`).
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from recoup.demo.population import MONTH_START, Customer
+from recoup.demo.population import MONTH_START, Customer, generate
 from recoup.dunning.taxonomy import DeclineClass, classify
+from recoup.errors import RecoupError
 from recoup.payments import ChargeRequest, ChargeStatus, SimulatedGateway
 from recoup.timekeeping.clock import VirtualClock
 
@@ -84,6 +89,34 @@ def nightly_batch(customers: Sequence[Customer], *, seed: int) -> BatchFigures:
     )
 
 
+class NightlyProcess:
+    """The nightly batch of the demo's customers for `seed` and `size`, in a process of its
+    own started at once (it needs nothing of the run, whose process is the busy one): the
+    customers are drawn there again, the same. `result()` waits for its figures."""
+
+    def __init__(self, *, seed: int, size: int) -> None:
+        argv = [sys.executable, "-m", "recoup.demo.nightly", str(seed), str(size)]
+        self._process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def result(self) -> BatchFigures:
+        out, err = self._process.communicate()
+        if self._process.returncode != 0:
+            raise RecoupError(f"the nightly batch failed: {err.decode(errors='replace')[-500:]}")
+        return BatchFigures(**json.loads(out))
+
+    def stop(self) -> None:
+        if self._process.poll() is None:
+            self._process.kill()
+        self._process.communicate()
+
+
+def main(argv: list[str]) -> None:
+    """`python -m recoup.demo.nightly SEED SIZE`: the figures as one JSON object."""
+    seed, size = int(argv[0]), int(argv[1])
+    figures = nightly_batch(generate(seed, size), seed=seed)
+    sys.stdout.write(json.dumps(dataclasses.asdict(figures)) + "\n")
+
+
 def _advice(c: Customer) -> tuple[str, ...]:
     return (c.advice_code,) if c.advice_code else ()
 
@@ -103,4 +136,7 @@ def _charge(gateway: SimulatedGateway, c: Customer, key: str, at: datetime) -> b
     return charge.status is ChargeStatus.SUCCEEDED
 
 
-__all__ = ["RETRY_DAYS", "BatchFigures", "nightly_batch"]
+__all__ = ["RETRY_DAYS", "BatchFigures", "NightlyProcess", "nightly_batch"]
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

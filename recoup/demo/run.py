@@ -7,11 +7,12 @@
 3. Every customer event as a job (`driver`): the renewals fail at their instants and are
    reported to Recoup, which plans the retries as jobs; cards are replaced, some invoices are
    paid another way.
-4. The test clock moves a day at a time until nothing is left to run: the worker fires each
+4. The test clock moves batch by batch until nothing is left to run: the worker fires each
    attempt at its instant, the attempt POSTs a signed charge request to the billing app over
    loopback, whose receiver charges the gateway at most once.
 5. The audit (`audit`): double charges counted at the gateway and in the receiver's ledger;
-   the recovery report over Recoup's own records; the nightly batch on the same customers.
+   the recovery report over Recoup's own records; the nightly batch on the same customers
+   (computed meanwhile in a third process: it needs nothing of the run).
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -30,7 +32,7 @@ from recoup.analytics.recovery.load import SENT
 from recoup.demo.audit import DoubleCharges, count_double_charges, read_ledger
 from recoup.demo.billing_side import BillingApp
 from recoup.demo.driver import CustomerSide, customer_jobs
-from recoup.demo.nightly import BatchFigures, nightly_batch
+from recoup.demo.nightly import BatchFigures, NightlyProcess
 from recoup.demo.population import CLOCK_START, MONTH_DAYS, MONTH_START, Customer, generate
 from recoup.dunning.invoice import Invoice
 from recoup.dunning.landing import customer_calendar
@@ -118,86 +120,146 @@ def run_demo(
     the worker's thread, after each batch: keep it quick); `after_run` sees the gateway
     before the audit."""
     began = time.perf_counter()
-    policy = parse_policy(options.policy_toml, name="tenant")
     customers = generate(options.seed, options.size)
-    billing_db = options.db_path.with_name(options.db_path.stem + "-billing.db")
-    clock = VirtualClock(CLOCK_START)
-    store = open_store(f"sqlite:///{options.db_path}", synchronous="NORMAL")
+    nightly = NightlyProcess(seed=options.seed, size=options.size)
     try:
-        tenant = store.ensure_tenant(new_tenant(TENANT, now=clock.now(), name="Recoup demo"))
-        token = issue_token(store.api_tables(), TENANT, now=clock.now(), label="demo").secret
-        app = BillingApp(
-            seed=options.seed,
-            size=options.size,
-            db_path=billing_db,
-            secret=tenant.signing_secret,
-            log_path=options.db_path.with_name(options.db_path.stem + "-billing-app.log"),
-        )
-        with app:
-            _warm_up(policy, customers)  # while the billing app starts
-            app.wait_ready()
-            scheduler = Scheduler(store, clock=clock, ssrf=SsrfGuard(allow_private=True))
-            dunning, handlers = dunning_runtime(scheduler, store)
-            side = CustomerSide(
-                dunning=dunning, tenant=TENANT, billing_url=app.url, customers=customers
-            )
-            side.register(handlers)
-            charge_path = httpx.get(app.url, timeout=10).json()["charge_path"]
-            dunning.configure(
-                TENANT, policy_toml=options.policy_toml, charge_url=app.url + charge_path
-            )
-            scheduler.enqueue_many(customer_jobs(TENANT, customers))
-            worker = scheduler.worker(
-                handlers=handlers,
-                concurrency=options.concurrency,
-                rng=random.Random(options.seed),
-            )
-            test_clock = TestClock(clock, worker, store, before_step=dunning.resync)
-            end = MONTH_START + (MONTH_DAYS + policy.max_duration_days + 2) * DAY
-            done = 0
-
-            def moved(ran: int) -> None:
-                if on_progress is not None:
-                    at = Progress(start=CLOCK_START, end=end, now=clock.now(), jobs_run=done + ran)
-                    on_progress(at)
-
-            try:
-                done += test_clock.advance_to(end, on_batch=moved)
-                for _ in range(EXTRA_WEEKS):  # jobs left past the plan (a late card update)
-                    if store.next_due_at() is None:
-                        break
-                    done += test_clock.advance_to(clock.now() + WEEK, on_batch=moved)
-            finally:
-                side.close()
-            gateway = GatewayClient(f"{app.url}/gateway")
-            with gateway:
-                if after_run is not None:
-                    after_run(AfterRun(customers=customers, gateway=gateway, billing_url=app.url))
-                stats = gateway.stats()
-        ledger = read_ledger(billing_db)
-        invoices = _all_invoices(store)
+        store = open_store(f"sqlite:///{options.db_path}", synchronous="NORMAL")
+        try:
+            run = _run(options, store, customers, on_progress, after_run)
+            invoices = _all_invoices(store)
+        finally:
+            store.close()
+        nightly_figures = nightly.result()
     finally:
-        store.close()
-    paid_out_of_band = [i.invoice_id for i in invoices if i.recovered_by == "paid_out_of_band"]
-    doubles = count_double_charges(stats, ledger, paid_out_of_band)
+        nightly.stop()
+    paid = [i.invoice_id for i in invoices if i.recovered_by == "paid_out_of_band"]
+    doubles = count_double_charges(run.gateway_stats, read_ledger(run.billing_db), paid)
     report = build_report(
-        invoices, options=ReportOptions(now=clock.now()), double_charges=doubles.total
+        invoices, options=ReportOptions(now=run.ended_at), double_charges=doubles.total
     )
     return DemoResult(
         options=options,
         invoices=invoices,
         report=report,
         double_charges=doubles,
-        nightly=nightly_batch(customers, seed=options.seed),
+        nightly=nightly_figures,
         recoup=recoup_figures(len(customers), invoices, report),
-        events=dict(sorted(side.counts.items())),
-        billing_db=billing_db,
-        token=token,
+        events=run.events,
+        billing_db=run.billing_db,
+        token=run.token,
         started_at=CLOCK_START,
-        ended_at=clock.now(),
-        jobs_run=done,
+        ended_at=run.ended_at,
+        jobs_run=run.jobs_run,
         elapsed_seconds=time.perf_counter() - began,
     )
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Run:
+    """What the run leaves for the audit."""
+
+    token: str
+    billing_db: Path
+    gateway_stats: dict[str, Any]
+    events: dict[str, int]
+    ended_at: datetime
+    jobs_run: int
+
+
+def _run(
+    options: DemoOptions,
+    store: Store,
+    customers: list[Customer],
+    on_progress: Callable[[Progress], object] | None,
+    after_run: Callable[[AfterRun], object] | None,
+) -> _Run:
+    """Steps 1–4 of the module docstring, on `store`; the billing app stops at the end."""
+    policy = parse_policy(options.policy_toml, name="tenant")
+    clock = VirtualClock(CLOCK_START)
+    tenant = store.ensure_tenant(new_tenant(TENANT, now=clock.now(), name="Recoup demo"))
+    token = issue_token(store.api_tables(), TENANT, now=clock.now(), label="demo").secret
+    billing_db = options.db_path.with_name(options.db_path.stem + "-billing.db")
+    app = BillingApp(
+        seed=options.seed,
+        size=options.size,
+        db_path=billing_db,
+        secret=tenant.signing_secret,
+        log_path=options.db_path.with_name(options.db_path.stem + "-billing-app.log"),
+    )
+    with app:
+        _warm_up(policy, customers)  # while the billing app starts
+        app.wait_ready()
+        scheduler = Scheduler(store, clock=clock, ssrf=SsrfGuard(allow_private=True))
+        dunning, handlers = dunning_runtime(scheduler, store)
+        side = CustomerSide(
+            dunning=dunning, tenant=TENANT, billing_url=app.url, customers=customers
+        )
+        side.register(handlers)
+        charge_path = httpx.get(app.url, timeout=10).json()["charge_path"]
+        dunning.configure(TENANT, policy_toml=options.policy_toml, charge_url=app.url + charge_path)
+        scheduler.enqueue_many(customer_jobs(TENANT, customers))
+        worker = scheduler.worker(
+            handlers=handlers, concurrency=options.concurrency, rng=random.Random(options.seed)
+        )
+        test_clock = TestClock(clock, worker, store, before_step=DailyResync(dunning.resync, clock))
+        end = MONTH_START + (MONTH_DAYS + policy.max_duration_days + 2) * DAY
+        try:
+            jobs_run = _advance(test_clock, store, end, on_progress)
+        finally:
+            side.close()
+        with GatewayClient(f"{app.url}/gateway") as gateway:
+            if after_run is not None:
+                after_run(AfterRun(customers=customers, gateway=gateway, billing_url=app.url))
+            stats = gateway.stats()
+    return _Run(
+        token=token,
+        billing_db=billing_db,
+        gateway_stats=stats,
+        events=dict(sorted(side.counts.items())),
+        ended_at=clock.now(),
+        jobs_run=jobs_run,
+    )
+
+
+class DailyResync:
+    """`Dunning.resync` before a batch, once per virtual day. It redoes what a crash between a
+    transition and its jobs left undone, reading every scheduled attempt to find it: before
+    each of a month's batches that adds up, and nothing crashes in here."""
+
+    def __init__(self, resync: Callable[[], object], clock: VirtualClock) -> None:
+        self.resync = resync
+        self.clock = clock
+        self.day: date | None = None
+
+    def __call__(self) -> None:
+        day = self.clock.now().date()
+        if day != self.day:
+            self.day = day
+            self.resync()
+
+
+def _advance(
+    test_clock: TestClock,
+    store: Store,
+    end: datetime,
+    on_progress: Callable[[Progress], object] | None,
+) -> int:
+    """Move the clock to `end`, then a week at a time while jobs remain (a late card update
+    has its prompt retry); the jobs run."""
+    clock = test_clock.clock
+    done = 0
+
+    def moved(ran: int) -> None:
+        if on_progress is not None:
+            at = Progress(start=CLOCK_START, end=end, now=clock.now(), jobs_run=done + ran)
+            on_progress(at)
+
+    done += test_clock.advance_to(end, on_batch=moved)
+    for _ in range(EXTRA_WEEKS):
+        if store.next_due_at() is None:
+            break
+        done += test_clock.advance_to(clock.now() + WEEK, on_batch=moved)
+    return done
 
 
 def _warm_up(policy: DunningPolicy, customers: list[Customer]) -> None:

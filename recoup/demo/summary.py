@@ -108,7 +108,7 @@ def print_comparison(result: DemoResult, console: Console) -> None:
         table.add_row(*row)
     console.print()
     console.print(table)
-    console.print(f"  ({NIGHTLY_NOTE})", style="dim", markup=False)
+    console.print(f"  ({NIGHTLY_NOTE})", style="dim", markup=False, highlight=False)
 
 
 def _share(f: BatchFigures) -> str:

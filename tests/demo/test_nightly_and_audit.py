@@ -1,5 +1,5 @@
-"""The nightly batch the demo compares against, and the double-charge audit, on hand-built
-inputs with known answers."""
+"""The nightly batch the demo compares against, the double-charge audit and the demo's resync
+pace, on hand-built inputs with known answers."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from pathlib import Path
 from recoup.demo.audit import Ledger, count_double_charges, read_ledger
 from recoup.demo.nightly import nightly_batch
 from recoup.demo.population import Customer
+from recoup.demo.run import DailyResync
 from recoup.receiver import SqliteDatabase
+from recoup.timekeeping.clock import VirtualClock
 
 FAILED = datetime(2026, 10, 6, 15, 30, tzinfo=UTC)  # nights at 00:00 UTC on Oct 7, 9, 11, 13
 
@@ -130,3 +132,13 @@ def test_the_ledger_is_read_from_the_billing_apps_database(tmp_path: Path) -> No
     ledger = read_ledger(path)
     assert ledger.succeeded == {"inv_1": [2]}
     assert ledger.paid == {"inv_1", "inv_2"} and ledger.paid_without_charge == {"inv_2"}
+
+
+def test_the_demo_resyncs_once_per_virtual_day() -> None:
+    clock = VirtualClock(FAILED)
+    calls: list[datetime] = []
+    resync = DailyResync(lambda: calls.append(clock.now()), clock)
+    for hours in (0, 1, 5, 9, 20, 30, 31, 80):  # Oct 6 15:30 + these hours
+        clock.set(FAILED + timedelta(hours=hours))
+        resync()
+    assert [c.date().day for c in calls] == [6, 7, 9]  # UTC days: none on the 8th
