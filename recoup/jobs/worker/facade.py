@@ -415,6 +415,7 @@ class Worker:
             idle = self._ledger.idle
             assert idle is not None
             now = self.time.due.now()
+            await self._maintenance.rescue_dead(now)
             await self._maintenance.rescue(now)
             await self._maintenance.materialise(now)
             limit = min(self.config.batch_size, self.config.concurrency)

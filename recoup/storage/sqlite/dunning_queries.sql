@@ -134,14 +134,16 @@ LIMIT :limit
 
 -- card_history --
 -- Each invoice's failure on the card (not a reattempt), then every attempt not cancelled.
--- CROSS JOIN keeps the card's invoices (invoices_card) as the outer loop: with a plain JOIN
--- SQLite's planner walked every attempt of the tenant instead, on each failure and outcome.
+-- Both parts walk the card's invoices (invoices_card, named: without statistics SQLite's
+-- planner preferred invoices_failed, every recent failure of the tenant, for its order), and
+-- CROSS JOIN keeps them the outer loop (a plain JOIN walked every attempt of the tenant).
+-- Read on each failure and outcome: either plan made a month of failures quadratic.
 SELECT invoice_id, failed_at AS at, merchant_id, amount, 0 AS reattempt
-FROM invoices
+FROM invoices INDEXED BY invoices_card
 WHERE tenant = :tenant AND card_fingerprint = :card AND failed_at >= :since
 UNION ALL
 SELECT i.invoice_id, a.at, i.merchant_id, i.amount, 1
-FROM invoices i
+FROM invoices i INDEXED BY invoices_card
 CROSS JOIN invoice_attempts a ON a.tenant = i.tenant AND a.invoice_id = i.invoice_id
 WHERE i.tenant = :tenant AND i.card_fingerprint = :card AND a.at >= :since
   AND a.state <> 'cancelled'
