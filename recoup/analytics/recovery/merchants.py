@@ -152,12 +152,11 @@ def contradiction(
     confidence: float,
 ) -> str | None:
     """Why the data contradicts `tag` (module docstring), or None when the tag holds."""
-    then = window_counts(
-        events, tag.tagged_at - timedelta(days=judgement.window_days), tag.tagged_at
-    )
-    if then.total == 0:
+    since = tag.tagged_at - timedelta(days=judgement.window_days)
+    if window_counts(events, since, tag.tagged_at).total == 0:
         return "no charge outcome in the window before the tag"
     for spike in judgement.spikes:
+        then = window_counts(events, since, tag.tagged_at, spike.among)
         at_tag = share(then.by_code.get(spike.decline_code, 0), then.total, confidence)
         if spike.current.low > at_tag.high:
             return (

@@ -7,7 +7,12 @@ and a sick gateway shows first on the invoices still in dunning. For each declin
 share of the bucket's outcomes that carry it is compared between
 
 - the **current window**, the `window` before `end`, and
-- the **baseline**, the `baseline_windows` windows of the same length just before it.
+- the **baseline**, the `baseline_windows` windows of the same length just before it,
+
+separately among the opening failures and among the retries (`among`): the two mix differently
+(retries are soft declines by construction, hard ones are never retried), and a month of
+dunning moves from mostly failures to mostly retries, so a pooled share would "spike" on every
+bucket as campaigns age.
 
 A code spikes when its current share is significantly above the baseline share: the lower
 Wilson bound of the current share is above the upper Wilson bound of the baseline share (both at
@@ -30,6 +35,7 @@ from recoup.analytics.recovery.stats import wilson
 from recoup.dunning.invoice import AttemptState, Invoice
 
 NO_CODE = "(none)"  # a decline that came without a code
+AMONG = ("failures", "retries")  # the strata compared apart (module docstring)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,6 +45,7 @@ class ChargeEvent:
     at: datetime
     declined: bool
     decline_code: str | None
+    retry: bool = False  # a retry attempt's outcome, not the failure that opened the invoice
 
 
 def charge_events(invoice: Invoice) -> list[ChargeEvent]:
@@ -48,9 +55,10 @@ def charge_events(invoice: Invoice) -> list[ChargeEvent]:
     ]
     for a in invoice.attempts:
         if a.state is AttemptState.SUCCEEDED:
-            events.append(ChargeEvent(at=a.at, declined=False, decline_code=None))
+            events.append(ChargeEvent(at=a.at, declined=False, decline_code=None, retry=True))
         elif a.state is AttemptState.FAILED:
-            events.append(ChargeEvent(at=a.at, declined=True, decline_code=_code(a.decline_code)))
+            code = _code(a.decline_code)
+            events.append(ChargeEvent(at=a.at, declined=True, decline_code=code, retry=True))
     return events
 
 
@@ -85,6 +93,7 @@ class Spike:
     dimension: str  # gateway | merchant_id
     key: str
     decline_code: str
+    among: str  # failures (the opening ones) | retries
     window_days: int
     window_start: datetime
     window_end: datetime
@@ -100,10 +109,15 @@ class WindowCounts:
     by_code: Counter[str]
 
 
-def window_counts(events: Iterable[ChargeEvent], start: datetime, end: datetime) -> WindowCounts:
+def window_counts(
+    events: Iterable[ChargeEvent], start: datetime, end: datetime, among: str | None = None
+) -> WindowCounts:
+    """`among`: only the opening failures ("failures") or only the retries ("retries")."""
     total = 0
     by_code: Counter[str] = Counter()
     for e in events:
+        if among is not None and e.retry != (among == "retries"):
+            continue
         if start <= e.at < end:
             total += 1
             if e.decline_code is not None:
@@ -125,32 +139,35 @@ def find_spikes(
     """The bucket's spiking decline codes (module docstring), most significant first."""
     window = timedelta(days=window_days)
     start = end - window
-    current = window_counts(events, start, end)
-    baseline = window_counts(events, start - baseline_windows * window, start)
     spikes: list[Spike] = []
-    for code, count in current.by_code.items():
-        if count < min_count:
-            continue
-        now_share = share(count, current.total, confidence)
-        then_share = share(baseline.by_code.get(code, 0), baseline.total, confidence)
-        if now_share.low > then_share.high:
-            spikes.append(
-                Spike(
-                    dimension=dimension,
-                    key=key,
-                    decline_code=code,
-                    window_days=window_days,
-                    window_start=start,
-                    window_end=end,
-                    current=now_share,
-                    baseline=then_share,
+    for among in AMONG:
+        current = window_counts(events, start, end, among)
+        baseline = window_counts(events, start - baseline_windows * window, start, among)
+        for code, count in current.by_code.items():
+            if count < min_count:
+                continue
+            now_share = share(count, current.total, confidence)
+            then_share = share(baseline.by_code.get(code, 0), baseline.total, confidence)
+            if now_share.low > then_share.high:
+                spikes.append(
+                    Spike(
+                        dimension=dimension,
+                        key=key,
+                        decline_code=code,
+                        among=among,
+                        window_days=window_days,
+                        window_start=start,
+                        window_end=end,
+                        current=now_share,
+                        baseline=then_share,
+                    )
                 )
-            )
     spikes.sort(key=lambda s: (s.baseline.high - s.current.low, s.decline_code))
     return spikes
 
 
 __all__ = [
+    "AMONG",
     "NO_CODE",
     "ChargeEvent",
     "Share",

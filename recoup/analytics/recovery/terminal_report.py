@@ -92,18 +92,19 @@ def _spikes(spikes: Sequence[Spike]) -> Table:
     table = Table(
         title="Decline-code spikes (against the bucket's own baseline)", title_justify="left"
     )
-    for column in ("bucket", "decline code", "window", "now", "baseline"):
+    for column in ("bucket", "decline code", "among", "window", "now", "baseline"):
         table.add_column(column)
     for s in spikes:
         table.add_row(
             f"{s.dimension} {s.key}",
             s.decline_code,
+            s.among,
             f"{s.window_days} d to {s.window_end:%Y-%m-%d %H:%M}",
             share_text(s.current),
             share_text(s.baseline),
         )
     if not spikes:
-        table.add_row("none", "", "", "", "")
+        table.add_row("none", "", "", "", "", "")
     return table
 
 

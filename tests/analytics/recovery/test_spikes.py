@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from recoup.analytics.recovery import MerchantTag, ReportOptions, build_report
+from recoup.analytics.recovery.spikes import ChargeEvent, charge_events, find_spikes
 from recoup.dunning.invoice import Invoice
 from tests.analytics.recovery.build import NOW, invoice
 
@@ -121,6 +122,49 @@ def test_retry_outcomes_count_as_charge_outcomes() -> None:
         for i in range(20)
     ]
     assert ("gateway", "gw-a", "processing_error") in spikes_of(base + retried + sick)
+
+
+def test_campaigns_ageing_into_retries_is_no_spike() -> None:
+    # Retries are soft declines by construction: a window of mostly retries carries more
+    # insufficient_funds than a window of mostly opening failures. Compared apart, each stratum
+    # keeps its share and nothing is flagged; pooled, the later window would "spike".
+    codes = ("insufficient_funds", "do_not_honor")
+    opened = NOW - 5 * WEEK
+    ageing = []
+    for i in range(40):
+        failed_at = opened + i * timedelta(hours=12)
+        second = (NOW - WEEK + i * timedelta(hours=3) - failed_at) / timedelta(hours=1)
+        ageing.append(
+            invoice(
+                f"a{i}",
+                [(24, "failed", "insufficient_funds"), (second, "failed", "insufficient_funds")],
+                failed_at=failed_at,
+                decline_code=codes[i % 2],
+            )
+        )
+    fresh = [
+        invoice(f"f{j}", failed_at=NOW - WEEK + j * timedelta(hours=12), decline_code=codes[j % 2])
+        for j in range(5)
+    ]
+    invoices = ageing + fresh
+    assert spikes_of(invoices) == set()
+
+    pooled = [
+        ChargeEvent(at=e.at, declined=e.declined, decline_code=e.decline_code)
+        for i in invoices
+        for e in charge_events(i)
+    ]
+    flagged = find_spikes(
+        pooled,
+        dimension="gateway",
+        key="gw-a",
+        end=NOW,
+        window_days=7,
+        baseline_windows=4,
+        confidence=0.95,
+        min_count=5,
+    )
+    assert [s.decline_code for s in flagged] == ["insufficient_funds"]
 
 
 # The low-volume merchant of the tag tests: judged over 14 days (fewer than 30 outcomes in the
