@@ -3,10 +3,13 @@
 Contract:
 
     recoup report [--db URL|PATH] [--schema S] [--tenant default] [--since ISO] [--until ISO]
-        [--min-volume N] [--now ISO] [--json] [--html FILE]
+        [--min-volume N] [--now ISO] [--json] [--html FILE] [--attempts FILE]
         → the report's tables on the terminal; `--json`: the report as JSON (what
           GET /v1/dunning/report answers); `--html FILE`: one self-contained page with charts
-          written to FILE, whose path is printed (the `plot` extra draws the charts)
+          written to FILE, whose path is printed (the `plot` extra draws the charts);
+          `--attempts FILE`: the attempt log behind it as CSV (one row per attempt with its
+          inputs: instant, local hour and weekday, outcome, decline codes, gateway, merchant
+          id, policy, amount, cohort), whose path is printed
 
 The report covers the invoices whose failure is in [since, until): `--until` defaults to now,
 `--since` to as far back as the report's judgements look (150 days with the defaults). `--now`
@@ -57,6 +60,10 @@ def report(
     html: Annotated[
         Path | None, typer.Option(metavar="FILE", help="Write the report as an HTML page.")
     ] = None,
+    attempts: Annotated[
+        Path | None,
+        typer.Option(metavar="FILE", help="Write the attempt log behind the report as CSV."),
+    ] = None,
 ) -> None:
     """The recovery report: rates with intervals by attempt, hour, weekday, decline code,
     gateway, merchant id and cohort; spikes, the review queue, load shape, double charges and
@@ -68,9 +75,11 @@ def report(
     window = {"since": _instant("--since", since), "until": _instant("--until", until)}
     as_of = _instant("--now", now)
     with opened_store(db, schema, tenant) as store:
-        built, span = Reports(store, SystemClock()).build(
-            tenant, min_volume=min_volume, now=as_of, **window
-        )
+        reports = Reports(store, SystemClock())
+        built, span = reports.build(tenant, min_volume=min_volume, now=as_of, **window)
+        log = reports.attempt_log(tenant, span) if attempts is not None else []
+    if attempts is not None:
+        _write_attempts(log, attempts)
     if html is not None:
         _write_html(built, html)
     if json:
@@ -79,8 +88,10 @@ def report(
         print_json(
             {"since": span.since.isoformat(), "until": span.until.isoformat()} | report_json(built)
         )
-    elif html is not None:
-        typer.echo(str(html))
+    elif html is not None or attempts is not None:
+        for path in (html, attempts):
+            if path is not None:
+                typer.echo(str(path))
     else:
         from rich.console import Console
 
@@ -92,6 +103,28 @@ def report(
             f"{span.until:%Y-%m-%d %H:%M}) UTC, as of {span.now:%Y-%m-%d %H:%M} UTC"
         )
         render_terminal(built, console)
+
+
+def _write_attempts(log: list[Any], path: Path) -> None:
+    import csv
+    import dataclasses
+
+    from recoup.analytics.recovery import AttemptLogEntry
+
+    columns = [f.name for f in dataclasses.fields(AttemptLogEntry)]
+    try:
+        with path.open("w", newline="", encoding="utf-8") as out:
+            writer = csv.writer(out)
+            writer.writerow(columns)
+            for entry in log:
+                row = [getattr(entry, name) for name in columns]
+                writer.writerow(["" if v is None else _cell(v) for v in row])
+    except OSError as exc:
+        fail(f"--attempts {path}: cannot write ({exc.strerror})")
+
+
+def _cell(value: Any) -> str:
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)
 
 
 def _write_html(built: Any, path: Path) -> None:

@@ -16,10 +16,12 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from recoup.analytics.recovery import (
+    AttemptLogEntry,
     MerchantTag,
     RecoveryReport,
     ReportOptions,
     ReviewItem,
+    attempt_log,
     build_report,
 )
 from recoup.errors import InvalidInput
@@ -110,6 +112,12 @@ class Reports:
             double_charges=double_charges,
         )
         return report, window
+
+    def attempt_log(self, tenant: str, window: ReportWindow) -> list[AttemptLogEntry]:
+        """Every attempt of the tenant's invoices that failed in the window, with its inputs."""
+        return attempt_log(
+            self.store.report_invoices(tenant, since=window.since, until=window.until)
+        )
 
     def review_queue(
         self, tenant: str, *, min_volume: int | None = None, now: datetime | None = None

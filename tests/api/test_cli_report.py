@@ -86,6 +86,55 @@ def test_report_html_writes_one_page_and_prints_its_path(
     assert "<svg" in text and "m-small" in text
 
 
+def test_report_attempts_writes_the_attempt_log_as_csv(
+    backend: Backend, store: Store, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import csv
+
+    from recoup.dunning.invoice import AttemptRecord, AttemptState
+
+    failed_at = NOW - 3 * DAY
+    tried = tuple(
+        AttemptRecord(
+            attempt=n,
+            at=failed_at + n * DAY,
+            state=AttemptState.FAILED if n == 1 else AttemptState.SUCCEEDED,
+            job_id=f"job-{n}",
+            decline_code="insufficient_funds" if n == 1 else None,
+        )
+        for n in (1, 2)
+    )
+    store.create_invoice(
+        finished(
+            "tried",
+            failed_at,
+            "insufficient_funds",
+            tenant="default",
+            timezone="America/New_York",
+            attempts=tried,
+            state=InvoiceState.RECOVERED,
+            recovered_by="attempt:2",
+        ),
+        [],
+    )
+    invoices = store.report_invoices("default", since=NOW - 200 * DAY, until=NOW)
+    path = tmp_path / "attempts.csv"
+    code, out, err = run(capsys, "report", *backend.db_args(), *AS_OF, "--attempts", str(path))
+    assert code == 0, err
+    assert out.strip() == str(path)
+    rows = list(csv.DictReader(path.read_text(encoding="utf-8").splitlines()))
+    assert len(rows) == sum(len(i.attempts) for i in invoices) > 0
+    first = next(i for i in invoices if i.invoice_id == "tried")
+    mine = [r for r in rows if r["invoice_id"] == first.invoice_id]
+    assert [int(r["attempt"]) for r in mine] == [a.attempt for a in first.attempts]
+    assert {r["merchant_id"] for r in mine} == {first.merchant_id or ""}
+    # NOW is midnight UTC in July: 20:00 EDT the evening before in New York.
+    assert [(r["outcome"], r["local_hour"]) for r in mine] == [
+        ("failed", "20"),
+        ("succeeded", "20"),
+    ]
+
+
 @pytest.mark.parametrize(
     ("args", "named"),
     [
@@ -95,6 +144,7 @@ def test_report_html_writes_one_page_and_prints_its_path(
         (["--now", "2026-13-01T00:00:00Z"], "--now"),
         (["--min-volume", "0"], "--min-volume"),
         (["--html", "/nonexistent-dir/report.html"], "--html"),
+        (["--attempts", "/nonexistent-dir/attempts.csv"], "--attempts"),
     ],
 )
 def test_report_refuses_bad_input_in_one_line(
