@@ -9,10 +9,10 @@ share of the bucket's outcomes that carry it is compared between
 - the **current window**, the `window` before `end`, and
 - the **baseline**, the `baseline_windows` windows of the same length just before it,
 
-separately among the opening failures and among the retries (`among`): the two mix differently
-(retries are soft declines by construction, hard ones are never retried), and a month of
-dunning moves from mostly failures to mostly retries, so a pooled share would "spike" on every
-bucket as campaigns age.
+separately per stratum (`among`): the opening failures, then each retry number apart. They mix
+differently (retries are soft declines by construction, and each later attempt holds only the
+survivors of the one before), and a month of dunning moves from mostly failures to mostly late
+retries, so a pooled share would "spike" on every bucket as campaigns age.
 
 A code spikes when its current share is significantly above the baseline share: the lower
 Wilson bound of the current share is above the upper Wilson bound of the baseline share (both at
@@ -35,7 +35,6 @@ from recoup.analytics.recovery.stats import wilson
 from recoup.dunning.invoice import AttemptState, Invoice
 
 NO_CODE = "(none)"  # a decline that came without a code
-AMONG = ("failures", "retries")  # the strata compared apart (module docstring)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,7 +44,7 @@ class ChargeEvent:
     at: datetime
     declined: bool
     decline_code: str | None
-    retry: bool = False  # a retry attempt's outcome, not the failure that opened the invoice
+    attempt: int = 0  # the retry's number; 0: the failure that opened the invoice
 
 
 def charge_events(invoice: Invoice) -> list[ChargeEvent]:
@@ -55,10 +54,12 @@ def charge_events(invoice: Invoice) -> list[ChargeEvent]:
     ]
     for a in invoice.attempts:
         if a.state is AttemptState.SUCCEEDED:
-            events.append(ChargeEvent(at=a.at, declined=False, decline_code=None, retry=True))
+            events.append(
+                ChargeEvent(at=a.at, declined=False, decline_code=None, attempt=a.attempt)
+            )
         elif a.state is AttemptState.FAILED:
             code = _code(a.decline_code)
-            events.append(ChargeEvent(at=a.at, declined=True, decline_code=code, retry=True))
+            events.append(ChargeEvent(at=a.at, declined=True, decline_code=code, attempt=a.attempt))
     return events
 
 
@@ -93,7 +94,7 @@ class Spike:
     dimension: str  # gateway | merchant_id
     key: str
     decline_code: str
-    among: str  # failures (the opening ones) | retries
+    among: str  # "failures" (the opening ones) | "attempt N" (the Nth retry)
     window_days: int
     window_start: datetime
     window_end: datetime
@@ -109,14 +110,19 @@ class WindowCounts:
     by_code: Counter[str]
 
 
+def stratum(attempt: int) -> str:
+    """The name of an outcome's stratum (module docstring)."""
+    return "failures" if attempt == 0 else f"attempt {attempt}"
+
+
 def window_counts(
     events: Iterable[ChargeEvent], start: datetime, end: datetime, among: str | None = None
 ) -> WindowCounts:
-    """`among`: only the opening failures ("failures") or only the retries ("retries")."""
+    """`among`: only the outcomes of that stratum (`stratum`); None: all of them."""
     total = 0
     by_code: Counter[str] = Counter()
     for e in events:
-        if among is not None and e.retry != (among == "retries"):
+        if among is not None and stratum(e.attempt) != among:
             continue
         if start <= e.at < end:
             total += 1
@@ -140,7 +146,7 @@ def find_spikes(
     window = timedelta(days=window_days)
     start = end - window
     spikes: list[Spike] = []
-    for among in AMONG:
+    for among in sorted({stratum(e.attempt) for e in events}):
         current = window_counts(events, start, end, among)
         baseline = window_counts(events, start - baseline_windows * window, start, among)
         for code, count in current.by_code.items():
@@ -167,7 +173,6 @@ def find_spikes(
 
 
 __all__ = [
-    "AMONG",
     "NO_CODE",
     "ChargeEvent",
     "Share",
@@ -176,5 +181,6 @@ __all__ = [
     "charge_events",
     "find_spikes",
     "share",
+    "stratum",
     "window_counts",
 ]

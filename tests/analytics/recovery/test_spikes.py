@@ -126,8 +126,9 @@ def test_retry_outcomes_count_as_charge_outcomes() -> None:
 
 def test_campaigns_ageing_into_retries_is_no_spike() -> None:
     # Retries are soft declines by construction: a window of mostly retries carries more
-    # insufficient_funds than a window of mostly opening failures. Compared apart, each stratum
-    # keeps its share and nothing is flagged; pooled, the later window would "spike".
+    # insufficient_funds than a window of mostly opening failures. Compared apart (failures,
+    # then each retry number), each keeps its share and nothing is flagged; pooled, the later
+    # window would "spike".
     codes = ("insufficient_funds", "do_not_honor")
     opened = NOW - 5 * WEEK
     ageing = []
