@@ -32,15 +32,18 @@ import hashlib
 import json
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from recoup.errors import InvalidInput
 
 DEFAULT_RETENTION = timedelta(hours=24)
 DEFAULT_LOCK_TIMEOUT = timedelta(seconds=60)  # an in-flight key older than this is abandoned
 MAX_KEY_LENGTH = 255  # characters, as Stripe allows
+
+T = TypeVar("T")
 
 # Printable ASCII without space, quote or backslash: what fits an RFC 8941 sf-string without
 # escapes and an RFC 9110 header value alike. UUIDs, ULIDs and Stripe-style keys all fit.
@@ -119,6 +122,13 @@ class IdempotencyStore(Protocol):
 
     def prune_keys(self, *, older_than: datetime, limit: int = 10_000) -> int:
         """Delete keys first used before `older_than`; return how many."""
+        ...
+
+    def atomically(self, fn: Callable[[], T]) -> T:
+        """Run `fn` as one transaction of the database these keys live in: its `begin`, its
+        `complete` and the writes of the operation between them (through the same store)
+        commit together when it returns, or not at all if it raises (the claim included: a
+        failed request leaves its key free, with no stale lock)."""
         ...
 
 

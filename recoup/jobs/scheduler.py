@@ -151,9 +151,18 @@ class Scheduler:
 
     def submit(self, job: NewJob) -> Job:
         """Insert a prepared `NewJob` (after the same checks as `enqueue`)."""
+        self.check(job)
+        return self.insert_checked(job)
+
+    def check(self, job: NewJob) -> None:
+        """`submit`'s checks (the SSRF guard's DNS look-up included) without the insert, for a
+        caller that inserts inside a transaction of its own and checks before it begins."""
         check_job_name(job)
         self.check_target(job.target, payload=job.payload)
         self._ensure_tenant(job.tenant)
+
+    def insert_checked(self, job: NewJob) -> Job:
+        """Insert a job that `check` passed, without checking it again."""
         stored = self.store.insert(job, now=self.clock.now())
         self._poke()
         return stored

@@ -6,14 +6,16 @@ concurrency handling is per dialect."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from recoup.storage.job_rows import DecodeInstant
 from recoup.storage.sql_store import SqlStore
 from recoup.tenancy import TokenInfo
+
+T = TypeVar("T")
 
 RETRY_AFTER_SECONDS = 1  # an in-flight request usually ends within milliseconds
 
@@ -65,6 +67,11 @@ class SqlApiTables:
         self._store.ping()
 
     # Idempotency keys (`begin` is per backend)
+
+    def atomically(self, fn: Callable[[], T]) -> T:
+        """`fn` as one transaction of the store (see `SqliteStore.atomically` and
+        `PostgresStore.atomically`)."""
+        return self._store.atomically(fn)
 
     def complete(
         self,

@@ -16,10 +16,10 @@ backend, written for its driver.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from recoup.jobs.model import Job, JobState, NewJob, Run, Tenant
 from recoup.jobs.schedule_model import NewSchedule, Schedule
@@ -38,6 +38,8 @@ from recoup.tenancy import TenantInfo
 
 if TYPE_CHECKING:
     from recoup.storage.protocol import ApiTables
+
+T = TypeVar("T")
 
 
 class SqlStore:
@@ -71,6 +73,10 @@ class SqlStore:
 
     def api_tables(self) -> ApiTables:
         """The API's tables in this store's database (each backend's `api_tables` module)."""
+        raise NotImplementedError
+
+    def atomically(self, fn: Callable[[], T]) -> T:
+        """Run `fn`, whose reads and writes go through this store, as one transaction."""
         raise NotImplementedError
 
     # The database

@@ -645,7 +645,7 @@ def test_an_unexpected_error_is_a_bare_logged_500(
         raise RuntimeError("secret internals: password=hunter2")
 
     monkeypatch.setattr(scheduler, "list_jobs", broken)
-    monkeypatch.setattr(scheduler, "enqueue", broken)
+    monkeypatch.setattr(scheduler, "insert_checked", broken)  # what POST /v1/jobs runs
     with caplog.at_level(logging.ERROR, logger="recoup.api"):
         response = http.get("/v1/jobs")
         posted = http.post("/v1/jobs", json=job_body(), headers={"Idempotency-Key": "boom"})

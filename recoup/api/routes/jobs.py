@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import timedelta
 from typing import Annotated
 
@@ -21,7 +22,9 @@ from recoup.api.schemas import (
     RunOut,
     RunsOut,
 )
-from recoup.jobs.model import JobState
+from recoup.errors import InvalidInput
+from recoup.jobs.model import JobState, NewJob
+from recoup.timekeeping.instants import to_utc
 
 router = APIRouter(prefix="/v1", responses=ERRORS, tags=["jobs"])
 
@@ -29,24 +32,31 @@ router = APIRouter(prefix="/v1", responses=ERRORS, tags=["jobs"])
 @router.post("/jobs", status_code=201, response_model=JobOut)
 def create_job(body: JobIn, ctx: Post, api: Api) -> Response:
     """Schedule a one-off job at `run_at` or after `delay_seconds`."""
-    run_at = body.instant(api.clock.now())
-    return ctx.run(
-        201,
-        lambda: JobOut.of(
-            api.scheduler.enqueue(
-                body.target.to_target(),
-                run_at=run_at,
-                name=body.name,
-                group=body.group,
-                retry=body.retry.to_policy(),
-                timeout=timedelta(seconds=body.timeout_seconds),
-                # The job carries the key (with the request's fingerprint) too: a retry after a
-                # lost response or a 5xx finds it.
-                idempotency_key=ctx.operation_key,
-                tenant=ctx.tenant,
-            )
-        ),
-    )
+    scheduler = api.scheduler
+    try:
+        job = NewJob(
+            run_at=to_utc("run_at", body.instant(api.clock.now())),
+            target=body.target.to_target(),
+            tenant=ctx.tenant,
+            name=body.name,
+            # The job carries the key (with the request's fingerprint) too: a retry after a
+            # lost response or a 5xx finds it.
+            idempotency_key=ctx.operation_key,
+            retry=body.retry.to_policy(),
+            timeout=timedelta(seconds=body.timeout_seconds),
+            group=body.group,
+        )
+        # The checks (the SSRF guard's DNS look-up too) run before the transaction.
+        scheduler.check(job)
+    except InvalidInput as exc:
+        # Refused under the key as any refusal is: a response stored for it is replayed first.
+        return ctx.run(201, functools.partial(_refuse, exc))
+    # The key's claim, the insert and the stored response: one transaction.
+    return ctx.run(201, lambda: JobOut.of(scheduler.insert_checked(job)), atomic=True)
+
+
+def _refuse(error: InvalidInput) -> JobOut:
+    raise error
 
 
 @router.get("/jobs", response_model=JobPageOut)

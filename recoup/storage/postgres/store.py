@@ -29,10 +29,10 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 from psycopg import sql
@@ -60,6 +60,8 @@ from recoup.storage.sql_files import Migration, load_migrations, load_queries
 
 if TYPE_CHECKING:
     from recoup.storage.protocol import ApiTables
+
+T = TypeVar("T")
 
 Q = load_queries("recoup.storage.postgres")
 DQ = load_queries("recoup.storage.postgres", "dunning_queries.sql", EXPANSIONS)
@@ -148,6 +150,7 @@ class PostgresStore(PostgresQueue, PostgresWorkers, SqlDunningTables, SqlDunning
         self._listener: psycopg.Connection[Any] | None = None
         self._listener_lock = threading.Lock()
         self._closing = False
+        self._unit = threading.local()  # `.conn`: the transaction of a unit of work
         self._probe(url)
         self._pool = ConnectionPool(
             url,
@@ -193,8 +196,13 @@ class PostgresStore(PostgresQueue, PostgresWorkers, SqlDunningTables, SqlDunning
 
     @contextmanager
     def _conn(self) -> Iterator[psycopg.Connection[Any]]:
-        """A pooled connection in a transaction, committed on success."""
+        """A pooled connection in a transaction, committed on success; inside a unit of work
+        (`atomically`), the unit's connection and transaction."""
+        unit: psycopg.Connection[Any] | None = getattr(self._unit, "conn", None)
         try:
+            if unit is not None:
+                yield unit
+                return
             with self._pool.connection() as conn:
                 yield conn
         except PoolTimeout as exc:
@@ -213,6 +221,10 @@ class PostgresStore(PostgresQueue, PostgresWorkers, SqlDunningTables, SqlDunning
         usual path (inserting a job): each statement is its own transaction, one round trip,
         where a transaction block costs three (BEGIN, the statement, COMMIT). What follows a
         statement runs in a snapshot of its own, as in a READ COMMITTED transaction."""
+        if getattr(self._unit, "conn", None) is not None:
+            with self._conn() as conn:  # inside a unit of work: its transaction
+                yield conn
+            return
         with self._conn() as conn:
             conn.autocommit = True
             try:
@@ -224,6 +236,21 @@ class PostgresStore(PostgresQueue, PostgresWorkers, SqlDunningTables, SqlDunning
                     # Broken mid-statement: never hand back an autocommit connection; the
                     # pool replaces a closed one.
                     conn.close()
+
+    def atomically(self, fn: Callable[[], T]) -> T:
+        """Run `fn`, whose reads and writes go through this store, as one transaction on one
+        pooled connection: committed when it returns, rolled back if it raises (one commit,
+        one WAL flush, where each operation alone would commit its own; PostgreSQL flushes
+        the commits of concurrent transactions together). `fn` must touch no other store;
+        a nested `atomically` is part of the unit."""
+        if getattr(self._unit, "conn", None) is not None:
+            return fn()
+        with self._conn() as conn:
+            self._unit.conn = conn
+            try:
+                return fn()
+            finally:
+                self._unit.conn = None
 
     def read(self) -> AbstractContextManager[psycopg.Connection[Any]]:
         """A pooled connection in a transaction, committed when the block ends (rolled back if

@@ -23,10 +23,10 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from recoup.errors import InvalidInput, StorageError
 from recoup.jobs.model import Job, NewJob
@@ -36,11 +36,14 @@ from recoup.storage.dunning_tables import EXPANSIONS, SqlDunningTables
 from recoup.storage.job_rows import from_micros, micros
 from recoup.storage.rules import insert_conflict
 from recoup.storage.sql_files import Migration, load_migrations, load_queries
+from recoup.storage.sqlite.group_commit import GroupCommit, Unit, run_unit, savepoint
 from recoup.storage.sqlite.queue import MEMORY, SqliteQueue, Wakeups
 from recoup.storage.sqlite.workers import SqliteWorkers
 
 if TYPE_CHECKING:
     from recoup.storage.protocol import ApiTables
+
+T = TypeVar("T")
 
 Q = load_queries("recoup.storage.sqlite")
 DQ = load_queries("recoup.storage.sqlite", "dunning_queries.sql", EXPANSIONS)
@@ -116,6 +119,8 @@ class SqliteStore(SqliteQueue, SqliteWorkers, SqlDunningTables, SqlDunningReport
         self._shared: sqlite3.Connection | None = None
         self._wakeups = Wakeups() if path == MEMORY else Wakeups.for_path(self.path)
         self._write_lock = threading.RLock() if path == MEMORY else _write_lock(self.path)
+        self._in_unit = threading.local()  # `.active` on the thread running units of work
+        self._group = GroupCommit(self._run_units)
         if migrate:
             self.migrate()
 
@@ -176,7 +181,12 @@ class SqliteStore(SqliteQueue, SqliteWorkers, SqlDunningTables, SqlDunningReport
     @contextmanager
     def _write(self, own: sqlite3.Connection | None = None) -> Iterator[sqlite3.Connection]:
         """One write transaction that holds the write lock from its first statement (on this
-        thread's connection, or `own`)."""
+        thread's connection, or `own`); on this thread's connection inside a unit of work
+        (`atomically`), a savepoint of the unit's transaction."""
+        if own is None and getattr(self._in_unit, "active", False):
+            with self._connection() as conn, savepoint(conn, "nested"):
+                yield conn
+            return
         if not self._write_lock.acquire(timeout=self._busy_ms / 1000):
             raise StorageError("SQLite: database is locked (by this process's other writers)")
         try:
@@ -216,6 +226,32 @@ class SqliteStore(SqliteQueue, SqliteWorkers, SqlDunningTables, SqlDunningReport
         the block ends and rolled back if it raises: the same write lock, busy timeout and error
         translation as the job store's own writes, for this backend's other table modules."""
         return self._write()
+
+    def atomically(self, fn: Callable[[], T]) -> T:
+        """Run `fn`, whose writes (and reads) go through this store, as one transaction:
+        committed when it returns, undone if it raises. Units that threads submit at the same
+        time share one transaction and one fsync (`group_commit`); each still commits or fails
+        alone, and returns only once it is durable. `fn` runs on whichever thread leads the
+        group: it must touch no other store and not depend on its thread. Inside a unit, a
+        nested `atomically` is part of it."""
+        if getattr(self._in_unit, "active", False):
+            return fn()
+        return self._group.run(fn)
+
+    def _run_units(self, units: Sequence[Unit[Any]]) -> None:
+        try:
+            with self._write() as conn:
+                self._in_unit.active = True
+                try:
+                    for unit in units:
+                        run_unit(conn, unit)
+                finally:
+                    self._in_unit.active = False
+        except BaseException as exc:
+            # BEGIN or COMMIT failed: nothing of the group is stored; each unit says so.
+            for unit in units:
+                unit.value = None
+                unit.error = exc if unit is units[0] else StorageError(str(exc))
 
     @staticmethod
     def _encode_bool(value: bool) -> int:
