@@ -18,8 +18,9 @@ from recoup.api.state import ApiState
 bearer = HTTPBearer(auto_error=False, description="A tenant's API token (`rcp_…`).")
 
 
-def api_state(request: Request) -> ApiState:
-    """The `ApiState` that `create_app` set on the app serving this request."""
+async def api_state(request: Request) -> ApiState:
+    """The `ApiState` that `create_app` set on the app serving this request. (A coroutine, so
+    FastAPI calls it on the event loop: a plain function would cost a thread-pool hop.)"""
     state = request.app.state.api
     assert isinstance(state, ApiState), "create_app sets app.state.api"
     return state
