@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import base64
 import functools
+import hashlib
+import hmac
 import secrets
 from datetime import UTC, datetime
 from typing import Final
-
-from standardwebhooks import Webhook
 
 from recoup.timekeeping.instants import require_aware
 
@@ -25,10 +25,31 @@ def new_signing_secret() -> str:
     return "whsec_" + base64.b64encode(secrets.token_bytes(SIGNING_SECRET_BYTES)).decode()
 
 
+class _Signer:
+    """Standard Webhooks' `v1` signature of one secret: base64 of HMAC-SHA256 over
+    `{id}.{timestamp}.{body}`, exactly what `standardwebhooks.Webhook.sign` computes (a test
+    verifies ours with that library), with the key's HMAC state prepared once and copied per
+    request instead of set up again (a third of the cost of signing a small body)."""
+
+    __slots__ = ("_keyed",)
+
+    def __init__(self, secret: str) -> None:
+        # As the library reads a secret: `whsec_` optional, base64 padding optional.
+        key = base64.b64decode(secret.removeprefix("whsec_") + "==")
+        if not key:
+            raise ValueError("a signing secret may not be empty")
+        self._keyed = hmac.new(key, digestmod=hashlib.sha256)
+
+    def sign(self, *, msg_id: str, timestamp: datetime, data: str) -> str:
+        mac = self._keyed.copy()
+        mac.update(f"{msg_id}.{int(timestamp.timestamp())}.{data}".encode())
+        return "v1," + base64.b64encode(mac.digest()).decode()
+
+
 @functools.lru_cache(maxsize=256)
-def _webhook(secret: str) -> Webhook:
+def _webhook(secret: str) -> _Signer:
     # Decoding the base64 secret once per tenant, not once per request.
-    return Webhook(secret)
+    return _Signer(secret)
 
 
 def signature_headers(

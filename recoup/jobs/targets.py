@@ -39,6 +39,7 @@ from urllib.parse import quote
 import aiohttp
 import certifi
 from aiohttp.abc import AbstractResolver, ResolveResult
+from multidict import CIMultiDict
 from yarl import URL
 
 from recoup.jobs.backoff import parse_retry_after
@@ -112,8 +113,11 @@ def encode_body(value: Any) -> tuple[str, str | None]:
         return "", None
     if isinstance(value, str):
         return value, None
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=False)
-    return text, "application/json"
+    return _COMPACT_JSON.encode(value), "application/json"
+
+
+# One encoder for every body (json.dumps with options builds a new one per call).
+_COMPACT_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, sort_keys=False)
 
 
 class GuardedResolver(AbstractResolver):
@@ -251,9 +255,8 @@ class HttpExecutor:
         assert isinstance(target, HttpTarget)
         started = time.perf_counter()
         try:
-            async with asyncio.timeout(job.timeout.total_seconds()):
-                return await self._send(job, target, secret, started)
-        except TimeoutError:
+            return await self._send(job, target, secret, started)
+        except TimeoutError:  # the request's own deadline (see `_send`)
             return timed_out(job, started)
         except Exception as exc:
             return AttemptResult(
@@ -265,11 +268,14 @@ class HttpExecutor:
     ) -> AttemptResult:
         body_value = target.body if target.body is not None else job.payload
         body, content_type = encode_body(body_value)
-        headers = dict(target.headers)
-        lower = {k.lower() for k in headers}
-        if content_type and "content-type" not in lower:
+        # Case-insensitive, and what aiohttp works on: it takes it without converting a dict.
+        # (The job's own headers cannot name a header set below: `check_headers` reserves them.)
+        headers: CIMultiDict[str] = CIMultiDict(target.headers)
+        labelled = "Content-Type" in headers
+        if content_type and not labelled:
             headers["Content-Type"] = content_type
-        if "user-agent" not in lower:
+            labelled = True
+        if "User-Agent" not in headers:
             headers["User-Agent"] = USER_AGENT
         headers.update(delivery_headers(job))
         if secret:
@@ -285,13 +291,20 @@ class HttpExecutor:
         if url is None:
             url = await self._check(target.url)
         method = target.method.upper()
+        data = body.encode() if body or method not in ("GET", "HEAD") else None
         async with self.session.request(
             method,
             url,
             headers=headers,
-            data=body.encode() if body or method not in ("GET", "HEAD") else None,
+            data=data,
             allow_redirects=False,
-            skip_auto_headers=_NO_AUTO_HEADERS,
+            # aiohttp's slow path (a header set built per request), only when it would label
+            # the body itself: a JSON body or the job's own header already says what it is.
+            skip_auto_headers=None if labelled or data is None else _NO_AUTO_HEADERS,
+            # The job's deadline over the whole request, the guarded DNS look-up, the
+            # connection and the reading of the response excerpt included: aiohttp's own timer
+            # (a TimeoutError), not a second `asyncio.timeout` scope around it.
+            timeout=aiohttp.ClientTimeout(total=job.timeout.total_seconds()),
         ) as response:
             excerpt = await _read_excerpt(response)
         outcome = classify_status(response.status)
@@ -320,8 +333,11 @@ async def _read_excerpt(response: aiohttp.ClientResponse) -> str | None:
     """At most `RESPONSE_EXCERPT_LIMIT` characters of the body, reading no more than needed."""
     chunks: list[bytes] = []
     size = 0
-    while size < _EXCERPT_BYTES:
-        chunk = await response.content.read(_EXCERPT_BYTES - size)  # decoded (gzip, br…)
+    content = response.content
+    # at_eof: the whole body is read (a small one usually arrives with the headers), so no
+    # further read is awaited only to learn that it ended.
+    while size < _EXCERPT_BYTES and not content.at_eof():
+        chunk = await content.read(_EXCERPT_BYTES - size)  # decoded (gzip, br…)
         if not chunk:
             break
         chunks.append(chunk)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import ssl
+import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -156,6 +158,13 @@ def test_a_string_body_is_signed_and_sent_byte_for_byte(receiver: Receiver) -> N
     Webhook(SECRET).verify(request.body, request.headers, json_parse=False)
 
 
+def test_a_string_body_without_a_content_type_goes_out_without_one(receiver: Receiver) -> None:
+    send(make_job(HttpTarget(url=receiver.url, body="plain words")))
+    (request,) = receiver.requests
+    assert request.body == b"plain words"
+    assert "content-type" not in request.headers  # not labelled application/octet-stream
+
+
 def test_without_a_body_the_payload_is_sent(receiver: Receiver) -> None:
     send(make_job(HttpTarget(url=receiver.url), payload={"n": 1}))
     assert json.loads(receiver.requests[0].body) == {"n": 1}
@@ -188,6 +197,34 @@ def test_the_response_excerpt_is_bounded(receiver: Receiver) -> None:
 def test_a_slow_target_times_out_and_is_retryable(receiver: Receiver) -> None:
     receiver.reply(Reply(200, delay=2.0))
     result = send(make_job(HttpTarget(url=receiver.url), timeout=timedelta(seconds=0.3)))
+    assert result.outcome is AttemptOutcome.RETRY
+    assert result.error is not None and "timed out" in result.error.lower()
+    assert result.duration_ms < 1500
+
+
+def test_a_body_that_stalls_after_the_headers_times_out_too() -> None:
+    # Headers at once, then 10 of the 100 bytes announced, then nothing: the job's deadline
+    # covers reading the response as well as waiting for it.
+    release = threading.Event()
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+
+        def serve() -> None:
+            conn, _ = server.accept()
+            with conn:
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789")
+                release.wait(30)
+
+        thread = threading.Thread(target=serve, daemon=True)
+        thread.start()
+        url = f"http://127.0.0.1:{server.getsockname()[1]}/hook"
+        try:
+            result = send(make_job(HttpTarget(url=url), timeout=timedelta(seconds=0.3)))
+        finally:
+            release.set()
+            thread.join(10)
     assert result.outcome is AttemptOutcome.RETRY
     assert result.error is not None and "timed out" in result.error.lower()
     assert result.duration_ms < 1500
