@@ -11,6 +11,14 @@ afresh. Re-running after a 5xx is safe because the operations are themselves ide
 it matters: a job carries `operation_key` (the request's key and fingerprint), and the job store
 answers a second insert with that key with the first job; a schedule's id is `derived_id`, and
 a retry finds the schedule the first attempt stored.
+
+Atomic runs (`run(..., atomic=True)`, what `POST /v1/jobs` uses): when the operation is plain
+writes of the keys' own database, the claim, the operation and the stored response are one
+transaction (`IdempotencyStore.atomically`; on SQLite, concurrent requests share one commit).
+A failed operation rolls its claim back with it, so no lock outlives a crashed request; a
+refusal worth replaying is then stored in a transaction of its own. A second request with the
+same key waits for the first one's commit and gets its replay, where the three-step run
+answers 409 while the first is in flight.
 """
 
 from __future__ import annotations
