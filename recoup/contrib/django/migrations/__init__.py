@@ -1,0 +1,1 @@
+"""Django migrations of the recoup app: the receiver's idempotency records and charge ledger."""
