@@ -1,0 +1,1 @@
+"""The Django management commands of the recoup app (see `commands`)."""
