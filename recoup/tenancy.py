@@ -12,6 +12,29 @@ records.
   secret). The first characters after the prefix are kept in clear as the token's `prefix`,
   so an operator can tell tokens apart in a list.
 
+A tenant's life after creation (operators act through `recoup tenants …`; there is no HTTP
+surface for it):
+
+- **Disabled** (`disable_tenant`): its tokens are refused at once (the API answers 403
+  `tenant_disabled`: the token is genuine, the tenant may not act), its schedules do not fire,
+  and its jobs are **held**, not failed nor cancelled: they stay scheduled and nothing fires
+  them (for money, a late charge after the operator re-enables is better than a lost or a
+  wrong one). Attempts already running, or claimed in the worker's short horizon (half a
+  second by default), finish; a dunning attempt claimed before the disable re-reads its tenant
+  and does not charge. `enable_tenant` lets everything run again: held jobs whose time passed
+  run at once, schedules follow their `missed` policy.
+- **Deleted** (`delete_tenant`): the tenant and every row of it (jobs, runs, schedules, tokens,
+  idempotency keys, dunning invoices, attempts, events and settings) go in one transaction;
+  its tokens are then unknown (401). Only a disabled tenant with no attempt running may be
+  deleted, so that no charge is in flight; `default`, the embedded tenant of the Python API,
+  is neither disabled nor deleted.
+- **Signing-secret rotation** (`rotate_signing_secret`): a new secret signs from now on; the
+  one it replaces keeps signing beside it for an overlap (24 hours by default), so requests
+  carry both signatures (`webhook-signature: v1,<new> v1,<old>`, as Standard Webhooks allows)
+  and receivers switch to the new secret at their pace; after the overlap only the new one
+  signs. Workers cache the keys for a minute (`SECRET_TTL`): the new signature appears within
+  it. A secret is shown when it is made (creation, rotation) and never listed afterwards.
+
 `TenantStore` and `TokenStore` are implemented by every storage backend (`recoup.storage`).
 """
 
@@ -20,10 +43,11 @@ from __future__ import annotations
 import hashlib
 import secrets
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol
 
-from recoup.jobs.model import Tenant, new_id
+from recoup.errors import InvalidInput
+from recoup.jobs.model import DEFAULT_TENANT, Tenant, new_id
 from recoup.jobs.signing import SIGNING_SECRET_BYTES, new_signing_secret
 from recoup.timekeeping.instants import require_aware
 
@@ -31,6 +55,10 @@ TOKEN_PREFIX = "rcp_"
 TOKEN_BYTES = 32  # random bytes in a token's secret
 DISPLAY_PREFIX_LENGTH = 8  # characters after `rcp_` kept in clear
 TOKEN_MAX_LENGTH = 200  # longer bearer values are refused before hashing
+SECRET_DISPLAY_LENGTH = 4  # characters after `whsec_` an operator's listing shows (the
+# `list_tenants` queries cut the same 10 characters, so the secret never leaves whole)
+DEFAULT_OVERLAP = timedelta(hours=24)  # how long a replaced signing secret still signs
+MAX_OVERLAP = timedelta(days=30)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,11 +82,22 @@ class TokenInfo:
 
 @dataclass(frozen=True, kw_only=True)
 class TenantInfo:
-    """A tenant as an operator lists it (its signing secret left out)."""
+    """A tenant as an operator lists it (its signing secrets left out)."""
 
     id: str
     name: str
     created_at: datetime
+    disabled_at: datetime | None = None
+    rotating_until: datetime | None = None  # while a replaced signing secret still signs
+    secret_prefix: str = ""  # the signing secret's first characters (`secret_display`)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TokenOwner:
+    """Whom an active token acts for, and whether that tenant may act now."""
+
+    tenant: str
+    disabled: bool
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,6 +122,26 @@ class TenantStore(Protocol):
         """Every tenant, oldest first."""
         ...
 
+    def set_tenant_disabled(
+        self, tenant_id: str, *, disabled: bool, now: datetime
+    ) -> Tenant | None:
+        """Disable the tenant and hold its scheduled jobs, or enable it and release them, in
+        one transaction (idempotent: disabling twice keeps the first instant). None if absent."""
+        ...
+
+    def replace_signing_secret(
+        self, tenant_id: str, *, secret: str, previous_until: datetime | None
+    ) -> Tenant | None:
+        """Make `secret` the tenant's signing secret; the one it replaces keeps signing until
+        `previous_until` (None: not at all). None if absent."""
+        ...
+
+    def delete_tenant(self, tenant_id: str) -> dict[str, int] | None:
+        """Delete the tenant and every row of it in one transaction; the rows deleted, by
+        table. None if absent; `Conflict` (nothing deleted) unless it is disabled and none of
+        its jobs is running."""
+        ...
+
 
 class TokenStore(Protocol):
     """Stored API tokens (hashes only)."""
@@ -98,8 +157,9 @@ class TokenStore(Protocol):
         now: datetime,
     ) -> TokenInfo: ...
 
-    def tenant_for_token_hash(self, token_hash: str) -> str | None:
-        """The tenant of an active (not revoked) token with that hash."""
+    def token_owner(self, token_hash: str) -> TokenOwner | None:
+        """The owner of an active (not revoked) token with that hash, read afresh (never
+        cached: a revoked token, or a disabled tenant's, is refused at once)."""
         ...
 
     def list_tokens(self, tenant: str | None = None) -> list[TokenInfo]:
@@ -150,15 +210,85 @@ def issue_token(
     return IssuedToken(info=info, secret=secret)
 
 
-def authenticate(store: TokenStore, token: str) -> str | None:
-    """The tenant a bearer token belongs to, or None (unknown or revoked)."""
+def identify(store: TokenStore, token: str) -> TokenOwner | None:
+    """The owner of a bearer token, or None (unknown, malformed or revoked)."""
     if not token.startswith(TOKEN_PREFIX) or len(token) > TOKEN_MAX_LENGTH:
         return None
-    return store.tenant_for_token_hash(hash_token(token))
+    return store.token_owner(hash_token(token))
+
+
+def authenticate(store: TokenStore, token: str) -> str | None:
+    """The tenant a bearer token may act for, or None (unknown, revoked, or its tenant
+    disabled)."""
+    owner = identify(store, token)
+    return None if owner is None or owner.disabled else owner.tenant
+
+
+def secret_display(secret: str) -> str:
+    """What an operator's listing shows of a signing secret: enough to tell two apart."""
+    return secret[: len("whsec_") + SECRET_DISPLAY_LENGTH]
+
+
+def refuse_default(tenant_id: str, verb: str) -> None:
+    """`InvalidInput` if `tenant_id` is `default`, which cannot be `verb` (disabled, deleted)."""
+    if tenant_id == DEFAULT_TENANT:
+        raise InvalidInput(
+            "NAME",
+            tenant_id,
+            f"{DEFAULT_TENANT!r} is the embedded tenant of the Python API and cannot be "
+            f"{verb}; revoke its tokens instead (`recoup tokens revoke`)",
+        )
+
+
+def disable_tenant(store: TenantStore, tenant_id: str, *, now: datetime) -> Tenant | None:
+    """Refuse the tenant's tokens, hold its jobs, stop its schedules (see the module's
+    docstring). None if there is no such tenant."""
+    refuse_default(tenant_id, "disabled")
+    return store.set_tenant_disabled(tenant_id, disabled=True, now=now)
+
+
+def enable_tenant(store: TenantStore, tenant_id: str, *, now: datetime) -> Tenant | None:
+    """Undo `disable_tenant`: its tokens work again and its held jobs run."""
+    return store.set_tenant_disabled(tenant_id, disabled=False, now=now)
+
+
+def delete_tenant(store: TenantStore, tenant_id: str) -> dict[str, int] | None:
+    """Delete a disabled tenant with no attempt running, and all its rows (see
+    `TenantStore.delete_tenant`)."""
+    refuse_default(tenant_id, "deleted")
+    return store.delete_tenant(tenant_id)
+
+
+def check_overlap(overlap: timedelta) -> timedelta:
+    if not timedelta(0) <= overlap <= MAX_OVERLAP:
+        raise InvalidInput("overlap", overlap, "expected 0 to 30 days")
+    return overlap
+
+
+def rotate_signing_secret(
+    store: TenantStore,
+    tenant_id: str,
+    *,
+    now: datetime,
+    overlap: timedelta = DEFAULT_OVERLAP,
+) -> Tenant | None:
+    """Give the tenant a new signing secret; the current one keeps signing beside it for
+    `overlap` (0: replaced at once). Returns the tenant with its new secret (the only time it
+    is known outside the store), or None if there is no such tenant."""
+    check_overlap(overlap)
+    require_aware("now", now)
+    return store.replace_signing_secret(
+        tenant_id,
+        secret=new_signing_secret(),
+        previous_until=now + overlap if overlap > timedelta(0) else None,
+    )
 
 
 __all__ = [
+    "DEFAULT_OVERLAP",
     "DISPLAY_PREFIX_LENGTH",
+    "MAX_OVERLAP",
+    "SECRET_DISPLAY_LENGTH",
     "SIGNING_SECRET_BYTES",
     "TOKEN_BYTES",
     "TOKEN_MAX_LENGTH",
@@ -168,12 +298,21 @@ __all__ = [
     "TenantInfo",
     "TenantStore",
     "TokenInfo",
+    "TokenOwner",
     "TokenStore",
     "authenticate",
+    "check_overlap",
+    "delete_tenant",
+    "disable_tenant",
     "display_prefix",
+    "enable_tenant",
     "hash_token",
+    "identify",
     "issue_token",
     "new_signing_secret",
     "new_tenant",
     "new_token",
+    "refuse_default",
+    "rotate_signing_secret",
+    "secret_display",
 ]

@@ -18,6 +18,7 @@ from fastapi.concurrency import run_in_threadpool
 
 from recoup.api import dashboard, problems
 from recoup.api.metrics import ApiMetrics, MetricsMiddleware
+from recoup.api.rate_limits import TenantRateLimiter
 from recoup.api.routes import clock as clock_routes
 from recoup.api.routes import dunning as dunning_routes
 from recoup.api.routes import jobs as job_routes
@@ -48,6 +49,7 @@ def create_app(
     scheduler: Scheduler | None = None,
     dunning: Dunning | None = None,
     test_clock: TestClock | None = None,
+    limiter: TenantRateLimiter | None = None,
 ) -> FastAPI:
     """The HTTP API over `store` (a backend from `recoup.storage.open_store`).
 
@@ -55,7 +57,8 @@ def create_app(
     to a fresh per-app registry; `scheduler` to one over `store`, `clock` and `settings.ssrf`
     (pass the scheduler whose worker runs in this process, so new jobs wake it at once);
     `dunning` to the dunning runtime over that scheduler. `test_clock` (a server on a virtual
-    clock) adds /v1/clock.
+    clock) adds /v1/clock. `limiter` defaults to buckets of `settings.rate_limit` on the
+    monotonic clock (tests pass one on a clock they step).
     """
     settings = settings or ApiSettings()
     scheduler = scheduler or Scheduler(store, clock=clock, ssrf=settings.ssrf)
@@ -72,6 +75,8 @@ def create_app(
             count_live=store.count_live,
         ),
         test_clock=test_clock,
+        limiter=limiter
+        or (TenantRateLimiter(settings.rate_limit) if settings.rate_limit is not None else None),
     )
 
     app = FastAPI(

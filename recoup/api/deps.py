@@ -13,6 +13,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from recoup.api.idempotent import PostContext, post_context
 from recoup.api.problems import ApiProblem
+from recoup.api.rate_limits import retry_after
 from recoup.api.state import ApiState
 
 bearer = HTTPBearer(auto_error=False, description="A tenant's API token (`rcp_…`).")
@@ -33,16 +34,34 @@ def tenant_of(
     api: Api,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Security(bearer)],
 ) -> str:
-    """The tenant of the request's bearer token; 401 without an active one."""
-    tenant = api.services.authenticate(credentials.credentials) if credentials else None
-    if tenant is None:
+    """The tenant of the request's bearer token: 401 without an active token (unknown,
+    revoked, or its tenant deleted), 403 when its tenant is disabled (the token is genuine,
+    the tenant may not act), 429 with `Retry-After` past the tenant's rate limit. The token
+    is never echoed."""
+    owner = api.services.identify(credentials.credentials) if credentials else None
+    if owner is None:
         raise ApiProblem(
             401,
             "unauthorized",
             "expected `Authorization: Bearer <token>` with an active token",
             headers={"WWW-Authenticate": "Bearer"},
         )
-    return tenant
+    if owner.disabled:
+        raise ApiProblem(
+            403,
+            "tenant-disabled",
+            f"tenant {owner.tenant!r} is disabled; its operator can enable it again",
+        )
+    if api.limiter is not None:
+        wait = api.limiter.wait(owner.tenant)
+        if wait > 0:
+            raise ApiProblem(
+                429,
+                "rate-limited",
+                f"tenant {owner.tenant!r} is over its rate limit; retry after the delay given",
+                headers={"Retry-After": retry_after(wait)},
+            )
+    return owner.tenant
 
 
 Tenant = Annotated[str, Depends(tenant_of)]

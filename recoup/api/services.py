@@ -15,7 +15,7 @@ from recoup.jobs.schedule_model import Rule, Schedule
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.schedules import validate_rule
 from recoup.storage import ApiTables
-from recoup.tenancy import authenticate
+from recoup.tenancy import TokenOwner, authenticate, identify
 
 __all__ = ["ApiTables", "Services"]
 
@@ -27,6 +27,9 @@ class Services:
 
     def authenticate(self, token: str) -> str | None:
         return authenticate(self.tables, token)
+
+    def identify(self, token: str) -> TokenOwner | None:
+        return identify(self.tables, token)
 
     def ping(self) -> None:
         self.tables.ping()

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from recoup.api.metrics import ApiMetrics
+from recoup.api.rate_limits import RateLimit, TenantRateLimiter
 from recoup.api.services import Services
 from recoup.idempotency import DEFAULT_LOCK_TIMEOUT, DEFAULT_RETENTION
 from recoup.jobs.scheduler import Scheduler
@@ -31,6 +32,7 @@ class ApiSettings:
     idempotency_retention: timedelta = DEFAULT_RETENTION
     idempotency_lock_timeout: timedelta = DEFAULT_LOCK_TIMEOUT
     prune_every: timedelta | None = PRUNE_EVERY  # None: the app never prunes keys itself
+    rate_limit: RateLimit | None = None  # per tenant, per process; None: no limit
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,6 +45,7 @@ class ApiState:
     dunning: Dunning
     metrics: ApiMetrics
     test_clock: TestClock | None  # only on a server on a virtual clock
+    limiter: TenantRateLimiter | None = None  # settings.rate_limit's buckets
 
     @property
     def scheduler(self) -> Scheduler:

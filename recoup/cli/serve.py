@@ -5,11 +5,16 @@ Contract:
     recoup serve [--db URL] [--schema NAME] [--host 127.0.0.1] [--port 8080] [--no-worker]
         [--allow-private-targets] [--allow-cidr CIDR ...] [--max-body-bytes N]
         [--idempotency-hours H] [--concurrency N] [--clock virtual:2026-12-01T00:00:00Z]
+        [--rate-limit N/s|N/min|N/h|off]
 
 The database defaults to `recoup.db` (SQLite) in the working directory; migrations run at
 start. SIGTERM or SIGINT stops the server, then the worker gracefully (see `recoup worker`).
 Private, loopback and link-local targets are refused unless `--allow-private-targets`,
 `RECOUP_ALLOW_PRIVATE_TARGETS=1`, or an `--allow-cidr` block covers them.
+
+`--rate-limit 50/s` (or `RECOUP_RATE_LIMIT=50/s`) limits each tenant's requests in this
+process (a token bucket holding one unit's worth): past it, 429 with `Retry-After`. Off by
+default.
 
 `--clock virtual:INSTANT` runs the whole server on a test clock starting at INSTANT: nothing
 runs until `POST /v1/clock` moves it (`{"advance_seconds": N}` or `{"to": INSTANT}`), which
@@ -68,12 +73,20 @@ def serve_command(
             help="virtual:2026-12-01T00:00:00Z runs on a test clock moved by POST /v1/clock.",
         ),
     ] = None,
+    rate_limit: Annotated[
+        str,
+        typer.Option(
+            envvar="RECOUP_RATE_LIMIT",
+            help="Requests per tenant: N/s, N/min or N/h (429 with Retry-After past it), or off.",
+        ),
+    ] = "off",
 ) -> None:
     """Serve the HTTP API (and, unless --no-worker, run due jobs) until SIGTERM/SIGINT."""
     import uvicorn
 
     from recoup.api.app import ApiSettings, create_app
     from recoup.api.metrics import ApiMetrics
+    from recoup.api.rate_limits import RateLimit
     from recoup.jobs.scheduler import Scheduler
     from recoup.jobs.test_clock import TestClock
     from recoup.recovery.runtime import dunning_runtime
@@ -82,6 +95,7 @@ def serve_command(
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     guard = ssrf_guard(allow_private_targets, allow_cidr)
+    limit = RateLimit.parse(rate_limit)
     virtual = parse_clock(clock_spec) if clock_spec is not None else None
     store = open_store(db, **store_options(schema, db))  # migrates
     clock: Clock = virtual or SystemClock()
@@ -96,6 +110,7 @@ def serve_command(
         ssrf=guard,
         max_body_bytes=max_body_bytes,
         idempotency_retention=timedelta(hours=idempotency_hours),
+        rate_limit=limit,
     )
     dunning, handlers = dunning_runtime(scheduler, store)
     test_clock = None
@@ -130,12 +145,13 @@ def serve_command(
     try:
         with running:
             log.info(
-                "serving on http://%s:%d (worker: %s; clock: %s; %s)",
+                "serving on http://%s:%d (worker: %s; clock: %s; %s; rate limit: %s)",
                 host,
                 port,
                 worker,
                 clock_spec or "system",
                 guard,
+                rate_limit,
             )
             server.run()  # returns on SIGTERM/SIGINT; the worker then stops gracefully
     finally:

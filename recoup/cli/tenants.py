@@ -5,9 +5,9 @@ Contract:
     recoup tenants create NAME [--db URL] [--schema S] [--json]
         → {"tenant": NAME, "token": "rcp_…", "signing_secret": "whsec_…"}
     recoup tenants list [--db URL] [--json]
-        → [{"id", "name", "created_at", "active_tokens"}]
-    recoup tenants secret NAME [--json]
-        → {"tenant": NAME, "signing_secret": "whsec_…"}   (`default`: made on first use)
+        → [{"id", "name", "created_at", "active_tokens", "token_prefixes", "disabled_at",
+            "signing_secret_prefix", "rotating_until"}]
+    recoup tenants disable|enable|delete|rotate-secret …   (see `recoup.cli.tenant_lifecycle`)
     recoup tenants configure NAME [--policy FILE|business-days|calendar] [--event-url URL]
         [--charge-url URL] [--experiment-policy FILE|PRESET --experiment-share 0.5
         --experiment-name NAME | --no-experiment] [--allow-private-targets] [--json]
@@ -21,7 +21,9 @@ Contract:
         → {"id", "tenant", "prefix", "label", "created_at", "revoked_at"}
 
 A token's secret is printed once, when it is created; only its hash is stored. The signing
-secret signs the tenant's outbound requests (Standard Webhooks): give it to the receivers.
+secret signs the tenant's outbound requests (Standard Webhooks): give it to the receivers. It
+is printed when it is made (`tenants create`, `tenants rotate-secret`) and never again:
+listings show the first characters of tokens and secrets only.
 A tenant name is its id: 1–63 lower-case letters, digits, `-`, `_` or `.`.
 """
 
@@ -58,7 +60,8 @@ if TYPE_CHECKING:
 TENANT_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}")
 
 tenants_app = typer.Typer(
-    help="Tenants of the HTTP API: create (with a first token) and list.",
+    help="Tenants of the HTTP API: create (with a first token), list, configure, disable, "
+    "enable, delete, rotate-secret.",
     no_args_is_help=True,
 )
 tokens_app = typer.Typer(
@@ -132,19 +135,24 @@ def create_tenant(
 def list_tenants(
     db: DbOption = "sqlite:///recoup.db", schema: SchemaOption = None, json: JsonOption = False
 ) -> None:
-    """Every tenant, with its number of active tokens."""
+    """Every tenant: its state, the prefixes of its active tokens and of its signing secret
+    (never the secrets)."""
     with _opened(db, schema) as (store, tables):
         tenants = store.list_tenants()
-        active: dict[str, int] = {}
+        prefixes: dict[str, list[str]] = {}
         for token in tables.list_tokens():
             if token.active:
-                active[token.tenant] = active.get(token.tenant, 0) + 1
+                prefixes.setdefault(token.tenant, []).append(token.prefix)
     rows = [
         {
             "id": t.id,
             "name": t.name,
             "created_at": format_utc(t.created_at),
-            "active_tokens": active.get(t.id, 0),
+            "active_tokens": len(prefixes.get(t.id, [])),
+            "token_prefixes": prefixes.get(t.id, []),
+            "disabled_at": None if t.disabled_at is None else format_utc(t.disabled_at),
+            "signing_secret_prefix": t.secret_prefix,
+            "rotating_until": None if t.rotating_until is None else format_utc(t.rotating_until),
         }
         for t in tenants
     ]
@@ -152,32 +160,12 @@ def list_tenants(
         print_json(rows)
         return
     for row in rows:
-        typer.echo(f"{row['id']}\t{row['created_at']}\t{row['active_tokens']} active token(s)")
-
-
-@tenants_app.command("secret")
-def tenant_secret(
-    name: Annotated[str, typer.Argument(help="The tenant's name (`default`: the embedded one).")],
-    db: DbOption = "sqlite:///recoup.db",
-    schema: SchemaOption = None,
-    json: JsonOption = False,
-) -> None:
-    """Print a tenant's signing secret, for the receivers of its requests to verify them.
-
-    `default` is the tenant of jobs enqueued through the Python API; its secret is made on
-    first use, here too."""
-    from recoup.jobs.scheduler import Scheduler
-
-    with _opened(db, schema) as (store, _):
-        tenant = (
-            Scheduler(store).default_tenant() if name == DEFAULT_TENANT else store.get_tenant(name)
+        state = f"disabled {row['disabled_at']}" if row["disabled_at"] else "enabled"
+        rotating = f" (rotating until {row['rotating_until']})" if row["rotating_until"] else ""
+        typer.echo(
+            f"{row['id']}\t{row['created_at']}\t{state}\t{row['active_tokens']} active token(s)"
+            f"\tsecret {row['signing_secret_prefix']}…{rotating}"
         )
-    if tenant is None:
-        raise NotFound(f"no tenant {name!r}")
-    if json:
-        print_json({"tenant": tenant.id, "signing_secret": tenant.signing_secret})
-        return
-    typer.echo(tenant.signing_secret)
 
 
 @tokens_app.command("create")

@@ -241,3 +241,22 @@ class Tenant:
     name: str
     signing_secret: str  # whsec_…, signs outbound requests (Standard Webhooks)
     created_at: datetime
+    # Set while the tenant is disabled: its tokens are refused, its jobs held, its schedules
+    # not fired (`recoup.tenancy`).
+    disabled_at: datetime | None = None
+    # The secret a rotation replaced: outbound requests carry its signature too until
+    # `previous_secret_until`, so receivers can switch to the new secret at their own pace.
+    previous_signing_secret: str | None = None
+    previous_secret_until: datetime | None = None
+
+    @property
+    def disabled(self) -> bool:
+        return self.disabled_at is not None
+
+    def signing_secrets(self, at: datetime) -> tuple[str, ...]:
+        """The secrets that sign a request sent at `at`: the current one, then the previous
+        one while the rotation's overlap lasts."""
+        until = self.previous_secret_until
+        if self.previous_signing_secret is not None and until is not None and at < until:
+            return (self.signing_secret, self.previous_signing_secret)
+        return (self.signing_secret,)

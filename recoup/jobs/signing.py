@@ -12,8 +12,9 @@ import functools
 import hashlib
 import hmac
 import secrets
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Final
+from typing import Final, Protocol
 
 from recoup.timekeeping.instants import require_aware
 
@@ -46,6 +47,15 @@ class _Signer:
         return "v1," + base64.b64encode(mac.digest()).decode()
 
 
+class SigningKeys(Protocol):
+    """What signs a tenant's requests (a `recoup.jobs.model.Tenant` is one): its secret, and
+    the one a rotation replaced while their overlap lasts."""
+
+    def signing_secrets(self, at: datetime) -> tuple[str, ...]:
+        """The secrets that sign a request sent at `at`, the current one first."""
+        ...
+
+
 @functools.lru_cache(maxsize=256)
 def _webhook(secret: str) -> _Signer:
     # Decoding the base64 secret once per tenant, not once per request.
@@ -53,13 +63,19 @@ def _webhook(secret: str) -> _Signer:
 
 
 def signature_headers(
-    *, secret: str, message_id: str, timestamp: datetime, body: str
+    *, secret: str | Sequence[str], message_id: str, timestamp: datetime, body: str
 ) -> dict[str, str]:
     """The three Standard Webhooks headers for `body` (the exact text sent), signed with the
-    tenant's `whsec_…` secret. `timestamp` is the real instant of sending (receivers reject
-    timestamps more than five minutes from their own clock)."""
+    tenant's `whsec_…` secret, or with each of several while a rotation's overlap lasts
+    (`webhook-signature` then lists one `v1,…` entry per secret, space-separated, as the spec
+    allows: a receiver accepts the request if any entry matches a secret it holds).
+    `timestamp` is the real instant of sending (receivers reject timestamps more than five
+    minutes from their own clock)."""
     instant = require_aware("timestamp", timestamp).astimezone(UTC)
-    signature = _webhook(secret).sign(msg_id=message_id, timestamp=instant, data=body)
+    secrets_ = (secret,) if isinstance(secret, str) else secret
+    signature = " ".join(
+        _webhook(s).sign(msg_id=message_id, timestamp=instant, data=body) for s in secrets_
+    )
     return {
         "webhook-id": message_id,
         "webhook-timestamp": str(int(instant.timestamp())),
@@ -67,4 +83,4 @@ def signature_headers(
     }
 
 
-__all__ = ["SIGNING_SECRET_BYTES", "new_signing_secret", "signature_headers"]
+__all__ = ["SIGNING_SECRET_BYTES", "SigningKeys", "new_signing_secret", "signature_headers"]

@@ -45,7 +45,7 @@ from yarl import URL
 from recoup.jobs.backoff import parse_retry_after
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry, PermanentError
 from recoup.jobs.model import ERROR_LIMIT, RESPONSE_EXCERPT_LIMIT, HttpTarget, Job
-from recoup.jobs.signing import signature_headers
+from recoup.jobs.signing import SigningKeys, signature_headers
 from recoup.jobs.ssrf import SsrfGuard, TargetRefused
 
 USER_AGENT = "recoup/0.1"
@@ -249,8 +249,10 @@ class HttpExecutor:
         if self._owns_session:
             await self.session.close()
 
-    async def send(self, job: Job, *, secret: str | None) -> AttemptResult:
-        """One attempt of `job`'s HTTP target. Never raises for the target's failures."""
+    async def send(self, job: Job, *, secret: str | SigningKeys | None) -> AttemptResult:
+        """One attempt of `job`'s HTTP target, signed with `secret` (one, or a tenant's keys:
+        every secret that signs at the instant of sending). Never raises for the target's
+        failures."""
         target = job.target
         assert isinstance(target, HttpTarget)
         started = time.perf_counter()
@@ -264,7 +266,7 @@ class HttpExecutor:
             )
 
     async def _send(
-        self, job: Job, target: HttpTarget, secret: str | None, started: float
+        self, job: Job, target: HttpTarget, secret: str | SigningKeys | None, started: float
     ) -> AttemptResult:
         body_value = target.body if target.body is not None else job.payload
         body, content_type = encode_body(body_value)
@@ -279,9 +281,13 @@ class HttpExecutor:
             headers["User-Agent"] = USER_AGENT
         headers.update(delivery_headers(job))
         if secret:
+            sent_at = self._wall_clock()
             headers.update(
                 signature_headers(
-                    secret=secret, message_id=job.id, timestamp=self._wall_clock(), body=body
+                    secret=secret if isinstance(secret, str) else secret.signing_secrets(sent_at),
+                    message_id=job.id,
+                    timestamp=sent_at,
+                    body=body,
                 )
             )
         else:

@@ -33,6 +33,7 @@ from recoup.dunning.invoice import AttemptState, Invoice
 from recoup.dunning.outcomes import idempotency_key
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry, PermanentError
 from recoup.jobs.model import HttpTarget, Job, JobState, Tenant, trusted
+from recoup.jobs.signing import SigningKeys
 from recoup.jobs.targets import AttemptOutcome, AttemptResult, HttpExecutor
 from recoup.recovery.job_specs import (
     ATTEMPT_HANDLER,
@@ -89,18 +90,18 @@ class AttemptRunner:
         registry.add(DEADLINE_HANDLER, self.deadline)
         return registry
 
-    async def _send(self, ctx: HandlerContext, job: Job, secret: str | None) -> AttemptResult:
+    async def _send(self, ctx: HandlerContext, job: Job, keys: SigningKeys | None) -> AttemptResult:
         """One charge request: through the worker session's client, whose connections are
         reused from one attempt to the next (a client of this runner's own would outlive the
         event loop its connections belong to), else through a client made for it."""
         if ctx.http is not None and self._http_session is None:
-            return await ctx.http().send(job, secret=secret)
+            return await ctx.http().send(job, secret=keys)
         session = self._http_session() if self._http_session is not None else None
         executor = HttpExecutor(
             guard=self.dunning.scheduler.ssrf, wall_clock=self._wall_clock, session=session
         )
         try:
-            return await executor.send(job, secret=secret)
+            return await executor.send(job, secret=keys)
         finally:
             await executor.aclose()
             if session is not None:
@@ -130,12 +131,12 @@ class AttemptRunner:
             AttemptState.PENDING,
         ):
             return f"not asked: attempt {record.state}, invoice {invoice.state}"
+        if tenant is not None and tenant.disabled:
+            # Claimed just before its tenant was disabled: no charge now. Its retry is held
+            # with the tenant's other jobs until the tenant is enabled again.
+            raise AskAgain(f"tenant {ctx.tenant!r} is disabled: not charging")
         body = charge_request(invoice, n, record.at)
-        result = await self._send(
-            ctx,
-            _request_job(ctx, invoice.charge_url, body),
-            tenant.signing_secret if tenant is not None else None,
-        )
+        result = await self._send(ctx, _request_job(ctx, invoice.charge_url, body), tenant)
         outcome, codes, detail = _read_answer(result)
         if outcome is None:
             raise AskAgain(result.error or f"HTTP {result.status_code}")

@@ -13,7 +13,7 @@ from typing import Any, ClassVar, TypeVar
 
 from recoup.storage.job_rows import DecodeInstant
 from recoup.storage.sql_store import SqlStore
-from recoup.tenancy import TokenInfo
+from recoup.tenancy import TokenInfo, TokenOwner
 
 T = TypeVar("T")
 
@@ -134,13 +134,12 @@ class SqlApiTables:
         assert row is not None  # INSERT … RETURNING returns the row or raises
         return token_from_row(row, self._decode_instant)
 
-    def tenant_for_token_hash(self, token_hash: str) -> str | None:
-        # Read afresh on every request, never cached: a revoked token is refused at once.
+    def token_owner(self, token_hash: str) -> TokenOwner | None:
+        # Read afresh on every request, never cached: a revoked token, or a disabled tenant's,
+        # is refused at once.
         with self._reading() as conn:
-            row = conn.execute(
-                self.Q["tenant_for_token_hash"], {"token_hash": token_hash}
-            ).fetchone()
-        return None if row is None else str(row[0])
+            row = conn.execute(self.Q["token_owner"], {"token_hash": token_hash}).fetchone()
+        return None if row is None else TokenOwner(tenant=str(row[0]), disabled=bool(row[1]))
 
     def list_tokens(self, tenant: str | None = None) -> list[TokenInfo]:
         with self._store.read() as conn:

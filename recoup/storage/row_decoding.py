@@ -201,13 +201,30 @@ def run_from_row(row: Sequence[Any], instant: DecodeInstant) -> Run:
 
 
 def tenant_from_row(row: Sequence[Any], instant: DecodeInstant) -> Tenant:
-    id_, name, signing_secret, created_at = row
-    return Tenant(id=id_, name=name, signing_secret=signing_secret, created_at=instant(created_at))
+    """A row of the `get_tenant` query."""
+    id_, name, signing_secret, created_at, disabled_at, previous, previous_until = row
+    return Tenant(
+        id=id_,
+        name=name,
+        signing_secret=signing_secret,
+        created_at=instant(created_at),
+        disabled_at=None if disabled_at is None else instant(disabled_at),
+        previous_signing_secret=previous,
+        previous_secret_until=None if previous_until is None else instant(previous_until),
+    )
 
 
 def tenant_info_from_row(row: Sequence[Any], instant: DecodeInstant) -> TenantInfo:
-    """A row of `id, name, created_at` (the `list_tenants` query)."""
-    return TenantInfo(id=row[0], name=row[1], created_at=instant(row[2]))
+    """A row of `id, name, created_at, disabled_at, previous_secret_until, secret_prefix`
+    (the `list_tenants` query)."""
+    return TenantInfo(
+        id=row[0],
+        name=row[1],
+        created_at=instant(row[2]),
+        disabled_at=None if row[3] is None else instant(row[3]),
+        rotating_until=None if row[4] is None else instant(row[4]),
+        secret_prefix=row[5],
+    )
 
 
 # Schedules

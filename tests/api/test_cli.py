@@ -79,7 +79,16 @@ def test_tokens_are_created_listed_and_revoked(
 
     tenants = json.loads(run(capsys, "tenants", "list", *backend.db_args(), "--json")[1])
     assert tenants == [
-        {"id": "acme", "name": "acme", "created_at": tenants[0]["created_at"], "active_tokens": 1}
+        {
+            "id": "acme",
+            "name": "acme",
+            "created_at": tenants[0]["created_at"],
+            "active_tokens": 1,
+            "token_prefixes": [first["token"][:12]],
+            "disabled_at": None,
+            "signing_secret_prefix": first["signing_secret"][:10],
+            "rotating_until": None,
+        }
     ]
 
 

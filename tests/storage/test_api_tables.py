@@ -11,7 +11,7 @@ import pytest
 
 from recoup.idempotency import DEFAULT_LOCK_TIMEOUT, InProgress, Mismatch, New, Replay
 from recoup.storage import ApiTables, Store, open_api_tables
-from recoup.tenancy import authenticate, hash_token, issue_token, new_tenant
+from recoup.tenancy import TokenOwner, authenticate, hash_token, issue_token, new_tenant
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -174,7 +174,7 @@ def test_tokens_are_stored_hashed_listed_and_revoked(store: Store, tables: ApiTa
     assert listed.label == "ci"
     assert listed.prefix == issued.secret[:12]
     assert issued.secret not in repr(listed)
-    assert tables.tenant_for_token_hash(hash_token(issued.secret)) == "a"
+    assert tables.token_owner(hash_token(issued.secret)) == TokenOwner(tenant="a", disabled=False)
 
     revoked = tables.revoke_token(issued.info.id, now=NOW + timedelta(minutes=1))
     assert revoked is not None and revoked.revoked_at == NOW + timedelta(minutes=1)

@@ -1018,7 +1018,15 @@ def test_migrating_twice_changes_nothing(backend: Backend, store: Store) -> None
 # are unless a migration says otherwise (update this declaration with it).
 DECLARED_COLUMNS = {
     "schema_version": {"version", "name", "applied_at"},
-    "tenants": {"id", "name", "signing_secret", "created_at"},
+    "tenants": {
+        "id",
+        "name",
+        "signing_secret",
+        "created_at",
+        "disabled_at",  # 0007
+        "previous_signing_secret",  # 0007
+        "previous_secret_until",  # 0007
+    },
     "jobs": {
         "id",
         "tenant",
@@ -1036,6 +1044,7 @@ DECLARED_COLUMNS = {
         "schedule_id",
         "occurrence_at",
         "job_group",  # 0003
+        "held",  # 0007
         "state",
         "attempts",
         "lease_expires_at",
@@ -1154,7 +1163,9 @@ DECLARED_INDEXES = {
         "jobs_listing",
         "jobs_live_group",  # 0003
         "jobs_group",  # 0003
+        "jobs_held",  # 0007
     },
+    "tenants": {"tenants_disabled"},  # 0007
     "runs": {"runs_finished"},
     "schedules": {"schedules_live_name", "schedules_due"},
     "invoices": {

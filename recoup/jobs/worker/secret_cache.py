@@ -1,5 +1,7 @@
-"""Tenants' signing secrets, cached for a minute of elapsed time so that HTTP attempts do not
-read the tenant row each."""
+"""Tenants' signing keys, cached for a minute of elapsed time so that HTTP attempts do not read
+the tenant row each. The keys carry a rotation's overlap and its end, so a request sent after
+the overlap ended is signed with the new secret alone, whatever the cache holds; a rotation
+reaches the requests within `SECRET_TTL`."""
 
 from __future__ import annotations
 
@@ -7,16 +9,17 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from recoup.jobs.model import Tenant
+from recoup.jobs.signing import SigningKeys
 from recoup.jobs.worker.clocks import Elapsed
 
 log = logging.getLogger("recoup.worker")
 
-SECRET_TTL = 60.0  # seconds a tenant's signing secret is cached
+SECRET_TTL = 60.0  # seconds a tenant's signing keys are cached
 
 
 class SecretCache:
-    """`await get(tenant)`: the tenant's signing secret (None when it has none, or no row),
-    read through `read_tenant` at most once per `SECRET_TTL`."""
+    """`await get(tenant)`: the tenant's signing keys (None when it has no row), read through
+    `read_tenant` at most once per `SECRET_TTL`."""
 
     def __init__(
         self,
@@ -28,19 +31,19 @@ class SecretCache:
         self._read_tenant = read_tenant
         self._elapsed = elapsed
         self._worker_id = worker_id
-        self._secrets: dict[str, tuple[str | None, float]] = {}
+        self._keys: dict[str, tuple[SigningKeys | None, float]] = {}
 
-    async def get(self, tenant: str) -> str | None:
-        cached = self._secrets.get(tenant)
+    async def get(self, tenant: str) -> SigningKeys | None:
+        cached = self._keys.get(tenant)
         now = self._elapsed.monotonic()
         if cached is not None and cached[1] > now:
             return cached[0]
         row = await self._read_tenant(tenant)
-        secret = row.signing_secret if row is not None else None
-        if secret is None:
+        if row is None or not row.signing_secret:
             log.warning("worker %s: tenant %r has no signing secret", self._worker_id, tenant)
-        self._secrets[tenant] = (secret, now + SECRET_TTL)
-        return secret
+            row = None
+        self._keys[tenant] = (row, now + SECRET_TTL)
+        return row
 
 
 __all__ = ["SECRET_TTL", "SecretCache"]

@@ -43,8 +43,12 @@ INSERT INTO api_tokens (id, tenant, token_hash, prefix, label, created_at)
 VALUES (%(id)s, %(tenant)s, %(token_hash)s, %(prefix)s, %(label)s, %(now)s)
 RETURNING id, tenant, prefix, label, created_at, revoked_at
 
--- tenant_for_token_hash --
-SELECT tenant FROM api_tokens WHERE token_hash = %(token_hash)s AND revoked_at IS NULL
+-- token_owner --
+-- The token's tenant row is joined for its state (a token whose tenant has no row, possible only
+-- in databases of versions before 7 on SQLite, reads as enabled).
+SELECT k.tenant, t.disabled_at IS NOT NULL
+FROM api_tokens k LEFT JOIN tenants t ON t.id = k.tenant
+WHERE k.token_hash = %(token_hash)s AND k.revoked_at IS NULL
 
 -- list_tokens --
 SELECT id, tenant, prefix, label, created_at, revoked_at FROM api_tokens

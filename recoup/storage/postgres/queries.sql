@@ -25,10 +25,19 @@ VALUES (%(id)s, %(name)s, %(signing_secret)s, %(created_at)s)
 ON CONFLICT (id) DO NOTHING
 
 -- get_tenant --
-SELECT id, name, signing_secret, created_at FROM tenants WHERE id = %(id)s
+SELECT id, name, signing_secret, created_at, disabled_at, previous_signing_secret,
+       previous_secret_until
+FROM tenants WHERE id = %(id)s
 
 -- list_tenants --
-SELECT id, name, created_at FROM tenants ORDER BY created_at, id
+-- Of the signing secret, only what tells two apart (`recoup.tenancy.secret_display`).
+SELECT id, name, created_at, disabled_at, previous_secret_until, substr(signing_secret, 1, 10)
+FROM tenants ORDER BY created_at, id
+
+-- _enabled_tenant --
+-- A condition on a job's or schedule's `tenant`: not a disabled one. The subquery runs once per
+-- statement (it does not depend on the row), over the partial index of disabled tenants.
+tenant NOT IN (SELECT id FROM tenants WHERE disabled_at IS NOT NULL)
 
 -- insert_job --
 -- One placeholder per column of {insert_columns} (`job_rows.JobEncoder.row`).
@@ -94,7 +103,7 @@ LIMIT 1
 -- the partial index jobs_due, so its cost does not grow with far-future or finished jobs.
 WITH due AS MATERIALIZED (
     SELECT id FROM jobs
-    WHERE state = 'scheduled' AND run_at <= %(until)s
+    WHERE state = 'scheduled' AND NOT held AND run_at <= %(until)s AND {_enabled_tenant}
     ORDER BY run_at
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
@@ -309,7 +318,11 @@ ORDER BY started_at, id
 SELECT pg_notify(%(channel)s, '')
 
 -- next_due_at --
-SELECT min(run_at) FROM jobs WHERE state = 'scheduled'
+-- The jobs of a disabled tenant are never due: held ones are outside jobs_due, and the
+-- others (few: retries of attempts running when it was disabled) are stepped over.
+SELECT run_at FROM jobs WHERE state = 'scheduled' AND NOT held AND {_enabled_tenant}
+ORDER BY run_at
+LIMIT 1
 
 -- _cancel_set --
 -- The SET clause of every cancelling statement. leased_by and attempt_started_at stay, so the
@@ -391,8 +404,11 @@ ORDER BY attempt
 SELECT state, count(*) FROM jobs GROUP BY state
 
 -- count_live --
--- Each count walks its state's partial index (jobs_due, jobs_leases), never finished rows.
-SELECT 'scheduled', count(*) FROM jobs WHERE state = 'scheduled'
+-- Each count walks its state's partial indexes (jobs_due and jobs_held, jobs_leases), never
+-- finished rows; held jobs (of disabled tenants) are scheduled too.
+SELECT 'scheduled',
+       (SELECT count(*) FROM jobs WHERE state = 'scheduled' AND NOT held)
+       + (SELECT count(*) FROM jobs WHERE state = 'scheduled' AND held)
 UNION ALL
 SELECT 'running', count(*) FROM jobs WHERE state = 'running'
 
@@ -401,7 +417,8 @@ SELECT state, count(*) FROM jobs WHERE tenant = %(tenant)s GROUP BY state
 
 -- due_backlog --
 -- Served by the partial index of scheduled jobs on run_at.
-SELECT count(*) FROM jobs WHERE state = 'scheduled' AND run_at <= %(now)s
+-- Held jobs (of disabled tenants) are not: nothing fires them.
+SELECT count(*) FROM jobs WHERE state = 'scheduled' AND NOT held AND run_at <= %(now)s
 
 -- prune_jobs --
 DELETE FROM jobs
@@ -449,6 +466,7 @@ WHERE tenant = %(tenant)s AND id = %(id)s AND deleted_at IS NULL
 -- due_schedules --
 SELECT {schedule_columns} FROM schedules
 WHERE NOT paused AND deleted_at IS NULL AND next_fire_at <= %(until)s
+  AND {_enabled_tenant}
 ORDER BY next_fire_at
 LIMIT %(limit)s
 

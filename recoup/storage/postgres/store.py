@@ -57,6 +57,7 @@ from recoup.storage.postgres.queue import PostgresQueue
 from recoup.storage.postgres.workers import PostgresWorkers
 from recoup.storage.rules import insert_conflict
 from recoup.storage.sql_files import Migration, load_migrations, load_queries
+from recoup.storage.tenant_tables import SqlTenantTables
 
 if TYPE_CHECKING:
     from recoup.storage.protocol import ApiTables
@@ -65,6 +66,7 @@ T = TypeVar("T")
 
 Q = load_queries("recoup.storage.postgres")
 DQ = load_queries("recoup.storage.postgres", "dunning_queries.sql", EXPANSIONS)
+TQ = load_queries("recoup.storage.postgres", "tenant_queries.sql")
 
 DEFAULT_SCHEMA = "recoup"
 POOL_TIMEOUT = 30.0  # seconds to wait for a free pooled connection
@@ -123,13 +125,16 @@ _ADAPTERS.register_loader("jsonb", _JsonbTextLoader)
 _ADAPTERS.register_loader("jsonb", _JsonbBinaryTextLoader)
 
 
-class PostgresStore(PostgresQueue, PostgresWorkers, SqlDunningTables, SqlDunningReports):
+class PostgresStore(
+    PostgresQueue, PostgresWorkers, SqlDunningTables, SqlDunningReports, SqlTenantTables
+):
     """Every store protocol (`recoup.storage.Store`) on PostgreSQL, every table in `schema`."""
 
     backend = "postgresql"
     migrations_package = "recoup.storage.postgres.migrations"
     Q = Q
     DQ = DQ
+    TQ = TQ
     _row_instant = staticmethod(aware_utc)
     _decode_instant = staticmethod(aware_utc)
 
@@ -291,6 +296,9 @@ class PostgresStore(PostgresQueue, PostgresWorkers, SqlDunningTables, SqlDunning
         self, conn: psycopg.Connection[Any], prepared: Sequence[NewJob], now: datetime
     ) -> int:
         return self._insert_rows(conn, prepared, now)
+
+    def _wake_workers(self, conn: psycopg.Connection[Any]) -> None:
+        conn.execute(Q["notify"], {"channel": self.channel})  # delivered at commit
 
     def api_tables(self) -> ApiTables:
         from recoup.storage.postgres.api_tables import PostgresApiTables

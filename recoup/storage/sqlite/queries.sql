@@ -23,10 +23,19 @@ VALUES (:id, :name, :signing_secret, :created_at)
 ON CONFLICT (id) DO NOTHING
 
 -- get_tenant --
-SELECT id, name, signing_secret, created_at FROM tenants WHERE id = :id
+SELECT id, name, signing_secret, created_at, disabled_at, previous_signing_secret,
+       previous_secret_until
+FROM tenants WHERE id = :id
 
 -- list_tenants --
-SELECT id, name, created_at FROM tenants ORDER BY created_at, id
+-- Of the signing secret, only what tells two apart (`recoup.tenancy.secret_display`).
+SELECT id, name, created_at, disabled_at, previous_secret_until, substr(signing_secret, 1, 10)
+FROM tenants ORDER BY created_at, id
+
+-- _enabled_tenant --
+-- A condition on a job's or schedule's `tenant`: not a disabled one. The subquery runs once per
+-- statement (it does not depend on the row), over the partial index of disabled tenants.
+tenant NOT IN (SELECT id FROM tenants WHERE disabled_at IS NOT NULL)
 
 -- _insert_values --
 -- A new job's row: one placeholder per column of {insert_columns} (`job_rows.JobEncoder.row`).
@@ -70,7 +79,7 @@ SET state = 'running',
     updated_at = :now
 WHERE id IN (
     SELECT id FROM jobs
-    WHERE state = 'scheduled' AND run_at <= :until
+    WHERE state = 'scheduled' AND held = 0 AND run_at <= :until AND {_enabled_tenant}
     ORDER BY run_at
     LIMIT :limit
 )
@@ -216,7 +225,11 @@ UPDATE wakeups SET seq = seq + 1 WHERE id = 1
 SELECT seq FROM wakeups WHERE id = 1
 
 -- next_due_at --
-SELECT min(run_at) FROM jobs WHERE state = 'scheduled'
+-- The jobs of a disabled tenant are never due: held ones are outside jobs_due, and the
+-- others (few: retries of attempts running when it was disabled) are stepped over.
+SELECT run_at FROM jobs WHERE state = 'scheduled' AND held = 0 AND {_enabled_tenant}
+ORDER BY run_at
+LIMIT 1
 
 -- _cancel_set --
 -- The SET clause of every cancelling statement. leased_by and attempt_started_at stay, so the
@@ -293,8 +306,11 @@ ORDER BY attempt
 SELECT state, count(*) FROM jobs GROUP BY state
 
 -- count_live --
--- Each count walks its state's partial index (jobs_due, jobs_leases), never finished rows.
-SELECT 'scheduled', count(*) FROM jobs WHERE state = 'scheduled'
+-- Each count walks its state's partial indexes (jobs_due and jobs_held, jobs_leases), never
+-- finished rows; held jobs (of disabled tenants) are scheduled too.
+SELECT 'scheduled',
+       (SELECT count(*) FROM jobs WHERE state = 'scheduled' AND held = 0)
+       + (SELECT count(*) FROM jobs WHERE state = 'scheduled' AND held = 1)
 UNION ALL
 SELECT 'running', count(*) FROM jobs WHERE state = 'running'
 
@@ -303,7 +319,8 @@ SELECT state, count(*) FROM jobs WHERE tenant = :tenant GROUP BY state
 
 -- due_backlog --
 -- Served by the partial index of scheduled jobs on run_at.
-SELECT count(*) FROM jobs WHERE state = 'scheduled' AND run_at <= :now
+-- Held jobs (of disabled tenants) are not: nothing fires them.
+SELECT count(*) FROM jobs WHERE state = 'scheduled' AND held = 0 AND run_at <= :now
 
 -- prune_jobs --
 DELETE FROM jobs
@@ -347,6 +364,7 @@ WHERE tenant = :tenant AND id = :id AND deleted_at IS NULL
 -- due_schedules --
 SELECT {schedule_columns} FROM schedules
 WHERE paused = 0 AND deleted_at IS NULL AND next_fire_at <= :until
+  AND {_enabled_tenant}
 ORDER BY next_fire_at
 LIMIT :limit
 

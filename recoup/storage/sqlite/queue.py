@@ -196,8 +196,8 @@ class SqliteQueue:
 
     def next_due_at(self) -> datetime | None:
         with self._connection() as conn:
-            value = conn.execute(self.Q["next_due_at"]).fetchone()[0]
-        return None if value is None else from_micros(value)
+            row = conn.execute(self.Q["next_due_at"]).fetchone()
+        return None if row is None else from_micros(row[0])
 
     def due_backlog(self, now: datetime) -> int:
         with self._connection() as conn:

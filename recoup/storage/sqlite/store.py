@@ -39,6 +39,7 @@ from recoup.storage.sql_files import Migration, load_migrations, load_queries
 from recoup.storage.sqlite.group_commit import GroupCommit, Unit, run_unit, savepoint
 from recoup.storage.sqlite.queue import MEMORY, SqliteQueue, Wakeups
 from recoup.storage.sqlite.workers import SqliteWorkers
+from recoup.storage.tenant_tables import SqlTenantTables
 
 if TYPE_CHECKING:
     from recoup.storage.protocol import ApiTables
@@ -47,6 +48,7 @@ T = TypeVar("T")
 
 Q = load_queries("recoup.storage.sqlite")
 DQ = load_queries("recoup.storage.sqlite", "dunning_queries.sql", EXPANSIONS)
+TQ = load_queries("recoup.storage.sqlite", "tenant_queries.sql")
 
 BUSY_TIMEOUT = 10.0  # seconds a writer waits for the write lock before giving up
 
@@ -84,13 +86,14 @@ def _forget(
     conn.close()
 
 
-class SqliteStore(SqliteQueue, SqliteWorkers, SqlDunningTables, SqlDunningReports):
+class SqliteStore(SqliteQueue, SqliteWorkers, SqlDunningTables, SqlDunningReports, SqlTenantTables):
     """Every store protocol (`recoup.storage.Store`) on one SQLite file (or `:memory:`)."""
 
     backend = "sqlite"
     migrations_package = "recoup.storage.sqlite.migrations"
     Q = Q
     DQ = DQ
+    TQ = TQ
     _encode_instant = staticmethod(micros)
     _row_instant = staticmethod(micros)
     _decode_instant = staticmethod(from_micros)
@@ -138,6 +141,9 @@ class SqliteStore(SqliteQueue, SqliteWorkers, SqlDunningTables, SqlDunningReport
             if self.path != MEMORY:
                 conn.execute("PRAGMA journal_mode = WAL")
             conn.execute(f"PRAGMA synchronous = {synchronous or self._synchronous}")
+            # Off by default in SQLite, per connection: the schema's REFERENCES hold here as
+            # they do on PostgreSQL (a tenant's tokens and keys, an invoice's attempts).
+            conn.execute("PRAGMA foreign_keys = ON")
         except sqlite3.Error as exc:
             raise StorageError(f"cannot open SQLite database {self.path}: {exc}") from exc
         with self._all_lock:
@@ -274,6 +280,9 @@ class SqliteStore(SqliteQueue, SqliteWorkers, SqlDunningTables, SqlDunningReport
 
     def _jobs_inserted(self) -> None:
         self._wakeups.notify()
+
+    def _wake_workers(self, conn: sqlite3.Connection) -> None:
+        conn.execute(Q["bump_wakeups"])
 
     def api_tables(self) -> ApiTables:
         from recoup.storage.sqlite.api_tables import SqliteApiTables
