@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -105,7 +105,7 @@ class IssuedToken:
     """A token just created: the only time its secret is known."""
 
     info: TokenInfo
-    secret: str
+    secret: str = field(repr=False)
 
 
 class TenantStore(Protocol):

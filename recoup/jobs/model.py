@@ -239,14 +239,16 @@ class Completion:
 class Tenant:
     id: str
     name: str
-    signing_secret: str  # whsec_…, signs outbound requests (Standard Webhooks)
+    # whsec_…, signs outbound requests (Standard Webhooks). Secrets stay out of the repr, so a
+    # record in a log line or a traceback never carries one.
+    signing_secret: str = field(repr=False)
     created_at: datetime
     # Set while the tenant is disabled: its tokens are refused, its jobs held, its schedules
     # not fired (`recoup.tenancy`).
     disabled_at: datetime | None = None
     # The secret a rotation replaced: outbound requests carry its signature too until
     # `previous_secret_until`, so receivers can switch to the new secret at their own pace.
-    previous_signing_secret: str | None = None
+    previous_signing_secret: str | None = field(default=None, repr=False)
     previous_secret_until: datetime | None = None
 
     @property
