@@ -125,3 +125,19 @@ def test_unauthenticated_requests_and_probes_are_not_counted(
 def test_without_a_limit_nothing_is_refused(api: Api) -> None:
     client = api.http(api.tenant("acme"))
     assert {client.get("/v1/jobs").status_code for _ in range(50)} == {200}
+
+
+def test_the_openapi_document_lists_the_refusals_of_every_v1_operation(api: Api) -> None:
+    document = api.http().get("/openapi.json").json()
+    operations = [
+        (path, method, operation)
+        for path, item in document["paths"].items()
+        if path.startswith("/v1/")
+        for method, operation in item.items()
+    ]
+    assert operations
+    for path, method, operation in operations:
+        for status in ("401", "403", "429"):
+            response = operation["responses"].get(status)
+            assert response is not None, (method, path, status)
+            assert PROBLEM in response["content"], (method, path, status)

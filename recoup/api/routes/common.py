@@ -16,11 +16,13 @@ NO_NUL = r"^[^\x00]*$"  # path and query strings: PostgreSQL text cannot hold NU
 def _error_responses() -> dict[int | str, dict[str, Any]]:
     reasons = {
         400: "Malformed Idempotency-Key.",
-        401: "Missing, unknown or revoked bearer token.",
+        401: "Missing, unknown or revoked bearer token (or its tenant deleted).",
+        403: "The token's tenant is disabled.",
         404: "No such resource for this tenant.",
         409: "A live job or schedule holds that name, or the Idempotency-Key is in flight.",
         413: "The body is over the size limit.",
         422: "Invalid input (each field named), a refused target, or a reused key.",
+        429: "The tenant is over its rate limit; Retry-After says when to try again.",
         500: "An unexpected error; logged, nothing of it disclosed.",
         503: "The database is unavailable.",
     }
