@@ -24,7 +24,8 @@ surface for it):
   and does not charge. `enable_tenant` lets everything run again: held jobs whose time passed
   run at once, schedules follow their `missed` policy.
 - **Deleted** (`delete_tenant`): the tenant and every row of it (jobs, runs, schedules, tokens,
-  idempotency keys, dunning invoices, attempts, events and settings) go in one transaction;
+  idempotency keys, dunning invoices, attempts, events and settings, merchant tags) go in one
+  transaction;
   its tokens are then unknown (401). Only a disabled tenant with no attempt running may be
   deleted, so that no charge is in flight; `default`, the embedded tenant of the Python API,
   is neither disabled nor deleted.

@@ -27,6 +27,7 @@ TENANT_TABLES = (
     "invoice_events",
     "invoices",
     "dunning_settings",
+    "merchant_tags",
     "idempotency_keys",
     "api_tokens",
     "runs",

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from recoup.analytics.recovery import MerchantTag
 from recoup.dunning.invoice import AttemptState
 from recoup.errors import Conflict, InvalidInput, StorageError
 from recoup.jobs.model import DEFAULT_TENANT, JobState, RunOutcome, Tenant
@@ -225,6 +226,9 @@ def populate(store: Store, tenant_id: str) -> None:
             tenant=tenant_id, policy_toml=None, event_url=None, charge_url=None, updated_at=T0
         )
     )
+    store.put_merchant_tag(
+        tenant_id, MerchantTag(merchant_id="m_1", tag="seasonal", note="", tagged_at=T0)
+    )
 
 
 def test_deleting_a_tenant_removes_every_row_of_it_and_nothing_else(store: Store) -> None:
@@ -242,6 +246,7 @@ def test_deleting_a_tenant_removes_every_row_of_it_and_nothing_else(store: Store
         "invoice_events": 1,
         "invoices": 1,
         "dunning_settings": 1,
+        "merchant_tags": 1,
         "idempotency_keys": 1,
         "api_tokens": 1,
         "runs": 1,
@@ -256,6 +261,7 @@ def test_deleting_a_tenant_removes_every_row_of_it_and_nothing_else(store: Store
     assert store.get_invoice("gone", "inv_1") is None
     assert store.invoice_events("gone", "inv_1") == []
     assert store.get_settings("gone") is None
+    assert store.merchant_tags("gone") == []
     # The other tenant is whole.
     assert store.get_tenant("kept") is not None
     assert sum(store.count_by_state("kept").values()) == 2
@@ -263,6 +269,7 @@ def test_deleting_a_tenant_removes_every_row_of_it_and_nothing_else(store: Store
     assert tables.list_tokens("kept") == kept_tokens
     assert store.get_invoice("kept", "inv_1") is not None
     assert store.get_settings("kept") is not None
+    assert len(store.merchant_tags("kept")) == 1
     assert delete_tenant(store, "gone") is None
 
 

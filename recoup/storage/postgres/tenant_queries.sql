@@ -45,6 +45,9 @@ DELETE FROM invoices WHERE tenant = %(tenant)s
 -- delete_dunning_settings --
 DELETE FROM dunning_settings WHERE tenant = %(tenant)s
 
+-- delete_merchant_tags --
+DELETE FROM merchant_tags WHERE tenant = %(tenant)s
+
 -- delete_idempotency_keys --
 DELETE FROM idempotency_keys WHERE tenant = %(tenant)s
 

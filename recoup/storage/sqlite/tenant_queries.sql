@@ -44,6 +44,9 @@ DELETE FROM invoices WHERE tenant = :tenant
 -- delete_dunning_settings --
 DELETE FROM dunning_settings WHERE tenant = :tenant
 
+-- delete_merchant_tags --
+DELETE FROM merchant_tags WHERE tenant = :tenant
+
 -- delete_idempotency_keys --
 DELETE FROM idempotency_keys WHERE tenant = :tenant
 
