@@ -83,12 +83,12 @@ class Visitor:
 
 
 def signed_in(request: Request, api: Api, dash: Dash) -> Visitor:
-    """The visitor of a valid session whose token is still active; `LoginRequired` otherwise.
-    The token is checked on every request, so a revoked token ends its sessions at once."""
+    """The visitor of a valid session whose token is still active and whose tenant is not
+    disabled; `LoginRequired` otherwise. Both are checked on every request, so revoking the
+    token or disabling (or deleting) the tenant ends its sessions at once."""
     session = dash.sessions.read(request.cookies.get(SESSION_COOKIE))
-    if session is None or (
-        api.services.tables.tenant_for_token_hash(session.token_hash) != session.tenant
-    ):
+    owner = None if session is None else api.services.tables.token_owner(session.token_hash)
+    if session is None or owner is None or owner.disabled or owner.tenant != session.tenant:
         query = f"?{request.url.query}" if request.url.query else ""
         raise LoginRequired(request.url.path + query if request.method == "GET" else "/")
     return Visitor(tenant=session.tenant, csrf=dash.sessions.csrf_token(session), session=session)
