@@ -3,10 +3,11 @@
 
 `Store` is the union of the protocols declared beside the code that uses them (the job and
 schedule stores of `recoup.jobs.store`, the dunning store of `recoup.recovery.store`, the
-tenant store of `recoup.tenancy`) plus what an operator needs of a database: a readiness
-check, its schema version and migrations, and where it is. Code that needs less takes the
-narrower protocol (the `Scheduler` a `SchedulerStore`, the worker a `JobStore`); an in-memory
-fake implements only what its test needs.
+tenant store of `recoup.tenancy`, the intake store of `recoup.recovery.intake_store`) plus what
+an operator needs of a database: a readiness check, its schema version and migrations, and
+where it is. Code that needs less takes the narrower protocol (the `Scheduler` a
+`SchedulerStore`, the worker a `JobStore`); an in-memory fake implements only what its test
+needs.
 
 The API's tables (idempotency keys and tokens) live in the store's database but are a separate
 object: `IdempotencyStore` and `JobStore` both name an operation `release`.
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from recoup.idempotency.keys import IdempotencyStore
 from recoup.jobs.store import JobStore, ScheduleStore
+from recoup.recovery.intake_store import IntakeStore
 from recoup.recovery.store import DunningStore
 from recoup.tenancy import TenantStore, TokenStore
 
@@ -34,7 +36,7 @@ class ApiTables(IdempotencyStore, TokenStore, Protocol):
         ...
 
 
-class Store(JobStore, ScheduleStore, DunningStore, TenantStore, Protocol):
+class Store(JobStore, ScheduleStore, DunningStore, IntakeStore, TenantStore, Protocol):
     """Every store protocol on one database (SQLite or PostgreSQL)."""
 
     @property

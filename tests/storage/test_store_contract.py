@@ -1150,6 +1150,20 @@ DECLARED_COLUMNS = {
     "merchant_tags": {"tenant", "merchant_id", "tag", "note", "tagged_at"},
     # 0006: worker sessions
     "workers": {"id", "host", "pid", "process_key", "started_at", "heartbeat_at"},
+    # 0008: failure intake (the Stripe webhooks)
+    "intake_settings": {"tenant", "stripe_webhook_secret", "default_timezone", "updated_at"},
+    "intake_events": {
+        "tenant",
+        "provider",
+        "event_id",
+        "type",
+        "invoice_id",
+        "occurred_at",
+        "claimed_at",
+        "finished_at",
+        "outcome",
+        "answer",
+    },
 }
 DECLARED_INDEXES = {
     "jobs": {
@@ -1181,6 +1195,7 @@ DECLARED_INDEXES = {
         "invoice_events_undispatched",
         "invoice_events_type",  # 0005
     },
+    "intake_events": {"intake_events_invoice", "intake_events_finished"},  # 0008
 }
 
 

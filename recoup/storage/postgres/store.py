@@ -52,6 +52,7 @@ from recoup.storage import (
 )
 from recoup.storage.dunning_reports import SqlDunningReports
 from recoup.storage.dunning_tables import EXPANSIONS, SqlDunningTables
+from recoup.storage.intake_tables import SqlIntakeTables
 from recoup.storage.job_rows import aware_utc
 from recoup.storage.postgres.queue import PostgresQueue
 from recoup.storage.postgres.workers import PostgresWorkers
@@ -67,6 +68,7 @@ T = TypeVar("T")
 Q = load_queries("recoup.storage.postgres")
 DQ = load_queries("recoup.storage.postgres", "dunning_queries.sql", EXPANSIONS)
 TQ = load_queries("recoup.storage.postgres", "tenant_queries.sql")
+IQ = load_queries("recoup.storage.postgres", "intake_queries.sql")
 
 DEFAULT_SCHEMA = "recoup"
 POOL_TIMEOUT = 30.0  # seconds to wait for a free pooled connection
@@ -126,7 +128,12 @@ _ADAPTERS.register_loader("jsonb", _JsonbBinaryTextLoader)
 
 
 class PostgresStore(
-    PostgresQueue, PostgresWorkers, SqlDunningTables, SqlDunningReports, SqlTenantTables
+    PostgresQueue,
+    PostgresWorkers,
+    SqlDunningTables,
+    SqlDunningReports,
+    SqlTenantTables,
+    SqlIntakeTables,
 ):
     """Every store protocol (`recoup.storage.Store`) on PostgreSQL, every table in `schema`."""
 
@@ -135,6 +142,7 @@ class PostgresStore(
     Q = Q
     DQ = DQ
     TQ = TQ
+    IQ = IQ
     _row_instant = staticmethod(aware_utc)
     _decode_instant = staticmethod(aware_utc)
 

@@ -33,6 +33,7 @@ from recoup.jobs.model import Job, NewJob
 from recoup.storage import job_rows, row_decoding
 from recoup.storage.dunning_reports import SqlDunningReports
 from recoup.storage.dunning_tables import EXPANSIONS, SqlDunningTables
+from recoup.storage.intake_tables import SqlIntakeTables
 from recoup.storage.job_rows import from_micros, micros
 from recoup.storage.rules import insert_conflict
 from recoup.storage.sql_files import Migration, load_migrations, load_queries
@@ -49,6 +50,7 @@ T = TypeVar("T")
 Q = load_queries("recoup.storage.sqlite")
 DQ = load_queries("recoup.storage.sqlite", "dunning_queries.sql", EXPANSIONS)
 TQ = load_queries("recoup.storage.sqlite", "tenant_queries.sql")
+IQ = load_queries("recoup.storage.sqlite", "intake_queries.sql")
 
 BUSY_TIMEOUT = 10.0  # seconds a writer waits for the write lock before giving up
 
@@ -86,7 +88,14 @@ def _forget(
     conn.close()
 
 
-class SqliteStore(SqliteQueue, SqliteWorkers, SqlDunningTables, SqlDunningReports, SqlTenantTables):
+class SqliteStore(
+    SqliteQueue,
+    SqliteWorkers,
+    SqlDunningTables,
+    SqlDunningReports,
+    SqlTenantTables,
+    SqlIntakeTables,
+):
     """Every store protocol (`recoup.storage.Store`) on one SQLite file (or `:memory:`)."""
 
     backend = "sqlite"
@@ -94,6 +103,7 @@ class SqliteStore(SqliteQueue, SqliteWorkers, SqlDunningTables, SqlDunningReport
     Q = Q
     DQ = DQ
     TQ = TQ
+    IQ = IQ
     _encode_instant = staticmethod(micros)
     _row_instant = staticmethod(micros)
     _decode_instant = staticmethod(from_micros)
