@@ -1,0 +1,353 @@
+"""Failure intake from Stripe: a verified webhook event in, the dunning runtime's operations
+out, each event acted on once.
+
+The HTTP edge verifies the `Stripe-Signature` with the tenant's secret (`webhook_secret`) and
+hands the parsed event to `receive`, which claims the event id in the intake store (a
+replay answers what the first delivery answered and changes nothing; see
+`recoup.recovery.intake_store`), reads it (`recoup.recovery.stripe_events`) and acts:
+
+- a failure caused by Recoup's attempt n → `report_outcome(n, "failed", codes)`:
+  `attempt_failed`;
+- a failure older than a payment of the invoice already processed (the events crossed) →
+  nothing: `ignored`;
+- a failure of an invoice not in dunning → `report_failure`: `dunning_opened` (the same
+  failure again opens nothing more);
+- another failure of an invoice in dunning (Stripe's own retry, a payment page) → nothing,
+  its retries stand: `already_in_dunning`;
+- a payment caused by Recoup's attempt n → `report_outcome(n, "succeeded")`:
+  `attempt_succeeded`;
+- a payment → `mark_paid`, the remaining attempts cancelled: `recovered`; of an invoice
+  recovered already: `already_recovered`; of one never in dunning: `not_in_dunning` (recorded,
+  so that a failure arriving late is known stale);
+- a customer's card update → `payment_method_updated` on each of the customer's invoices that
+  is retrying or awaiting them: `payment_method_updated` (none: `ignored`);
+- anything else → nothing: `ignored`, saying why.
+
+An operation that fails (the tenant has no charge URL, the database is down) releases the
+claim and raises: the edge answers an error, and Stripe's retry runs afresh. Events of types
+the intake never acts on are answered without being recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from recoup.dunning.invoice import Invoice, InvoiceState
+from recoup.errors import Conflict
+from recoup.idempotency import DEFAULT_LOCK_TIMEOUT
+from recoup.recovery.intake_store import (
+    DEFAULT_TIMEZONE,
+    Answered,
+    Busy,
+    IntakeEvent,
+    IntakeSettings,
+    IntakeStore,
+)
+from recoup.recovery.service import KEEP, Dunning, FailureReport, Keep
+from recoup.recovery.store import InvoiceFilter
+from recoup.recovery.stripe_events import (
+    PAID_TYPES,
+    SUPPORTED,
+    CardUpdated,
+    Ignored,
+    InvoiceFailed,
+    InvoicePaid,
+    Reading,
+    event_head,
+    read_event,
+)
+
+PROVIDER = "stripe"
+GATEWAY = "stripe"  # the failures' `gateway`, which the recovery report groups by
+_OPEN_STATES = (InvoiceState.AWAITING_CUSTOMER, InvoiceState.RETRYING)
+# How long a processed event is remembered: past Stripe's retries (3 days) and the 30 days in
+# which an event can still be sent again (the Events API keeps 30 days).
+RETENTION = timedelta(days=35)
+
+
+class EventInProgress(Conflict):
+    """Another delivery of the event is being processed; retry in `retry_after` seconds."""
+
+    def __init__(self, event_id: str, retry_after: int) -> None:
+        super().__init__(f"event {event_id!r} is being processed by another delivery")
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True, kw_only=True)
+class IntakeAnswer:
+    """What the intake did with an event (the webhook's 200 body)."""
+
+    event_id: str
+    type: str
+    outcome: str
+    detail: str
+    invoices: tuple[tuple[str, str], ...] = ()  # (invoice id, its state now)
+    replayed: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "event_id": self.event_id,
+            "type": self.type,
+            "outcome": self.outcome,
+            "detail": self.detail,
+            "invoices": [{"invoice_id": i, "state": s} for i, s in self.invoices],
+            "replayed": self.replayed,
+        }
+
+    @classmethod
+    def replay_of(cls, stored: Mapping[str, Any]) -> IntakeAnswer:
+        return cls(
+            event_id=str(stored["event_id"]),
+            type=str(stored["type"]),
+            outcome=str(stored["outcome"]),
+            detail=str(stored["detail"]),
+            invoices=tuple((str(i["invoice_id"]), str(i["state"])) for i in stored["invoices"]),
+            replayed=True,
+        )
+
+
+@dataclass
+class _Acted:
+    outcome: str
+    detail: str
+    invoices: list[Invoice] = field(default_factory=list)
+
+
+class StripeIntake:
+    """Stripe's webhooks for every tenant, acted on through `dunning`, recorded in `store`."""
+
+    def __init__(
+        self,
+        dunning: Dunning,
+        store: IntakeStore,
+        *,
+        lock_timeout: timedelta = DEFAULT_LOCK_TIMEOUT,
+        retention: timedelta = RETENTION,
+    ) -> None:
+        self.dunning = dunning
+        self.store = store
+        self.lock_timeout = lock_timeout
+        self.retention = retention
+
+    # -- settings ----------------------------------------------------------------------------
+
+    def settings(self, tenant: str) -> IntakeSettings:
+        found = self.store.get_intake_settings(tenant)
+        return found or IntakeSettings(
+            tenant=tenant,
+            stripe_webhook_secret=None,
+            default_timezone=DEFAULT_TIMEZONE,
+            updated_at=self.dunning.clock.now(),
+        )
+
+    def webhook_secret(self, tenant: str) -> str | None:
+        found = self.store.get_intake_settings(tenant)
+        return None if found is None else found.stripe_webhook_secret
+
+    def settled(
+        self,
+        tenant: str,
+        *,
+        stripe_webhook_secret: str | Keep | None = KEEP,
+        default_timezone: str | Keep | None = KEEP,
+    ) -> IntakeSettings:
+        """The settings `configure` would store (validated, nothing written): each one given
+        replaces the stored one (None: unset; the default zone back to UTC), each one left out
+        stays."""
+        current = self.settings(tenant)
+        secret = current.stripe_webhook_secret
+        if not isinstance(stripe_webhook_secret, Keep):
+            secret = stripe_webhook_secret
+        zone_name = current.default_timezone
+        if not isinstance(default_timezone, Keep):
+            zone_name = default_timezone or DEFAULT_TIMEZONE
+        return IntakeSettings(
+            tenant=tenant,
+            stripe_webhook_secret=secret,
+            default_timezone=zone_name,
+            updated_at=self.dunning.clock.now(),
+        )
+
+    def configure(
+        self,
+        tenant: str,
+        *,
+        stripe_webhook_secret: str | Keep | None = KEEP,
+        default_timezone: str | Keep | None = KEEP,
+    ) -> IntakeSettings:
+        wanted = self.settled(
+            tenant, stripe_webhook_secret=stripe_webhook_secret, default_timezone=default_timezone
+        )
+        return self.save(wanted)
+
+    def save(self, settings: IntakeSettings) -> IntakeSettings:
+        """Store settings made by `settled` (after whatever else had to validate first)."""
+        return self.store.put_intake_settings(settings)
+
+    # -- events in ---------------------------------------------------------------------------
+
+    def receive(self, tenant: str, event: Mapping[str, Any]) -> IntakeAnswer:
+        """Act on a verified event once (the table in the module docstring)."""
+        head = event_head(event)
+        if head.type not in SUPPORTED:
+            return IntakeAnswer(
+                event_id=head.id,
+                type=head.type,
+                outcome="ignored",
+                detail=f"event type {head.type} is not one the intake acts on",
+            )
+        reading = read_event(head, default_timezone=self.settings(tenant).default_timezone)
+        record = IntakeEvent(
+            tenant=tenant,
+            provider=PROVIDER,
+            event_id=head.id,
+            type=head.type,
+            invoice_id=reading.invoice_id
+            if isinstance(reading, InvoiceFailed | InvoicePaid)
+            else None,
+            occurred_at=head.created,
+        )
+        claim = self.store.claim_event(
+            record, now=self.dunning.clock.now(), lock_timeout=self.lock_timeout
+        )
+        if isinstance(claim, Answered):
+            return IntakeAnswer.replay_of(claim.answer)
+        if isinstance(claim, Busy):
+            raise EventInProgress(head.id, claim.retry_after)
+        try:
+            acted = self._act(tenant, reading)
+        except BaseException:
+            self.store.release_event(record, claimed_at=claim.claimed_at)
+            raise
+        answer = IntakeAnswer(
+            event_id=head.id,
+            type=head.type,
+            outcome=acted.outcome,
+            detail=acted.detail,
+            invoices=tuple((i.invoice_id, str(i.state)) for i in acted.invoices),
+        )
+        self.store.finish_event(
+            record,
+            claimed_at=claim.claimed_at,
+            outcome=acted.outcome,
+            answer=answer.to_json(),
+            now=self.dunning.clock.now(),
+        )
+        return answer
+
+    def prune(self, *, batch: int = 5_000) -> int:
+        """Forget processed events older than the retention, in batches (each its own short
+        transaction); returns how many."""
+        cutoff = self.dunning.clock.now() - self.retention
+        total = 0
+        while True:
+            pruned = self.store.prune_events(older_than=cutoff, limit=batch)
+            total += pruned
+            if pruned < batch:
+                return total
+
+    def _act(self, tenant: str, reading: Reading) -> _Acted:
+        match reading:
+            case InvoiceFailed():
+                return self._failed(tenant, reading)
+            case InvoicePaid():
+                return self._paid(tenant, reading)
+            case CardUpdated():
+                return self._card_updated(tenant, reading)
+            case Ignored():
+                return _Acted("ignored", reading.why)
+
+    def _failed(self, tenant: str, failed: InvoiceFailed) -> _Acted:
+        dunning = self.dunning
+        notes = "; ".join(failed.notes)
+        known = dunning.store.get_invoice(tenant, failed.invoice_id)
+        if known is not None and failed.attempt is not None and known.attempt(failed.attempt):
+            invoice = dunning.report_outcome(
+                tenant,
+                failed.invoice_id,
+                failed.attempt,
+                "failed",
+                decline_code=failed.decline_code,
+                advice_code=failed.advice_code,
+                detail="invoice.payment_failed",
+            )
+            return _Acted("attempt_failed", f"Recoup's attempt {failed.attempt} failed", [invoice])
+        if self.store.invoice_event_since(
+            tenant, PROVIDER, failed.invoice_id, types=PAID_TYPES, since=failed.failed_at
+        ):
+            return _Acted(
+                "ignored", "the invoice was paid after this failure (the events arrived crossed)"
+            )
+        report = FailureReport(
+            invoice_id=failed.invoice_id,
+            customer_id=failed.customer_id,
+            amount=failed.amount,
+            currency=failed.currency,
+            failed_at=failed.failed_at,
+            timezone=failed.timezone,
+            country=failed.country,
+            decline_code=failed.decline_code,
+            advice_code=failed.advice_code,
+            card_fingerprint=failed.card_fingerprint,
+            card_network=failed.card_network,
+            gateway=GATEWAY,
+            merchant_id=failed.merchant_id,
+        )
+        try:
+            invoice, created = dunning.report_failure(tenant, report)
+        except Conflict:
+            return _Acted(
+                "already_in_dunning",
+                "a later failure of an invoice in dunning: its retries stand",
+                [dunning.get(tenant, failed.invoice_id)],
+            )
+        detail = "dunning opened" if created else "dunning was opened by this same failure"
+        return _Acted("dunning_opened", f"{detail}; {notes}" if notes else detail, [invoice])
+
+    def _paid(self, tenant: str, paid: InvoicePaid) -> _Acted:
+        dunning = self.dunning
+        invoice = dunning.store.get_invoice(tenant, paid.invoice_id)
+        if invoice is None:
+            return _Acted("not_in_dunning", "the invoice is not in dunning")
+        if paid.attempt is not None and invoice.attempt(paid.attempt) is not None:
+            done = dunning.report_outcome(
+                tenant, paid.invoice_id, paid.attempt, "succeeded", detail="invoice.paid"
+            )
+            return _Acted("attempt_succeeded", f"Recoup's attempt {paid.attempt} succeeded", [done])
+        if invoice.state is InvoiceState.RECOVERED:
+            return _Acted("already_recovered", f"recovered by {invoice.recovered_by}", [invoice])
+        done = dunning.mark_paid(tenant, paid.invoice_id)
+        return _Acted("recovered", "paid out of band: the remaining attempts are cancelled", [done])
+
+    def _card_updated(self, tenant: str, update: CardUpdated) -> _Acted:
+        # Listed whole before any update: an update moves an invoice from awaiting the
+        # customer to retrying, where a listing still to come would find it again.
+        waiting = list(self._open_invoices(tenant, update.customer_id))
+        updated = [
+            self.dunning.payment_method_updated(tenant, invoice.invoice_id) for invoice in waiting
+        ]
+        if not updated:
+            return _Acted(
+                "ignored", f"{update.why}; no invoice of {update.customer_id} awaits a retry"
+            )
+        return _Acted("payment_method_updated", f"{update.why}: retries re-planned", updated)
+
+    def _open_invoices(self, tenant: str, customer_id: str) -> Iterator[Invoice]:
+        for state in _OPEN_STATES:
+            cursor: str | None = None
+            while True:
+                page = self.dunning.list_invoices(
+                    InvoiceFilter(
+                        tenant=tenant, state=state, customer_id=customer_id, cursor=cursor
+                    )
+                )
+                yield from page.invoices
+                if page.next_cursor is None:
+                    break
+                cursor = page.next_cursor
+
+
+__all__ = ["GATEWAY", "PROVIDER", "RETENTION", "EventInProgress", "IntakeAnswer", "StripeIntake"]
