@@ -139,18 +139,25 @@ class DunningCalls:
         experiment_name: str | None = None,
         experiment_policy: str | None = None,
         experiment_share: float | None = None,
+        default_timezone: str | None = None,
+        stripe_webhook_secret: str | None = None,
     ) -> SettingsOut:
         """Replace the tenant's settings (what is not given is cleared). A policy experiment
         takes its three settings together: `experiment_policy` (TOML, arm b) is used for the
-        share `experiment_share` of new invoices, split by `experiment_name`."""
-        payload = {
+        share `experiment_share` of new invoices, split by `experiment_name`. The Stripe
+        intake's endpoint secret is write-only: given, it is set; not given, it is kept
+        (`SettingsOut.stripe_webhook_secret_set` says whether one is)."""
+        payload: dict[str, Any] = {
             "policy": policy,
             "event_url": event_url,
             "charge_url": charge_url,
             "experiment_name": experiment_name,
             "experiment_policy": experiment_policy,
             "experiment_share": experiment_share,
+            "default_timezone": default_timezone,
         }
+        if stripe_webhook_secret is not None:
+            payload["stripe_webhook_secret"] = stripe_webhook_secret
         return self._put_json(SettingsOut, "/v1/dunning/settings", payload)
 
     # The recovery report

@@ -28,6 +28,7 @@ EXTRAS_ONLY = (
     "matplotlib",
     "jinja2",
     "django",
+    "stripe",
 )
 BLOCKER = f"""
 import importlib.abc, sys

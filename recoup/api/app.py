@@ -21,6 +21,7 @@ from recoup.api.metrics import ApiMetrics, MetricsMiddleware
 from recoup.api.rate_limits import TenantRateLimiter
 from recoup.api.routes import clock as clock_routes
 from recoup.api.routes import dunning as dunning_routes
+from recoup.api.routes import intake as intake_routes
 from recoup.api.routes import jobs as job_routes
 from recoup.api.routes import operations as operation_routes
 from recoup.api.routes import reports as report_routes
@@ -31,6 +32,7 @@ from recoup.errors import RecoupError
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.test_clock import TestClock
 from recoup.recovery.service import Dunning
+from recoup.recovery.stripe_intake import StripeIntake
 from recoup.storage import Store, open_api_tables
 from recoup.timekeeping.clock import Clock
 
@@ -63,11 +65,13 @@ def create_app(
     settings = settings or ApiSettings()
     scheduler = scheduler or Scheduler(store, clock=clock, ssrf=settings.ssrf)
     services = Services(scheduler, tables or open_api_tables(store))
+    dunning = dunning or Dunning(scheduler, store)
     state = ApiState(
         settings=settings,
         clock=clock,
         services=services,
-        dunning=dunning or Dunning(scheduler, store),
+        dunning=dunning,
+        intake=StripeIntake(dunning, store, lock_timeout=settings.idempotency_lock_timeout),
         metrics=metrics
         or ApiMetrics(
             count_by_state=store.count_by_state,
@@ -97,6 +101,7 @@ def create_app(
     app.include_router(schedule_routes.router)
     app.include_router(dunning_routes.router)
     app.include_router(report_routes.router)
+    app.include_router(intake_routes.router)
     if test_clock is not None:
         app.include_router(clock_routes.router)
     app.include_router(operation_routes.router)
@@ -156,6 +161,12 @@ async def _prune_forever(state: ApiState) -> None:
                     break
         except RecoupError:
             log.warning("could not prune idempotency keys", exc_info=True)
+        try:
+            forgotten = await run_in_threadpool(state.intake.prune, batch=PRUNE_BATCH)
+            if forgotten:
+                log.info("pruned %d processed intake events", forgotten)
+        except RecoupError:
+            log.warning("could not prune intake events", exc_info=True)
         await asyncio.sleep(settings.prune_every.total_seconds())
 
 

@@ -10,6 +10,7 @@ from pydantic import AwareDatetime, BaseModel, Field, StrictFloat, StrictInt
 from recoup.api.schemas.common import StrictModel, Text
 from recoup.dunning.invoice import AttemptState, Invoice, InvoiceEvent, InvoiceState
 from recoup.jobs.model import Run
+from recoup.recovery.intake_store import DEFAULT_TIMEZONE, IntakeSettings
 from recoup.recovery.service import FailureReport, Timeline
 from recoup.recovery.store import DunningSettings
 
@@ -225,6 +226,19 @@ class SettingsIn(StrictModel):
     experiment_share: StrictFloat | None = Field(
         default=None, gt=0, lt=1, description="The share of new invoices planned with arm b."
     )
+    # Checked by the intake settings, which never quote it in an error.
+    stripe_webhook_secret: str | None = Field(
+        default=None,
+        description="The Stripe endpoint's signing secret (`whsec_…`) that verifies webhooks "
+        "at /v1/intake/stripe/{tenant}. Write-only: never shown again. Left out: kept (unlike "
+        "the other fields); null: removed.",
+    )
+    default_timezone: Text | None = Field(
+        default=None,
+        min_length=1,
+        max_length=64,
+        description="The IANA zone of customers whose Stripe events name none; null: UTC.",
+    )
 
 
 class SettingsOut(BaseModel):
@@ -235,9 +249,13 @@ class SettingsOut(BaseModel):
     experiment_name: str | None = None
     experiment_policy: str | None = None
     experiment_share: float | None = None
+    stripe_webhook_secret_set: bool = Field(
+        default=False, description="Whether a Stripe endpoint secret is set (never the secret)."
+    )
+    default_timezone: str = "UTC"
 
     @classmethod
-    def of(cls, settings: DunningSettings) -> SettingsOut:
+    def of(cls, settings: DunningSettings, intake: IntakeSettings | None = None) -> SettingsOut:
         return cls(
             policy=settings.policy_toml,
             event_url=settings.event_url,
@@ -246,6 +264,8 @@ class SettingsOut(BaseModel):
             experiment_name=settings.experiment_name,
             experiment_policy=settings.experiment_policy_toml,
             experiment_share=settings.experiment_share,
+            stripe_webhook_secret_set=bool(intake and intake.stripe_webhook_secret),
+            default_timezone=intake.default_timezone if intake else DEFAULT_TIMEZONE,
         )
 
 

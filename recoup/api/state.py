@@ -17,6 +17,7 @@ from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.test_clock import TestClock
 from recoup.recovery.service import Dunning
+from recoup.recovery.stripe_intake import StripeIntake
 from recoup.timekeeping.clock import Clock
 
 DEFAULT_MAX_BODY_BYTES = 256 * 1024  # a job's target body is a webhook payload, not a file
@@ -43,6 +44,7 @@ class ApiState:
     clock: Clock
     services: Services  # the scheduler and the API's own tables
     dunning: Dunning
+    intake: StripeIntake  # failure intake from Stripe's webhooks
     metrics: ApiMetrics
     test_clock: TestClock | None  # only on a server on a virtual clock
     limiter: TenantRateLimiter | None = None  # settings.rate_limit's buckets

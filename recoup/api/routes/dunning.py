@@ -25,6 +25,7 @@ from recoup.api.dunning_schemas import (
 from recoup.api.idempotent import json_response
 from recoup.api.routes.common import ERRORS, NO_NUL, Cursor, Id, Limit
 from recoup.dunning.invoice import InvoiceState
+from recoup.recovery.service import KEEP
 from recoup.recovery.store import InvoiceFilter
 
 router = APIRouter(prefix="/v1/dunning", responses=ERRORS, tags=["dunning"])
@@ -117,13 +118,23 @@ def payment_method_updated(invoice_id: Id, ctx: Post, api: Api) -> Response:
 
 @router.get("/settings", response_model=SettingsOut)
 def get_settings(tenant: Tenant, api: Api) -> Response:
-    return json_response(200, SettingsOut.of(api.dunning.settings(tenant)))
+    return json_response(
+        200, SettingsOut.of(api.dunning.settings(tenant), api.intake.settings(tenant))
+    )
 
 
 @router.put("/settings", response_model=SettingsOut)
 def put_settings(body: SettingsIn, tenant: Tenant, api: Api) -> Response:
-    """Replace the tenant's policy (TOML text), event URL, default charge URL and policy
-    experiment (what is not given is cleared)."""
+    """Replace the tenant's policy (TOML text), event URL, default charge URL, policy
+    experiment and the Stripe intake's default zone (what is not given is cleared); set or
+    remove the Stripe endpoint secret (not given: kept). Everything is validated before
+    anything is stored."""
+    secret = (
+        body.stripe_webhook_secret if "stripe_webhook_secret" in body.model_fields_set else KEEP
+    )
+    intake = api.intake.settled(
+        tenant, stripe_webhook_secret=secret, default_timezone=body.default_timezone
+    )
     stored = api.dunning.configure(
         tenant,
         policy_toml=body.policy,
@@ -133,7 +144,7 @@ def put_settings(body: SettingsIn, tenant: Tenant, api: Api) -> Response:
         experiment_policy_toml=body.experiment_policy,
         experiment_share=body.experiment_share,
     )
-    return json_response(200, SettingsOut.of(stored))
+    return json_response(200, SettingsOut.of(stored, api.intake.save(intake)))
 
 
 __all__ = ["router"]
