@@ -10,9 +10,12 @@ Contract:
     recoup tenants disable|enable|delete|rotate-secret …   (see `recoup.cli.tenant_lifecycle`)
     recoup tenants configure NAME [--policy FILE|business-days|calendar] [--event-url URL]
         [--charge-url URL] [--experiment-policy FILE|PRESET --experiment-share 0.5
-        --experiment-name NAME | --no-experiment] [--allow-private-targets] [--json]
+        --experiment-name NAME | --no-experiment]
+        [--stripe-webhook-secret whsec_…|- | --no-stripe-webhook-secret]
+        [--default-timezone ZONE] [--allow-private-targets] [--json]
         → {"tenant", "policy", "event_url", "charge_url", "updated_at", "experiment_name",
-           "experiment_policy", "experiment_share"}
+           "experiment_policy", "experiment_share", "stripe_webhook_secret_set",
+           "default_timezone"}
     recoup tokens create TENANT [--label TEXT] [--json]
         → {"tenant", "token", "id", "prefix"}
     recoup tokens list [--tenant T] [--json]
@@ -23,7 +26,8 @@ Contract:
 A token's secret is printed once, when it is created; only its hash is stored. The signing
 secret signs the tenant's outbound requests (Standard Webhooks): give it to the receivers. It
 is printed when it is made (`tenants create`, `tenants rotate-secret`) and never again:
-listings show the first characters of tokens and secrets only.
+listings show the first characters of tokens and secrets only. A Stripe endpoint secret is
+never printed (`-` reads it from stdin, out of the shell's history).
 A tenant name is its id: 1–63 lower-case letters, digits, `-`, `_` or `.`.
 """
 
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -270,16 +275,37 @@ def configure_tenant(
     no_experiment: Annotated[
         bool, typer.Option("--no-experiment", help="End the policy experiment.")
     ] = False,
+    stripe_webhook_secret: Annotated[
+        str | None,
+        typer.Option(
+            help="The Stripe endpoint's signing secret (whsec_…), which verifies webhooks at "
+            "/v1/intake/stripe/NAME; `-` reads it from stdin. Never printed. Omitted: kept."
+        ),
+    ] = None,
+    no_stripe_webhook_secret: Annotated[
+        bool,
+        typer.Option("--no-stripe-webhook-secret", help="Remove the Stripe endpoint secret."),
+    ] = False,
+    default_timezone: Annotated[
+        str | None,
+        typer.Option(
+            help="The IANA zone of customers whose Stripe events name none (at first UTC). "
+            "Omitted: kept."
+        ),
+    ] = None,
     allow_private_targets: AllowPrivateOption = False,
     allow_cidr: AllowCidrOption = None,
     db: DbOption = "sqlite:///recoup.db",
     schema: SchemaOption = None,
     json: JsonOption = False,
 ) -> None:
-    """Set a tenant's dunning policy, event URL, default charge URL and policy experiment
-    (validated whole before anything is stored)."""
+    """Set a tenant's dunning policy, event URL, default charge URL, policy experiment and
+    Stripe intake (validated whole before anything is stored)."""
     from recoup.jobs.scheduler import Scheduler
     from recoup.recovery.service import KEEP, Dunning
+    from recoup.recovery.stripe_intake import StripeIntake
+
+    secret = _stripe_secret(stripe_webhook_secret, no_stripe_webhook_secret)
 
     policy_toml = load_policy(policy).text if policy is not None else None
     experiment: dict[str, Any] = {
@@ -302,8 +328,18 @@ def configure_tenant(
             scheduler.default_tenant()
         elif store.get_tenant(name) is None:
             raise NotFound(f"no tenant {name!r}; `recoup tenants create {name}` creates it")
+        dunning = Dunning(scheduler, store)
+        intake = StripeIntake(dunning, store)
         try:
-            stored = Dunning(scheduler, store).configure(
+            wanted = intake.settled(
+                name,
+                stripe_webhook_secret=secret,
+                default_timezone=KEEP if default_timezone is None else default_timezone,
+            )
+        except InvalidInput as exc:
+            raise InvalidInput(_option(exc.field), exc.value, exc.allowed) from None
+        try:
+            stored = dunning.configure(
                 name,
                 policy_toml=KEEP if policy_toml is None else policy_toml,
                 event_url=KEEP if event_url is None else event_url,
@@ -314,6 +350,7 @@ def configure_tenant(
             if not exc.field.startswith("experiment_"):
                 raise
             raise InvalidInput(_option(exc.field), exc.value, exc.allowed) from None
+        intake_stored = intake.save(wanted)
     row = {
         "tenant": name,
         "policy": stored.policy_toml,
@@ -323,6 +360,8 @@ def configure_tenant(
         "experiment_name": stored.experiment_name,
         "experiment_policy": stored.experiment_policy_toml,
         "experiment_share": stored.experiment_share,
+        "stripe_webhook_secret_set": intake_stored.stripe_webhook_secret is not None,
+        "default_timezone": intake_stored.default_timezone,
     }
     if json:
         print_json(row)
@@ -336,6 +375,25 @@ def configure_tenant(
             f"experiment: {stored.experiment_name}: {stored.experiment_share:.0%} of new "
             f"invoices on {experiment_policy or 'the stored second policy'}"
         )
+    typer.echo(
+        f"stripe:     webhooks at /v1/intake/stripe/{name}, zone by default "
+        f"{intake_stored.default_timezone}"
+        if intake_stored.stripe_webhook_secret
+        else "stripe:     (no endpoint secret: no Stripe intake)"
+    )
+
+
+def _stripe_secret(given: str | None, remove: bool) -> Any:
+    """The secret to set (`-`: read from stdin), None to remove it, or KEEP."""
+    from recoup.recovery.service import KEEP
+
+    if given is None:
+        return None if remove else KEEP
+    if remove:
+        raise InvalidInput(
+            "--no-stripe-webhook-secret", True, "expected without --stripe-webhook-secret"
+        )
+    return sys.stdin.readline().strip() if given == "-" else given
 
 
 def _option(field: str) -> str:
