@@ -30,7 +30,7 @@ version 2025-03-31.basil):
   webhook: then the failure has no decline code (planned as "no decline code: soft");
 - zone: invoice `metadata.timezone`, else the subscription's (`subscription_details` before
   basil, `parent.subscription_details` after), else the tenant's default; a name that is no
-  IANA zone falls back to the default, noted;
+  IANA zone is passed over, noted;
 - country: invoice `customer_address.country` when the holidays package knows it, else none
   (the policy's `calendar.default_country` then applies);
 - merchant id: the Connect account of the event (`account`), if any.
@@ -294,7 +294,7 @@ def _timezone(inv: Mapping[str, Any], default: str, notes: list[str]) -> str:
             zone(name)
         except InvalidInput:
             notes.append(f"the {where}'s metadata timezone {name[:64]!r} is no IANA zone")
-            break
+            continue
         return name
     notes.append(f"customer zone: the tenant's default, {default}")
     return default

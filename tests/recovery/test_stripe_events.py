@@ -130,10 +130,13 @@ def test_the_zone_comes_from_the_invoice_then_the_subscription_then_the_tenant()
     assert any("tenant's default" in n for n in found.notes)
 
 
-def test_a_zone_that_is_none_falls_back_to_the_default_noted() -> None:
+def test_a_zone_that_is_none_is_passed_over_noted() -> None:
     found = failure(event(FAILED, invoice(timezone="Mars/Olympus")))
     assert found.timezone == "Europe/Paris"
     assert any("Mars/Olympus" in n for n in found.notes)
+    body = invoice(timezone="Mars/Olympus")
+    body["subscription_details"] = {"metadata": {"timezone": "Europe/Berlin"}}
+    assert failure(event(FAILED, body)).timezone == "Europe/Berlin"
 
 
 @pytest.mark.parametrize(
