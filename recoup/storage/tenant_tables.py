@@ -28,6 +28,8 @@ TENANT_TABLES = (
     "invoices",
     "dunning_settings",
     "merchant_tags",
+    "intake_events",
+    "intake_settings",
     "idempotency_keys",
     "api_tokens",
     "runs",

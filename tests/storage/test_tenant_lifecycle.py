@@ -14,6 +14,7 @@ from recoup.dunning.invoice import AttemptState
 from recoup.errors import Conflict, InvalidInput, StorageError
 from recoup.jobs.model import DEFAULT_TENANT, JobState, RunOutcome, Tenant
 from recoup.jobs.schedule_model import CronRule, MissedPolicy, NewSchedule
+from recoup.recovery.intake_store import IntakeEvent, IntakeSettings
 from recoup.recovery.store import DunningSettings
 from recoup.storage import open_api_tables
 from recoup.storage.tenant_tables import TENANT_TABLES
@@ -229,6 +230,23 @@ def populate(store: Store, tenant_id: str) -> None:
     store.put_merchant_tag(
         tenant_id, MerchantTag(merchant_id="m_1", tag="seasonal", note="", tagged_at=T0)
     )
+    store.put_intake_settings(
+        IntakeSettings(
+            tenant=tenant_id, stripe_webhook_secret=None, default_timezone="UTC", updated_at=T0
+        )
+    )
+    store.claim_event(
+        IntakeEvent(
+            tenant=tenant_id,
+            provider="stripe",
+            event_id="evt_1",
+            type="invoice.payment_failed",
+            invoice_id="inv_1",
+            occurred_at=T0,
+        ),
+        now=T0,
+        lock_timeout=HOUR,
+    )
 
 
 def test_deleting_a_tenant_removes_every_row_of_it_and_nothing_else(store: Store) -> None:
@@ -247,6 +265,8 @@ def test_deleting_a_tenant_removes_every_row_of_it_and_nothing_else(store: Store
         "invoices": 1,
         "dunning_settings": 1,
         "merchant_tags": 1,
+        "intake_events": 1,
+        "intake_settings": 1,
         "idempotency_keys": 1,
         "api_tokens": 1,
         "runs": 1,
@@ -262,6 +282,7 @@ def test_deleting_a_tenant_removes_every_row_of_it_and_nothing_else(store: Store
     assert store.invoice_events("gone", "inv_1") == []
     assert store.get_settings("gone") is None
     assert store.merchant_tags("gone") == []
+    assert store.get_intake_settings("gone") is None
     # The other tenant is whole.
     assert store.get_tenant("kept") is not None
     assert sum(store.count_by_state("kept").values()) == 2
@@ -270,6 +291,7 @@ def test_deleting_a_tenant_removes_every_row_of_it_and_nothing_else(store: Store
     assert store.get_invoice("kept", "inv_1") is not None
     assert store.get_settings("kept") is not None
     assert len(store.merchant_tags("kept")) == 1
+    assert store.get_intake_settings("kept") is not None
     assert delete_tenant(store, "gone") is None
 
 

@@ -48,6 +48,12 @@ DELETE FROM dunning_settings WHERE tenant = %(tenant)s
 -- delete_merchant_tags --
 DELETE FROM merchant_tags WHERE tenant = %(tenant)s
 
+-- delete_intake_events --
+DELETE FROM intake_events WHERE tenant = %(tenant)s
+
+-- delete_intake_settings --
+DELETE FROM intake_settings WHERE tenant = %(tenant)s
+
 -- delete_idempotency_keys --
 DELETE FROM idempotency_keys WHERE tenant = %(tenant)s
 

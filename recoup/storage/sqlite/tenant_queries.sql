@@ -47,6 +47,12 @@ DELETE FROM dunning_settings WHERE tenant = :tenant
 -- delete_merchant_tags --
 DELETE FROM merchant_tags WHERE tenant = :tenant
 
+-- delete_intake_events --
+DELETE FROM intake_events WHERE tenant = :tenant
+
+-- delete_intake_settings --
+DELETE FROM intake_settings WHERE tenant = :tenant
+
 -- delete_idempotency_keys --
 DELETE FROM idempotency_keys WHERE tenant = :tenant
 
