@@ -15,6 +15,7 @@ from recoup.api.idempotent import PostContext, post_context
 from recoup.api.problems import ApiProblem
 from recoup.api.rate_limits import retry_after
 from recoup.api.state import ApiState
+from recoup.idempotency import KEY_HEADER_PATTERN
 
 bearer = HTTPBearer(auto_error=False, description="A tenant's API token (`rcp_…`).")
 
@@ -78,6 +79,8 @@ async def posting(
             description=(
                 'A unique key per request: bare (`abc-123`) or an RFC 8941 string (`"abc-123"`).'
             ),
+            # Stated, not enforced here: `parse_key` answers a malformed key with its own 400.
+            json_schema_extra={"pattern": KEY_HEADER_PATTERN},
         ),
     ] = None,
 ) -> PostContext:

@@ -4,6 +4,7 @@
 from recoup.idempotency.keys import (
     DEFAULT_LOCK_TIMEOUT,
     DEFAULT_RETENTION,
+    KEY_HEADER_PATTERN,
     IdempotencyStore,
     InProgress,
     Mismatch,
@@ -20,6 +21,7 @@ from recoup.idempotency.keys import (
 __all__ = [
     "DEFAULT_LOCK_TIMEOUT",
     "DEFAULT_RETENTION",
+    "KEY_HEADER_PATTERN",
     "IdempotencyStore",
     "InProgress",
     "Mismatch",

@@ -10,6 +10,7 @@ def test_idempotency_exports() -> None:
     assert recoup.idempotency.__all__ == [
         "DEFAULT_LOCK_TIMEOUT",
         "DEFAULT_RETENTION",
+        "KEY_HEADER_PATTERN",
         "IdempotencyStore",
         "InProgress",
         "Mismatch",

@@ -1,0 +1,90 @@
+"""The OpenAPI document states each rule the server enforces, so what a client generated from
+it sends is accepted, and what it refuses is what the document rules out. Each test names the
+request schemathesis found (tests/fuzz/test_api_schemathesis.py) that the document called valid
+and the server refused; the rules are validation, the same on both backends, so these run
+in-process over SQLite."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from recoup.api.app import ApiSettings, create_app
+from recoup.idempotency import KEY_HEADER_PATTERN, parse_key
+from recoup.jobs.ssrf import SsrfGuard
+from recoup.storage.sqlite.store import SqliteStore
+from recoup.tenancy import issue_token, new_tenant
+from recoup.timekeeping.clock import SystemClock
+from tests.receiver.conftest import InProcess
+
+TARGET = "http://127.0.0.1:9/hook"
+
+
+@pytest.fixture(scope="module")
+def app_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqliteStore]:
+    store = SqliteStore(str(tmp_path_factory.mktemp("rules") / "recoup.db"))
+    yield store
+    store.close()
+
+
+@pytest.fixture(scope="module")
+def document(app_store: SqliteStore) -> dict[str, Any]:
+    return create_app(app_store, clock=SystemClock()).openapi()
+
+
+@pytest.fixture(scope="module")
+def http(app_store: SqliteStore) -> Iterator[httpx.Client]:
+    app = create_app(
+        app_store,
+        clock=SystemClock(),
+        settings=ApiSettings(ssrf=SsrfGuard(allow_private=True), prune_every=None),
+    )
+    now = SystemClock().now()
+    app_store.ensure_tenant(new_tenant("rules", now=now))
+    token = issue_token(app_store.api_tables(), "rules", now=now).secret
+    with httpx.Client(
+        transport=InProcess(app),
+        base_url="http://api.test",
+        headers={"Authorization": f"Bearer {token}"},
+    ) as client:
+        yield client
+
+
+def parameter(document: dict[str, Any], path: str, method: str, name: str) -> dict[str, Any]:
+    for found in document["paths"][path][method]["parameters"]:
+        if found["name"] == name:
+            schema: dict[str, Any] = found["schema"]
+            return schema
+    raise AssertionError(f"{method.upper()} {path} has no parameter {name}")
+
+
+# -- Idempotency-Key -------------------------------------------------------------------------
+
+
+def test_the_document_states_the_idempotency_key_format(document: dict[str, Any]) -> None:
+    # schemathesis: `Idempotency-Key: ` (empty) was valid by the document and answered 400.
+    for path, method in [("/v1/jobs", "post"), ("/v1/dunning/invoices/{invoice_id}/paid", "post")]:
+        stated = parameter(document, path, method, "Idempotency-Key")
+        assert stated["pattern"] == KEY_HEADER_PATTERN
+
+
+@settings(max_examples=200)
+@given(st.from_regex(KEY_HEADER_PATTERN, fullmatch=True))
+def test_every_key_of_the_stated_format_is_accepted(header: str) -> None:
+    assert parse_key(header) == header.strip('"')
+
+
+def test_an_empty_idempotency_key_is_a_400_naming_the_header(http: httpx.Client) -> None:
+    response = http.post(
+        "/v1/jobs",
+        json={"delay_seconds": 60, "target": {"url": TARGET}},
+        headers={"Idempotency-Key": ""},
+    )
+    assert response.status_code == 400
+    assert response.json()["errors"][0]["field"] == "Idempotency-Key"
+
