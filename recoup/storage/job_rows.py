@@ -1,6 +1,6 @@
 """The one mapping between the job scheduler's records (jobs, runs, schedules, tenants) and
 table rows, shared by every backend: column orders, codecs and the encoding of records into rows
-(`row_decoding` reads them back); and the opaque page cursor.
+(`row_decoding` reads them back); and the page cursor.
 
 - target, payload and schedule rules are JSON text (jsonb in PostgreSQL);
 - enums are stored as their string values;
@@ -14,8 +14,8 @@ table rows, shared by every backend: column orders, codecs and the encoding of r
 
 from __future__ import annotations
 
-import base64
 import json
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -254,21 +254,27 @@ class JobEncoder:
         )
 
 
-# Cursors: opaque to callers, (created_at µs, id) of the last job of a page.
+# Cursors: `{created_at µs}:{id}` of the last item of a page. Any text of that shape is a
+# position in the (created_at, id) order, so any is accepted (a made-up one starts a page at
+# its position), and the API states the format as one pattern (`CURSOR_PATTERN`). The id may
+# hold any character but NUL (ids are far shorter than 400); 17 digits of microseconds reach
+# past year 5000, inside what `datetime` holds.
+
+CURSOR_PATTERN = r"^[0-9]{1,17}:[^\x00]{1,400}$"
+_CURSOR = re.compile(CURSOR_PATTERN)
 
 
-def encode_cursor(created_at: datetime, job_id: str) -> str:
-    raw = f"{micros(created_at)}:{job_id}".encode()
-    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+def encode_cursor(created_at: datetime, item_id: str) -> str:
+    return f"{micros(created_at)}:{item_id}"
 
 
 def decode_cursor(cursor: str) -> tuple[datetime, str]:
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        created_us, job_id = base64.urlsafe_b64decode(padded).decode().split(":", 1)
-        return from_micros(int(created_us)), job_id
-    except (ValueError, UnicodeDecodeError):
-        raise InvalidInput("cursor", cursor, "expected a cursor from a previous page") from None
+    if not _CURSOR.fullmatch(cursor):
+        raise InvalidInput(
+            "cursor", cursor, "expected a cursor from a previous page (`{microseconds}:{id}`)"
+        )
+    created_us, item_id = cursor.split(":", 1)
+    return from_micros(int(created_us)), item_id
 
 
 def like_prefix(prefix: str) -> str:

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from recoup.api.app import ApiSettings, create_app
 from recoup.idempotency import KEY_HEADER_PATTERN, parse_key
 from recoup.jobs.ssrf import SsrfGuard
+from recoup.storage.job_rows import CURSOR_PATTERN
 from recoup.storage.sqlite.store import SqliteStore
 from recoup.tenancy import issue_token, new_tenant
 from recoup.timekeeping.clock import SystemClock
@@ -88,3 +89,32 @@ def test_an_empty_idempotency_key_is_a_400_naming_the_header(http: httpx.Client)
     assert response.status_code == 400
     assert response.json()["errors"][0]["field"] == "Idempotency-Key"
 
+
+
+# -- List cursors ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["/v1/jobs", "/v1/dunning/invoices"])
+def test_the_document_states_the_cursor_format(document: dict[str, Any], path: str) -> None:
+    # schemathesis: `GET /v1/jobs?cursor=0` was valid by the document and answered 422.
+    stated = parameter(document, path, "get", "cursor")["anyOf"][0]
+    assert stated["pattern"] == CURSOR_PATTERN
+
+
+@settings(max_examples=50)
+@given(
+    path=st.sampled_from(["/v1/jobs", "/v1/dunning/invoices"]),
+    cursor=st.from_regex(CURSOR_PATTERN, fullmatch=True).filter(lambda c: len(c) <= 500),
+)
+def test_any_cursor_of_the_stated_format_is_a_page_position(
+    http: httpx.Client, path: str, cursor: str
+) -> None:
+    response = http.get(path, params={"cursor": cursor})
+    assert response.status_code == 200, response.text
+
+
+@pytest.mark.parametrize("cursor", ["0", "abc", ":x", "12:", "1" * 18 + ":x"])
+def test_a_cursor_outside_the_format_is_a_422_naming_it(http: httpx.Client, cursor: str) -> None:
+    response = http.get("/v1/jobs", params={"cursor": cursor})
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["field"] == "cursor"

@@ -7,10 +7,10 @@ from typing import Annotated, Any
 from fastapi import Path, Query
 
 from recoup.api.problems import Problem
+from recoup.api.schemas.patterns import CURSOR, NO_NUL
 from recoup.jobs.store import MAX_PAGE
 
 MAX_ID_LENGTH = 100
-NO_NUL = r"^[^\x00]*$"  # path and query strings: PostgreSQL text cannot hold NUL
 
 
 def _error_responses() -> dict[int | str, dict[str, Any]]:
@@ -34,6 +34,13 @@ ERRORS = _error_responses()  # every /v1 operation may answer these (problem+jso
 Id = Annotated[str, Path(min_length=1, max_length=MAX_ID_LENGTH, pattern=NO_NUL)]
 # A page of a list: the stores' bound (`MAX_PAGE`), so a valid request is never refused below.
 Limit = Annotated[int, Query(ge=1, le=MAX_PAGE)]
-Cursor = Annotated[str | None, Query(min_length=1, max_length=500, pattern=NO_NUL)]
+Cursor = Annotated[
+    str | None,
+    Query(
+        max_length=500,
+        pattern=CURSOR,
+        description="`next_cursor` of the previous page (`{microseconds}:{id}`).",
+    ),
+]
 
 __all__ = ["ERRORS", "MAX_ID_LENGTH", "NO_NUL", "Cursor", "Id", "Limit"]
