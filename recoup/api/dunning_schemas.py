@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, Field, StrictFloat, StrictInt
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictFloat, StrictInt
 
-from recoup.api.schemas.common import StrictModel, Text
+from recoup.api.schemas.common import StrictModel, Text, one_of
 from recoup.dunning.invoice import AttemptState, Invoice, InvoiceEvent, InvoiceState
 from recoup.jobs.model import Run
 from recoup.recovery.intake_store import DEFAULT_TIMEZONE, IntakeSettings
@@ -270,6 +270,12 @@ class SettingsOut(BaseModel):
 
 
 class ClockIn(StrictModel):
+    """Exactly one of `advance_seconds` and `to`."""
+
+    model_config = ConfigDict(
+        json_schema_extra=one_of({"advance_seconds": "number"}, {"to": "string"})
+    )
+
     advance_seconds: StrictInt | float | None = Field(default=None, ge=0, le=10 * 366 * 86400)
     to: AwareDatetime | None = None
 

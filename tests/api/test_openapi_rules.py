@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import jsonschema_rs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -118,3 +119,54 @@ def test_a_cursor_outside_the_format_is_a_422_naming_it(http: httpx.Client, curs
     response = http.get("/v1/jobs", params={"cursor": cursor})
     assert response.status_code == 422
     assert response.json()["errors"][0]["field"] == "cursor"
+
+
+# -- Exactly one of several fields -----------------------------------------------------------
+
+JOB = {"target": {"url": TARGET}}
+SCHEDULE = {"target": {"url": TARGET}}
+ANCHOR = {"local": "2026-01-31T09:00", "timezone": "UTC"}
+EXACTLY_ONE = [
+    # (schema, path, body, valid by the document and by the server)
+    ("JobIn", "/v1/jobs", {**JOB}, False),  # schemathesis: neither run_at nor delay_seconds
+    ("JobIn", "/v1/jobs", {**JOB, "run_at": "2030-01-01T00:00:00Z", "delay_seconds": 0}, False),
+    ("JobIn", "/v1/jobs", {**JOB, "run_at": None, "delay_seconds": 5}, True),
+    ("JobIn", "/v1/jobs", {**JOB, "run_at": "2030-01-01T00:00:00Z"}, True),
+    ("CancelIn", "/v1/jobs/cancel", {}, False),  # schemathesis: `{}`
+    ("CancelIn", "/v1/jobs/cancel", {"name": "a", "name_prefix": "a"}, False),
+    ("CancelIn", "/v1/jobs/cancel", {"name": "a", "group": None}, True),
+    ("CancelIn", "/v1/jobs/cancel", {"group": "g"}, True),
+    ("ScheduleIn", "/v1/schedules", {**SCHEDULE}, False),  # schemathesis: neither rule
+    ("ScheduleIn", "/v1/schedules", {**SCHEDULE, "cron": "0 9 * * *"}, False),  # no timezone
+    (
+        "ScheduleIn",
+        "/v1/schedules",
+        {**SCHEDULE, "cron": "0 9 * * *", "timezone": "UTC", "anchor": ANCHOR},
+        False,
+    ),
+    ("ScheduleIn", "/v1/schedules", {**SCHEDULE, "anchor": ANCHOR, "timezone": "UTC"}, False),
+    ("ScheduleIn", "/v1/schedules", {**SCHEDULE, "cron": "0 9 * * *", "timezone": "UTC"}, True),
+]
+
+
+@pytest.mark.parametrize(("schema", "path", "body", "valid"), EXACTLY_ONE)
+def test_the_document_and_the_server_agree_on_exactly_one_of(
+    document: dict[str, Any],
+    http: httpx.Client,
+    schema: str,
+    path: str,
+    body: dict[str, Any],
+    valid: bool,
+) -> None:
+    assert conforms(document, schema, body) is valid
+    response = http.post(path, json=body)
+    assert (response.status_code < 300) is valid, response.text
+
+
+def conforms(document: dict[str, Any], schema: str, instance: Any) -> bool:
+    """Whether `instance` is valid by the document's component `schema`."""
+    validator = jsonschema_rs.validator_for(
+        {**document["components"]["schemas"][schema], "components": document["components"]},
+        validate_formats=True,
+    )
+    return bool(validator.is_valid(instance))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue
 
@@ -21,6 +21,22 @@ class ExactlyOne(InvalidInput):
         self.fields = fields
         names = " and ".join(fields) if len(fields) == 2 else ", ".join(fields)
         super().__init__(fields[0], None, f"expected exactly one of {names}")
+
+
+def one_of(*branches: dict[str, str]) -> dict[str, Any]:
+    """The JSON Schema of "exactly one of these sets of fields": each branch maps the fields it
+    requires (present and not null) to their JSON type, and also names (type "null") the fields
+    it requires absent or null. `one_of({"run_at": "string"}, {"delay_seconds": "number"})`
+    allows one of the two and refuses both or neither, as `ExactlyOne` does on the server."""
+    return {
+        "oneOf": [
+            {
+                "required": [name for name, kind in branch.items() if kind != "null"],
+                "properties": {name: {"type": kind} for name, kind in branch.items()},
+            }
+            for branch in branches
+        ]
+    }
 
 
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")  # JSON can carry them; UTF-8 cannot
@@ -140,4 +156,5 @@ __all__ = [
     "TargetIn",
     "TargetOut",
     "Text",
+    "one_of",
 ]

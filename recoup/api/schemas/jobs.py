@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from pydantic import AwareDatetime, BaseModel, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from recoup.api.schemas.common import (
     ExactlyOne,
@@ -14,6 +14,7 @@ from recoup.api.schemas.common import (
     TargetIn,
     TargetOut,
     Text,
+    one_of,
 )
 from recoup.jobs.model import Job, JobState, Run
 
@@ -23,6 +24,9 @@ MAX_DELAY_SECONDS = 10 * 366 * 86_400  # ten years: further out is a typo, not a
 class JobIn(StrictModel):
     """A one-off job. Exactly one of `run_at` and `delay_seconds`."""
 
+    model_config = ConfigDict(
+        json_schema_extra=one_of({"run_at": "string"}, {"delay_seconds": "number"})
+    )
     run_at: AwareDatetime | None = Field(default=None, description="ISO-8601 with an offset.")
     delay_seconds: float | None = Field(default=None, ge=0, le=MAX_DELAY_SECONDS)
     target: TargetIn
@@ -50,6 +54,11 @@ class CancelIn(StrictModel):
     """Exactly one of `name` (the live job with that name), `name_prefix` and `group` (the
     live jobs of exactly that group)."""
 
+    model_config = ConfigDict(
+        json_schema_extra=one_of(
+            {"name": "string"}, {"name_prefix": "string"}, {"group": "string"}
+        )
+    )
     name: Text | None = Field(default=None, min_length=1, max_length=200)
     name_prefix: Text | None = Field(default=None, min_length=1, max_length=200)
     group: Text | None = Field(default=None, min_length=1, max_length=200)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, Field, NaiveDatetime
+from pydantic import BaseModel, ConfigDict, Field, NaiveDatetime
 
 from recoup.api.schemas.common import (
     ExactlyOne,
@@ -15,6 +15,7 @@ from recoup.api.schemas.common import (
     TargetIn,
     TargetOut,
     Text,
+    one_of,
 )
 from recoup.errors import InvalidInput
 from recoup.jobs.schedule_model import AnchorRule, CronRule, Schedule
@@ -29,8 +30,15 @@ class AnchorIn(StrictModel):
 
 
 class ScheduleIn(StrictModel):
-    """A recurring schedule: `cron` with `timezone`, or `anchor`."""
+    """A recurring schedule: `cron` with `timezone`, or `anchor` (which carries its own zone:
+    no `timezone` beside it)."""
 
+    model_config = ConfigDict(
+        json_schema_extra=one_of(
+            {"cron": "string", "timezone": "string", "anchor": "null"},
+            {"anchor": "object", "timezone": "null", "cron": "null"},
+        )
+    )
     name: Text | None = Field(default=None, min_length=1, max_length=200)
     cron: Text | None = Field(default=None, min_length=1, max_length=200)
     timezone: Text | None = Field(default=None, min_length=1, max_length=100)
