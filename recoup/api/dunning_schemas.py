@@ -7,7 +7,8 @@ from typing import Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictFloat, StrictInt
 
-from recoup.api.schemas.common import StrictModel, Text, one_of
+from recoup.api.schemas.common import StrictModel, Text
+from recoup.api.schemas.stated import one_of
 from recoup.dunning.invoice import AttemptState, Invoice, InvoiceEvent, InvoiceState
 from recoup.jobs.model import Run
 from recoup.recovery.intake_store import DEFAULT_TIMEZONE, IntakeSettings

@@ -6,6 +6,7 @@ in-process over SQLite."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -170,3 +171,43 @@ def conforms(document: dict[str, Any], schema: str, instance: Any) -> bool:
         validate_formats=True,
     )
     return bool(validator.is_valid(instance))
+
+
+# -- Strings the stores can hold -------------------------------------------------------------
+
+SOME_TEXT = st.text(st.sampled_from("a\x00@é\u2028"), max_size=4)
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | SOME_TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(SOME_TEXT, inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=60)
+@given(body=JSON_VALUES)
+def test_a_target_body_is_accepted_exactly_when_the_document_allows_it(
+    document: dict[str, Any], http: httpx.Client, body: Any
+) -> None:
+    # schemathesis: a body holding "\u0000" was valid by the document and answered 422.
+    job = {"delay_seconds": 60, "target": {"url": TARGET, "body": body}}
+    valid = conforms(document, "JobIn", job)
+    assert (http.post("/v1/jobs", json=job).status_code == 201) is valid
+
+
+@settings(max_examples=40)
+@given(name=SOME_TEXT.filter(bool), path=st.sampled_from(["/v1/jobs", "/v1/schedules"]))
+def test_a_name_is_accepted_exactly_when_the_document_allows_it(
+    document: dict[str, Any], http: httpx.Client, name: str, path: str
+) -> None:
+    # A NUL (no store holds it) or an '@' (it names a schedule's occurrences) is refused.
+    body: dict[str, Any] = {"target": {"url": TARGET}, "name": f"{name}-{uuid.uuid4()}"}
+    if path == "/v1/jobs":
+        body |= {"delay_seconds": 60}
+        schema = "JobIn"
+    else:
+        body |= {"cron": "0 9 * * *", "timezone": "UTC"}
+        schema = "ScheduleIn"
+    valid = conforms(document, schema, body)
+    assert valid is ("\x00" not in name and "@" not in name)
+    response = http.post(path, json=body)
+    assert (response.status_code == 201) is valid, response.text

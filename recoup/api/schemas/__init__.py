@@ -9,6 +9,7 @@ which no UTF-8 encoder can); responses are plain models so /openapi.json describ
 from recoup.api.schemas.common import (
     ExactlyOne,
     Health,
+    Name,
     RetryIn,
     RetryOut,
     StrictModel,
@@ -46,6 +47,7 @@ __all__ = [
     "JobIn",
     "JobOut",
     "JobPageOut",
+    "Name",
     "RetryIn",
     "RetryOut",
     "RunOut",

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue
+from typing_extensions import TypeAliasType
 
 from recoup.api.problems import SURROGATE_MESSAGE
+from recoup.api.schemas.patterns import NO_NUL, NO_NUL_OR_AT
+from recoup.api.schemas.stated import Stated, StatedAs
 from recoup.errors import InvalidInput
 from recoup.jobs.model import BackoffPolicy, HttpMethod, HttpTarget, Target
 
@@ -21,22 +24,6 @@ class ExactlyOne(InvalidInput):
         self.fields = fields
         names = " and ".join(fields) if len(fields) == 2 else ", ".join(fields)
         super().__init__(fields[0], None, f"expected exactly one of {names}")
-
-
-def one_of(*branches: dict[str, str]) -> dict[str, Any]:
-    """The JSON Schema of "exactly one of these sets of fields": each branch maps the fields it
-    requires (present and not null) to their JSON type, and also names (type "null") the fields
-    it requires absent or null. `one_of({"run_at": "string"}, {"delay_seconds": "number"})`
-    allows one of the two and refuses both or neither, as `ExactlyOne` does on the server."""
-    return {
-        "oneOf": [
-            {
-                "required": [name for name, kind in branch.items() if kind != "null"],
-                "properties": {name: {"type": kind} for name, kind in branch.items()},
-            }
-            for branch in branches
-        ]
-    }
 
 
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")  # JSON can carry them; UTF-8 cannot
@@ -67,7 +54,23 @@ def _storable_inside(value: JsonValue) -> JsonValue:
     return value
 
 
-Text = Annotated[str, AfterValidator(_storable)]  # every string an API body carries
+# Every string an API body carries.
+Text = Annotated[str, AfterValidator(_storable), Stated(pattern=NO_NUL)]
+# A job's or a schedule's name: no '@' either (the scheduler refuses it, naming `name`), since
+# `{schedule}@{instant}` names the occurrences of schedules.
+Name = Annotated[str, AfterValidator(_storable), Stated(pattern=NO_NUL_OR_AT)]
+# What `_storable_inside` accepts, as the document states it: any JSON value whose strings and
+# object keys are `Text`.
+StorableJson = TypeAliasType(
+    "StorableJson",
+    list["StorableJson"]
+    | Annotated[dict[Text, "StorableJson"], Stated(propertyNames={"pattern": NO_NUL})]
+    | Text
+    | bool
+    | int
+    | float
+    | None,
+)
 
 
 class StrictModel(BaseModel):
@@ -84,7 +87,7 @@ class TargetIn(StrictModel):
         max_length=50,
         description="Names are RFC 9110 tokens; values printable ASCII, no CR/LF.",
     )
-    body: Annotated[JsonValue, AfterValidator(_storable_inside)] = Field(
+    body: Annotated[JsonValue, AfterValidator(_storable_inside), StatedAs(StorableJson)] = Field(
         default=None, description="A JSON value, or a string sent as is."
     )
 
@@ -150,11 +153,11 @@ class Health(BaseModel):
 __all__ = [
     "ExactlyOne",
     "Health",
+    "Name",
     "RetryIn",
     "RetryOut",
     "StrictModel",
     "TargetIn",
     "TargetOut",
     "Text",
-    "one_of",
 ]

@@ -8,14 +8,15 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from recoup.api.schemas.common import (
     ExactlyOne,
+    Name,
     RetryIn,
     RetryOut,
     StrictModel,
     TargetIn,
     TargetOut,
     Text,
-    one_of,
 )
+from recoup.api.schemas.stated import one_of
 from recoup.jobs.model import Job, JobState, Run
 
 MAX_DELAY_SECONDS = 10 * 366 * 86_400  # ten years: further out is a typo, not a plan
@@ -30,7 +31,7 @@ class JobIn(StrictModel):
     run_at: AwareDatetime | None = Field(default=None, description="ISO-8601 with an offset.")
     delay_seconds: float | None = Field(default=None, ge=0, le=MAX_DELAY_SECONDS)
     target: TargetIn
-    name: Text | None = Field(default=None, min_length=1, max_length=200)
+    name: Name | None = Field(default=None, min_length=1, max_length=200)
     group: Text | None = Field(
         default=None,
         min_length=1,
@@ -55,9 +56,7 @@ class CancelIn(StrictModel):
     live jobs of exactly that group)."""
 
     model_config = ConfigDict(
-        json_schema_extra=one_of(
-            {"name": "string"}, {"name_prefix": "string"}, {"group": "string"}
-        )
+        json_schema_extra=one_of({"name": "string"}, {"name_prefix": "string"}, {"group": "string"})
     )
     name: Text | None = Field(default=None, min_length=1, max_length=200)
     name_prefix: Text | None = Field(default=None, min_length=1, max_length=200)

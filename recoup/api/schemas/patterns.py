@@ -14,9 +14,10 @@ from typing import Final
 from recoup.storage.job_rows import CURSOR_PATTERN
 
 NO_NUL: Final = r"^[^\x00]*$"  # PostgreSQL text cannot hold NUL
+NO_NUL_OR_AT: Final = r"^[^\x00@]*$"  # '@' separates a schedule's name and an occurrence's instant
 
 # -- List cursors: `{created_at µs}:{id}` of the last item of the previous page --------------
 
 CURSOR: Final = CURSOR_PATTERN
 
-__all__ = ["CURSOR", "NO_NUL"]
+__all__ = ["CURSOR", "NO_NUL", "NO_NUL_OR_AT"]

@@ -9,14 +9,15 @@ from pydantic import BaseModel, ConfigDict, Field, NaiveDatetime
 
 from recoup.api.schemas.common import (
     ExactlyOne,
+    Name,
     RetryIn,
     RetryOut,
     StrictModel,
     TargetIn,
     TargetOut,
     Text,
-    one_of,
 )
+from recoup.api.schemas.stated import one_of
 from recoup.errors import InvalidInput
 from recoup.jobs.schedule_model import AnchorRule, CronRule, Schedule
 
@@ -39,7 +40,7 @@ class ScheduleIn(StrictModel):
             {"anchor": "object", "timezone": "null", "cron": "null"},
         )
     )
-    name: Text | None = Field(default=None, min_length=1, max_length=200)
+    name: Name | None = Field(default=None, min_length=1, max_length=200)
     cron: Text | None = Field(default=None, min_length=1, max_length=200)
     timezone: Text | None = Field(default=None, min_length=1, max_length=100)
     anchor: AnchorIn | None = None

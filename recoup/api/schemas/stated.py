@@ -1,0 +1,69 @@
+"""How a request model states, in the OpenAPI document, a rule that a validator beside it
+enforces: keywords added to a type's JSON Schema (`Stated`), a schema taken from another type
+(`StatedAs`), and "exactly one of these fields" (`one_of`).
+
+The server keeps its own checks (they answer with a readable message naming the field, where a
+pydantic `pattern` would quote the whole regular expression); these make the document say the
+same thing, so that what a client generated from it sends is what the server accepts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import GetJsonSchemaHandler, TypeAdapter
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
+
+
+class Stated:
+    """JSON Schema keywords merged into the schema of the type this annotates.
+
+    On a dict, `propertyNames` states the rule for names, and the value schema pydantic put
+    under `patternProperties` (which would let any other name through) becomes
+    `additionalProperties`."""
+
+    def __init__(self, **keywords: Any) -> None:
+        self.keywords = keywords
+
+    def __get_pydantic_json_schema__(
+        self, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        schema = handler(core_schema)
+        if "propertyNames" in self.keywords and "patternProperties" in schema:
+            (values,) = schema.pop("patternProperties").values()
+            schema["additionalProperties"] = values
+        schema.update(self.keywords)
+        return schema
+
+
+class StatedAs:
+    """The JSON Schema of `stated` (a type, such as a recursive `TypeAliasType`, which becomes a
+    component of the document) for a field validated as the type it annotates."""
+
+    def __init__(self, stated: Any) -> None:
+        self.adapter: TypeAdapter[Any] = TypeAdapter(stated)
+
+    def __get_pydantic_json_schema__(
+        self, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return handler(self.adapter.core_schema)
+
+
+def one_of(*branches: dict[str, str]) -> dict[str, Any]:
+    """The JSON Schema of "exactly one of these sets of fields": each branch maps the fields it
+    requires (present and not null) to their JSON type, and also names (type "null") the fields
+    it requires absent or null. `one_of({"run_at": "string"}, {"delay_seconds": "number"})`
+    allows one of the two and refuses both or neither, as `ExactlyOne` does on the server."""
+    return {
+        "oneOf": [
+            {
+                "required": [name for name, kind in branch.items() if kind != "null"],
+                "properties": {name: {"type": kind} for name, kind in branch.items()},
+            }
+            for branch in branches
+        ]
+    }
+
+
+__all__ = ["Stated", "StatedAs", "one_of"]
