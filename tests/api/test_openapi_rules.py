@@ -211,3 +211,15 @@ def test_a_name_is_accepted_exactly_when_the_document_allows_it(
     assert valid is ("\x00" not in name and "@" not in name)
     response = http.post(path, json=body)
     assert (response.status_code == 201) is valid, response.text
+
+
+@pytest.mark.parametrize(("length", "valid"), [(150, True), (151, False), (200, False)])
+def test_a_schedule_name_is_at_most_150_characters_in_the_document_too(
+    document: dict[str, Any], http: httpx.Client, length: int, valid: bool
+) -> None:
+    # schemathesis: a 200-character name was valid by the document (maxLength 200) and the
+    # scheduler refused it (150, leaving room for '@' and the instant in occurrence names).
+    name = uuid.uuid4().hex.ljust(length, "n")
+    body = {"target": {"url": TARGET}, "cron": "0 9 * * *", "timezone": "UTC", "name": name}
+    assert conforms(document, "ScheduleIn", body) is valid
+    assert (http.post("/v1/schedules", json=body).status_code == 201) is valid

@@ -20,6 +20,7 @@ from recoup.api.schemas.common import (
 from recoup.api.schemas.stated import one_of
 from recoup.errors import InvalidInput
 from recoup.jobs.schedule_model import AnchorRule, CronRule, Schedule
+from recoup.jobs.schedules import MAX_SCHEDULE_NAME
 
 
 class AnchorIn(StrictModel):
@@ -40,7 +41,7 @@ class ScheduleIn(StrictModel):
             {"anchor": "object", "timezone": "null", "cron": "null"},
         )
     )
-    name: Name | None = Field(default=None, min_length=1, max_length=200)
+    name: Name | None = Field(default=None, min_length=1, max_length=MAX_SCHEDULE_NAME)
     cron: Text | None = Field(default=None, min_length=1, max_length=200)
     timezone: Text | None = Field(default=None, min_length=1, max_length=100)
     anchor: AnchorIn | None = None
