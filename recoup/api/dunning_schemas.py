@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictFloat, StrictInt
 
-from recoup.api.schemas.common import StrictModel, Text
+from recoup.api.schemas.common import OutboundUrl, StrictModel, Text
 from recoup.api.schemas.stated import one_of
 from recoup.dunning.invoice import AttemptState, Invoice, InvoiceEvent, InvoiceState
 from recoup.jobs.model import Run
@@ -41,7 +41,7 @@ class FailureIn(StrictModel):
     card: CardIn | None = None
     gateway: Text | None = Code
     merchant_id: Text | None = Field(default=None, min_length=1, max_length=200)
-    charge_url: Text | None = Field(
+    charge_url: OutboundUrl | None = Field(
         default=None,
         min_length=1,
         max_length=2048,
@@ -209,8 +209,8 @@ class SettingsIn(StrictModel):
         max_length=64 * 1024,
         description="A dunning policy as TOML text; null: the business-days preset.",
     )
-    event_url: Text | None = Field(default=None, min_length=1, max_length=2048)
-    charge_url: Text | None = Field(default=None, min_length=1, max_length=2048)
+    event_url: OutboundUrl | None = Field(default=None, min_length=1, max_length=2048)
+    charge_url: OutboundUrl | None = Field(default=None, min_length=1, max_length=2048)
     experiment_name: Text | None = Field(
         default=None,
         min_length=1,

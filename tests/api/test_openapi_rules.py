@@ -223,3 +223,35 @@ def test_a_schedule_name_is_at_most_150_characters_in_the_document_too(
     body = {"target": {"url": TARGET}, "cron": "0 9 * * *", "timezone": "UTC", "name": name}
     assert conforms(document, "ScheduleIn", body) is valid
     assert (http.post("/v1/schedules", json=body).status_code == 201) is valid
+
+
+# -- URLs of targets, charge endpoints and event receivers -----------------------------------
+
+URLS = st.builds(
+    "{}{}{}{}{}".format,
+    st.sampled_from(["http://", "HTTPS://", "ftp://", "http:/", ""]),
+    st.sampled_from(["", "user:pw@", "@"]),
+    st.sampled_from(
+        ["example.com", "127.0.0.1", "[::1]", "[::ffff:10.0.0.1]", "[:::]", "bücher.de", ""]
+    ),
+    st.sampled_from(["", ":8080", ":65535", ":65536", ":", ":x"]),
+    st.sampled_from(["", "/", "/a?b=c#d", "/a b", "/\t", "/é", "?q"]),
+)
+
+
+@settings(max_examples=150)
+@given(url=URLS, field=st.sampled_from(["target.url", "charge_url", "event_url"]))
+def test_a_url_is_accepted_exactly_when_the_document_allows_it(
+    document: dict[str, Any], http: httpx.Client, url: str, field: str
+) -> None:
+    # schemathesis: `{"target": {"url": "0"}}` was valid by the document (any string) and was
+    # refused: only http(s) URLs with a host are.
+    if field == "target.url":
+        schema, path, body = "JobIn", "/v1/jobs", {"delay_seconds": 60, "target": {"url": url}}
+    else:
+        schema, path, body = "SettingsIn", "/v1/dunning/settings", {field: url}
+    valid = conforms(document, schema, body)
+    response = http.request("PUT" if schema == "SettingsIn" else "POST", path, json=body)
+    assert (response.status_code < 300) is valid, response.text
+    if not valid:
+        assert response.json()["errors"][0]["field"] == field

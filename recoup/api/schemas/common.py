@@ -11,7 +11,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue
 from typing_extensions import TypeAliasType
 
 from recoup.api.problems import SURROGATE_MESSAGE
-from recoup.api.schemas.patterns import NO_NUL, NO_NUL_OR_AT
+from recoup.api.schemas.patterns import HTTP_URL, NO_NUL, NO_NUL_OR_AT
 from recoup.api.schemas.stated import Stated, StatedAs
 from recoup.errors import InvalidInput
 from recoup.jobs.model import BackoffPolicy, HttpMethod, HttpTarget, Target
@@ -54,11 +54,35 @@ def _storable_inside(value: JsonValue) -> JsonValue:
     return value
 
 
+_HTTP_URL = re.compile(HTTP_URL)
+_URL_FORBIDDEN = re.compile(r"[\x00-\x20\x7f]")  # as `recoup.jobs.target_checks` says
+
+
+def _http_url(value: str) -> str:
+    """The URL of something Recoup calls (a target, a charge endpoint, an event receiver),
+    refused unless it matches `HTTP_URL`, with the reason where one character is it."""
+    _storable(value)
+    if _HTTP_URL.fullmatch(value):
+        return value
+    found = _URL_FORBIDDEN.search(value)
+    if found is not None:
+        raise ValueError(
+            f"expected a URL without spaces or control characters (found {found.group()!r} "
+            f"at {found.start()}; percent-encode it)"
+        )
+    raise ValueError(
+        "expected an http:// or https:// URL: a host name in ASCII (punycode for international "
+        "names), an IPv4 address or a bracketed IPv6 address, then an optional port 0–65535"
+    )
+
+
 # Every string an API body carries.
 Text = Annotated[str, AfterValidator(_storable), Stated(pattern=NO_NUL)]
 # A job's or a schedule's name: no '@' either (the scheduler refuses it, naming `name`), since
 # `{schedule}@{instant}` names the occurrences of schedules.
 Name = Annotated[str, AfterValidator(_storable), Stated(pattern=NO_NUL_OR_AT)]
+# Where Recoup sends requests.
+OutboundUrl = Annotated[str, AfterValidator(_http_url), Stated(pattern=HTTP_URL)]
 # What `_storable_inside` accepts, as the document states it: any JSON value whose strings and
 # object keys are `Text`.
 StorableJson = TypeAliasType(
@@ -80,7 +104,7 @@ class StrictModel(BaseModel):
 
 
 class TargetIn(StrictModel):
-    url: Text = Field(min_length=1, max_length=2048, description="http:// or https:// URL.")
+    url: OutboundUrl = Field(min_length=1, max_length=2048, description="http:// or https:// URL.")
     method: HttpMethod = "POST"  # the jobs layer's set, so both APIs accept the same methods
     headers: dict[Text, Text] = Field(
         default_factory=dict,
@@ -154,6 +178,7 @@ __all__ = [
     "ExactlyOne",
     "Health",
     "Name",
+    "OutboundUrl",
     "RetryIn",
     "RetryOut",
     "StrictModel",

@@ -16,8 +16,49 @@ from recoup.storage.job_rows import CURSOR_PATTERN
 NO_NUL: Final = r"^[^\x00]*$"  # PostgreSQL text cannot hold NUL
 NO_NUL_OR_AT: Final = r"^[^\x00@]*$"  # '@' separates a schedule's name and an occurrence's instant
 
+
+def _either_case(word: str) -> str:
+    """`http` → `[Hh][Tt][Tt][Pp]`: a case-insensitive literal without inline flags."""
+    return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else "\\" + c for c in word)
+
+
+# -- URLs: http(s), an ASCII host (punycode for international names), an optional port -----
+
+_H16 = "[0-9A-Fa-f]{1,4}"
+_OCTET = "(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"  # no leading zeros, as `ipaddress`
+_IPV4 = rf"{_OCTET}(?:\.{_OCTET}){{3}}"
+_LS32 = f"(?:{_H16}:{_H16}|{_IPV4})"
+# RFC 3986 §3.2.2 IPv6address, one alternative per place the `::` may stand.
+_IPV6 = (
+    "(?:"
+    + "|".join(
+        [
+            f"(?:{_H16}:){{6}}{_LS32}",
+            f"::(?:{_H16}:){{5}}{_LS32}",
+            f"(?:{_H16})?::(?:{_H16}:){{4}}{_LS32}",
+            f"(?:(?:{_H16}:){{0,1}}{_H16})?::(?:{_H16}:){{3}}{_LS32}",
+            f"(?:(?:{_H16}:){{0,2}}{_H16})?::(?:{_H16}:){{2}}{_LS32}",
+            f"(?:(?:{_H16}:){{0,3}}{_H16})?::{_H16}:{_LS32}",
+            f"(?:(?:{_H16}:){{0,4}}{_H16})?::{_LS32}",
+            f"(?:(?:{_H16}:){{0,5}}{_H16})?::{_H16}",
+            f"(?:(?:{_H16}:){{0,6}}{_H16})?::",
+        ]
+    )
+    + ")"
+)
+_REG_NAME = r"[A-Za-z0-9\-._~!$&'()*+,;=%]+"  # RFC 3986 reg-name, ASCII only
+_USERINFO = r"[A-Za-z0-9\-._~!$&'()*+,;=%:]*@"
+_PORT = "(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4})"
+# After the authority: a path, query or fragment of anything but whitespace and controls
+# (`recoup.jobs.target_checks.check_url_text`; percent-encode those).
+_REST = r"(?:[/?#][^\x00-\x20\x7f]*)?"
+HTTP_URL: Final = (
+    f"^{_either_case('http')}[Ss]?://(?:{_USERINFO})?(?:{_REG_NAME}|\\[{_IPV6}\\])"
+    f"(?::{_PORT})?{_REST}$"
+)
+
 # -- List cursors: `{created_at µs}:{id}` of the last item of the previous page --------------
 
 CURSOR: Final = CURSOR_PATTERN
 
-__all__ = ["CURSOR", "NO_NUL", "NO_NUL_OR_AT"]
+__all__ = ["CURSOR", "HTTP_URL", "NO_NUL", "NO_NUL_OR_AT"]
