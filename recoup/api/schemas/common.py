@@ -11,10 +11,24 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue
 from typing_extensions import TypeAliasType
 
 from recoup.api.problems import SURROGATE_MESSAGE
-from recoup.api.schemas.patterns import HTTP_URL, NO_NUL, NO_NUL_OR_AT
+from recoup.api.schemas.patterns import (
+    HEADER_NAME,
+    HEADER_VALUE,
+    HTTP_URL,
+    NO_NUL,
+    NO_NUL_OR_AT,
+    RESERVED_HEADER,
+)
 from recoup.api.schemas.stated import Stated, StatedAs
 from recoup.errors import InvalidInput
-from recoup.jobs.model import BackoffPolicy, HttpMethod, HttpTarget, Target
+from recoup.jobs.model import (
+    BODILESS_METHODS,
+    HTTP_METHODS,
+    BackoffPolicy,
+    HttpMethod,
+    HttpTarget,
+    Target,
+)
 
 
 class ExactlyOne(InvalidInput):
@@ -83,6 +97,13 @@ Text = Annotated[str, AfterValidator(_storable), Stated(pattern=NO_NUL)]
 Name = Annotated[str, AfterValidator(_storable), Stated(pattern=NO_NUL_OR_AT)]
 # Where Recoup sends requests.
 OutboundUrl = Annotated[str, AfterValidator(_http_url), Stated(pattern=HTTP_URL)]
+# A target's header fields, as `recoup.jobs.target_checks.check_headers` (which the scheduler
+# runs on every target) refuses any other: an RFC 9110 token not reserved by Recoup, and a
+# value of visible ASCII.
+Headers = Annotated[
+    dict[Text, Annotated[str, AfterValidator(_storable), Stated(pattern=HEADER_VALUE)]],
+    Stated(propertyNames={"pattern": HEADER_NAME, "not": {"pattern": RESERVED_HEADER}}),
+]
 # What `_storable_inside` accepts, as the document states it: any JSON value whose strings and
 # object keys are `Text`.
 StorableJson = TypeAliasType(
@@ -104,12 +125,31 @@ class StrictModel(BaseModel):
 
 
 class TargetIn(StrictModel):
+    """An HTTP request to make; HEAD and OPTIONS carry no body (`recoup.jobs.model`)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {
+                    "properties": {
+                        "method": {"enum": [m for m in HTTP_METHODS if m not in BODILESS_METHODS]}
+                    }
+                },
+                {"properties": {"body": {"type": "null"}}},
+            ]
+        }
+    )
+
     url: OutboundUrl = Field(min_length=1, max_length=2048, description="http:// or https:// URL.")
     method: HttpMethod = "POST"  # the jobs layer's set, so both APIs accept the same methods
-    headers: dict[Text, Text] = Field(
+    headers: Headers = Field(
         default_factory=dict,
         max_length=50,
-        description="Names are RFC 9110 tokens; values printable ASCII, no CR/LF.",
+        description=(
+            "Names are RFC 9110 tokens, except those Recoup sets itself (Host, Content-Length, "
+            "Transfer-Encoding, Connection, Idempotency-Key, webhook-*, recoup-*); values are "
+            "visible ASCII with inner spaces or tabs."
+        ),
     )
     body: Annotated[JsonValue, AfterValidator(_storable_inside), StatedAs(StorableJson)] = Field(
         default=None, description="A JSON value, or a string sent as is."

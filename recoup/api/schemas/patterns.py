@@ -18,8 +18,10 @@ NO_NUL_OR_AT: Final = r"^[^\x00@]*$"  # '@' separates a schedule's name and an o
 
 
 def _either_case(word: str) -> str:
-    """`http` → `[Hh][Tt][Tt][Pp]`: a case-insensitive literal without inline flags."""
-    return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else "\\" + c for c in word)
+    """`http` → `[Hh][Tt][Tt][Pp]`: a case-insensitive literal without inline flags (for words
+    of letters and hyphens, which need no escape outside a class)."""
+    assert all(c.isalpha() or c == "-" for c in word), word
+    return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else c for c in word)
 
 
 # -- URLs: http(s), an ASCII host (punycode for international names), an optional port -----
@@ -57,8 +59,41 @@ HTTP_URL: Final = (
     f"(?::{_PORT})?{_REST}$"
 )
 
+# -- HTTP header fields of a target (`recoup.jobs.target_checks.check_headers`) ------------
+
+HEADER_NAME: Final = r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$"  # an RFC 9110 token
+HEADER_VALUE: Final = r"^(?:[\x21-\x7e](?:[ \t]*[\x21-\x7e])*)?$"  # visible ASCII, no edge space
+# The names Recoup sets itself (`recoup.jobs.target_checks.RESERVED_HEADERS` and prefixes).
+RESERVED_HEADER: Final = (
+    "^(?:"
+    + "|".join(
+        [
+            *(
+                _either_case(name)
+                for name in (
+                    "host",
+                    "content-length",
+                    "transfer-encoding",
+                    "connection",
+                    "idempotency-key",
+                )
+            ),
+            *(_either_case(prefix) + ".*" for prefix in ("webhook-", "recoup-")),
+        ]
+    )
+    + ")$"
+)
+
 # -- List cursors: `{created_at µs}:{id}` of the last item of the previous page --------------
 
 CURSOR: Final = CURSOR_PATTERN
 
-__all__ = ["CURSOR", "HTTP_URL", "NO_NUL", "NO_NUL_OR_AT"]
+__all__ = [
+    "CURSOR",
+    "HEADER_NAME",
+    "HEADER_VALUE",
+    "HTTP_URL",
+    "NO_NUL",
+    "NO_NUL_OR_AT",
+    "RESERVED_HEADER",
+]
