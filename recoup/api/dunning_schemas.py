@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictFloat, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt
 
-from recoup.api.schemas.common import OutboundUrl, StrictModel, Text
+from recoup.api.schemas.common import Instant, OutboundUrl, StrictModel, Text
 from recoup.api.schemas.stated import one_of
 from recoup.dunning.invoice import AttemptState, Invoice, InvoiceEvent, InvoiceState
 from recoup.jobs.model import Run
@@ -31,7 +31,7 @@ class FailureIn(StrictModel):
     customer_id: Text = Id
     amount: StrictInt = Field(gt=0, le=10**15, description="Integer minor units (cents).")
     currency: Text = Field(min_length=3, max_length=3, description="ISO 4217, e.g. usd.")
-    failed_at: AwareDatetime
+    failed_at: Instant
     timezone: Text = Field(min_length=1, max_length=64, description="The customer's IANA zone.")
     country: Text | None = Field(
         default=None, min_length=2, max_length=2, description="ISO 3166-1 alpha-2 (holidays)."
@@ -278,7 +278,7 @@ class ClockIn(StrictModel):
     )
 
     advance_seconds: StrictInt | float | None = Field(default=None, ge=0, le=10 * 366 * 86400)
-    to: AwareDatetime | None = None
+    to: Instant | None = None
 
 
 class ClockOut(BaseModel):

@@ -33,7 +33,7 @@ def test_an_extreme_run_at_is_a_422_naming_run_at(api: Api, run_at: str) -> None
     http = api.http(api.tenant())
     body = {"run_at": run_at, "target": {"url": TARGET}}
     problem = assert_problem(http.post("/v1/jobs", json=body), 422, "run_at")
-    assert "1970" in problem["detail"]
+    assert "1970" in problem["errors"][0]["message"]
     assert no_jobs_stored(api, http)
 
 

@@ -125,7 +125,7 @@ def test_a_cursor_outside_the_format_is_a_422_naming_it(http: httpx.Client, curs
 
 JOB = {"target": {"url": TARGET}}
 SCHEDULE = {"target": {"url": TARGET}}
-ANCHOR = {"local": "2026-01-31T09:00", "timezone": "UTC"}
+ANCHOR = {"local": "2026-01-31T09:00", "timezone": "UTC"}  # a wall-clock reading, no offset
 EXACTLY_ONE = [
     # (schema, path, body, valid by the document and by the server)
     ("JobIn", "/v1/jobs", {**JOB}, False),  # schemathesis: neither run_at nor delay_seconds
@@ -146,6 +146,7 @@ EXACTLY_ONE = [
     ),
     ("ScheduleIn", "/v1/schedules", {**SCHEDULE, "anchor": ANCHOR, "timezone": "UTC"}, False),
     ("ScheduleIn", "/v1/schedules", {**SCHEDULE, "cron": "0 9 * * *", "timezone": "UTC"}, True),
+    ("ScheduleIn", "/v1/schedules", {**SCHEDULE, "anchor": ANCHOR, "cron": None}, True),
 ]
 
 
@@ -176,7 +177,11 @@ def conforms(document: dict[str, Any], schema: str, instance: Any) -> bool:
 
 SOME_TEXT = st.text(st.sampled_from("a\x00@é\u2028"), max_size=4)
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | SOME_TEXT,
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | SOME_TEXT,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(SOME_TEXT, inner, max_size=3),
     max_leaves=6,
 )
@@ -284,4 +289,56 @@ def test_a_target_is_accepted_exactly_when_the_document_allows_it(
     job = {"delay_seconds": 60, "target": target}
     valid = conforms(document, "JobIn", job)
     response = http.post("/v1/jobs", json=job)
+    assert (response.status_code == 201) is valid, response.text
+
+
+# -- Date-times ------------------------------------------------------------------------------
+
+INSTANTS = st.builds(
+    "{}-{}-{}{}{}:{}:{}{}{}".format,
+    st.sampled_from(["2026", "1970", "1971", "8999", "9000", "0001", "9999", "1900"]),
+    st.sampled_from(["01", "02", "13"]),
+    st.sampled_from(["01", "29", "30", "31"]),
+    st.sampled_from(["T", "t", " "]),
+    st.sampled_from(["00", "23", "24"]),
+    st.sampled_from(["00", "59"]),
+    st.sampled_from(["00", "59", "60"]),
+    st.sampled_from(["", ".5", ".1234567"]),
+    st.sampled_from(["Z", "z", "+14:00", "-23:59", "+24:00", ""]),
+) | st.sampled_from(["2026-01-01T00:00Z", "2026-01-01", "tomorrow", "1767225600"])
+
+
+@settings(max_examples=150)
+@given(instant=INSTANTS | st.integers(0, 2**33).map(int))
+def test_an_instant_is_accepted_exactly_when_the_document_allows_it(
+    document: dict[str, Any], http: httpx.Client, instant: str | int
+) -> None:
+    # schemathesis: run_at "0914-06-10T11:54:49.6138+13:03" was a valid date-time by the
+    # document and refused (instants fall in 1970–9000 UTC); so was a Unix timestamp taken.
+    job = {"run_at": instant, "target": {"url": TARGET}}
+    valid = conforms(document, "JobIn", job)
+    response = http.post("/v1/jobs", json=job)
+    assert (response.status_code == 201) is valid, response.text
+
+
+LOCALS = st.builds(
+    "{}-{}-{}T{}{}".format,
+    st.sampled_from(["2026", "2024", "2000", "1900", "0001", "9999", "0000"]),
+    st.sampled_from(["01", "02", "04", "12", "13"]),
+    st.sampled_from(["01", "28", "29", "30", "31", "32"]),
+    st.sampled_from(["09:00", "23:59", "24:00"]),
+    st.sampled_from(["", ":30", ":30.5", ":60", "Z", "+01:00"]),
+)
+
+
+@settings(max_examples=150)
+@given(local=LOCALS)
+def test_an_anchor_is_accepted_exactly_when_the_document_allows_it(
+    document: dict[str, Any], http: httpx.Client, local: str
+) -> None:
+    # schemathesis: anchor.local "2000-01-01T00:00:00Z" was valid by the document (it said
+    # `date-time`, which has an offset) and refused: an anchor is a wall-clock reading.
+    body = {"target": {"url": TARGET}, "anchor": {"local": local, "timezone": "UTC"}}
+    valid = conforms(document, "ScheduleIn", body)
+    response = http.post("/v1/schedules", json=body)
     assert (response.status_code == 201) is valid, response.text

@@ -7,7 +7,16 @@ import re
 from datetime import timedelta
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    JsonValue,
+    NaiveDatetime,
+)
 from typing_extensions import TypeAliasType
 
 from recoup.api.problems import SURROGATE_MESSAGE
@@ -15,6 +24,8 @@ from recoup.api.schemas.patterns import (
     HEADER_NAME,
     HEADER_VALUE,
     HTTP_URL,
+    INSTANT,
+    LOCAL_DATE_TIME,
     NO_NUL,
     NO_NUL_OR_AT,
     RESERVED_HEADER,
@@ -89,6 +100,36 @@ def _http_url(value: str) -> str:
         "names), an IPv4 address or a bracketed IPv6 address, then an optional port 0–65535"
     )
 
+
+_INSTANT = re.compile(INSTANT)
+_LOCAL_DATE_TIME = re.compile(LOCAL_DATE_TIME)
+
+
+def _instant_text(value: object) -> object:
+    """An instant's JSON text before pydantic parses it: RFC 3339 in the years it may take (no
+    Unix timestamps, which pydantic would take too and the document does not allow)."""
+    if not isinstance(value, str) or not _INSTANT.match(value):
+        raise ValueError(
+            "expected an RFC 3339 date-time with seconds and an offset, written in the years "
+            "1971–8999 (instants fall in 1970–9000 UTC), such as 2026-01-31T09:00:00Z"
+        )
+    return value
+
+
+def _local_text(value: object) -> object:
+    if not isinstance(value, str) or not _LOCAL_DATE_TIME.fullmatch(value):
+        raise ValueError(
+            "expected a wall-clock date-time without an offset, such as 2026-01-31T09:00"
+        )
+    return value
+
+
+# An instant from a client (`run_at`, `failed_at`, a test clock's `to`).
+Instant = Annotated[AwareDatetime, BeforeValidator(_instant_text), Stated(pattern=INSTANT)]
+# A wall-clock reading (an anchor's `local`): not RFC 3339's `date-time`, which has an offset.
+LocalDateTime = Annotated[
+    NaiveDatetime, BeforeValidator(_local_text), Stated(format=None, pattern=LOCAL_DATE_TIME)
+]
 
 # Every string an API body carries.
 Text = Annotated[str, AfterValidator(_storable), Stated(pattern=NO_NUL)]
@@ -217,6 +258,8 @@ class Health(BaseModel):
 __all__ = [
     "ExactlyOne",
     "Health",
+    "Instant",
+    "LocalDateTime",
     "Name",
     "OutboundUrl",
     "RetryIn",

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from recoup.api.schemas.common import (
     ExactlyOne,
+    Instant,
     Name,
     RetryIn,
     RetryOut,
@@ -28,7 +29,7 @@ class JobIn(StrictModel):
     model_config = ConfigDict(
         json_schema_extra=one_of({"run_at": "string"}, {"delay_seconds": "number"})
     )
-    run_at: AwareDatetime | None = Field(default=None, description="ISO-8601 with an offset.")
+    run_at: Instant | None = Field(default=None, description="RFC 3339, with an offset.")
     delay_seconds: float | None = Field(default=None, ge=0, le=MAX_DELAY_SECONDS)
     target: TargetIn
     name: Name | None = Field(default=None, min_length=1, max_length=200)

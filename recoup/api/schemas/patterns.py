@@ -84,6 +84,29 @@ RESERVED_HEADER: Final = (
     + ")$"
 )
 
+# -- Date-times ------------------------------------------------------------------------------
+
+# The start of an instant (RFC 3339 `date-time`, which the document states beside it): a year
+# written 1971–8999, so that whatever its offset (±23:59 at most) it falls inside the years
+# instants may take (1970–9000 in UTC, `recoup.timekeeping.instants`), and seconds 00–59 (no
+# leap second, which Python's datetime cannot hold).
+INSTANT: Final = (
+    r"^(?:197[1-9]|19[89][0-9]|[2-8][0-9]{3})-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-5][0-9]"
+)
+
+_YEAR = "(?:000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})"  # 0001–9999
+# Gregorian leap years: divisible by 4, and centuries only when divisible by 400.
+_LEAP_YEAR = "(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)"
+_MONTH_DAY = (
+    "(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])"
+    "|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
+    "|02-(?:0[1-9]|1[0-9]|2[0-8]))"
+)
+_DATE = f"(?:{_YEAR}-{_MONTH_DAY}|{_LEAP_YEAR}-02-29)"
+_TIME = r"(?:[01][0-9]|2[0-3]):[0-5][0-9](?::[0-5][0-9](?:\.[0-9]{1,6})?)?"
+# A wall-clock date-time without an offset (`2026-01-31T09:00`) on a real calendar date.
+LOCAL_DATE_TIME: Final = f"^{_DATE}T{_TIME}$"
+
 # -- List cursors: `{created_at µs}:{id}` of the last item of the previous page --------------
 
 CURSOR: Final = CURSOR_PATTERN
@@ -93,6 +116,8 @@ __all__ = [
     "HEADER_NAME",
     "HEADER_VALUE",
     "HTTP_URL",
+    "INSTANT",
+    "LOCAL_DATE_TIME",
     "NO_NUL",
     "NO_NUL_OR_AT",
     "RESERVED_HEADER",

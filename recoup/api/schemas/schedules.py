@@ -5,10 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, NaiveDatetime
+from pydantic import BaseModel, ConfigDict, Field
 
 from recoup.api.schemas.common import (
     ExactlyOne,
+    LocalDateTime,
     Name,
     RetryIn,
     RetryOut,
@@ -24,7 +25,7 @@ from recoup.jobs.schedules import MAX_SCHEDULE_NAME
 
 
 class AnchorIn(StrictModel):
-    local: NaiveDatetime = Field(description="Wall-clock time of occurrence 0, no offset.")
+    local: LocalDateTime = Field(description="Wall-clock time of occurrence 0, no offset.")
     timezone: Text = Field(min_length=1, max_length=100)
     every: Literal["day", "week", "month", "year"] = "month"
     interval: int = Field(default=1, ge=1, le=1000)

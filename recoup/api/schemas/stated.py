@@ -17,7 +17,8 @@ from pydantic_core import CoreSchema
 
 
 class Stated:
-    """JSON Schema keywords merged into the schema of the type this annotates.
+    """JSON Schema keywords merged into the schema of the type this annotates (a keyword
+    given as None is removed).
 
     On a dict, `propertyNames` states the rule for names, and the value schema pydantic put
     under `patternProperties` (which would let any other name through) becomes
@@ -33,7 +34,11 @@ class Stated:
         if "propertyNames" in self.keywords and "patternProperties" in schema:
             (values,) = schema.pop("patternProperties").values()
             schema["additionalProperties"] = values
-        schema.update(self.keywords)
+        for keyword, value in self.keywords.items():
+            if value is None:
+                schema.pop(keyword, None)
+            else:
+                schema[keyword] = value
         return schema
 
 
