@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt
 
+from recoup.api.schemas.codes import Country, Currency, TimeZone
 from recoup.api.schemas.common import Instant, OutboundUrl, StrictModel, Text
 from recoup.api.schemas.stated import one_of
 from recoup.dunning.invoice import AttemptState, Invoice, InvoiceEvent, InvoiceState
@@ -30,12 +31,10 @@ class FailureIn(StrictModel):
     invoice_id: Text = Id
     customer_id: Text = Id
     amount: StrictInt = Field(gt=0, le=10**15, description="Integer minor units (cents).")
-    currency: Text = Field(min_length=3, max_length=3, description="ISO 4217, e.g. usd.")
+    currency: Currency = Field(description="ISO 4217, e.g. usd.")
     failed_at: Instant
-    timezone: Text = Field(min_length=1, max_length=64, description="The customer's IANA zone.")
-    country: Text | None = Field(
-        default=None, min_length=2, max_length=2, description="ISO 3166-1 alpha-2 (holidays)."
-    )
+    timezone: TimeZone = Field(description="The customer's IANA zone.")
+    country: Country | None = Field(default=None, description="ISO 3166-1 alpha-2 (holidays).")
     decline_code: Text | None = Code
     advice_code: Text | None = Code
     card: CardIn | None = None

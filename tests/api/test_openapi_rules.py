@@ -342,3 +342,54 @@ def test_an_anchor_is_accepted_exactly_when_the_document_allows_it(
     valid = conforms(document, "ScheduleIn", body)
     response = http.post("/v1/schedules", json=body)
     assert (response.status_code == 201) is valid, response.text
+
+
+# -- Codes: time zones, countries, currencies ------------------------------------------------
+
+
+@settings(max_examples=80)
+@given(
+    timezone=st.sampled_from(["UTC", "Europe/Paris", "localtime", "Mars/Olympus", "utc", ""]),
+    country=st.sampled_from([None, "US", "us", "Us", "FR", "ZZ", "USA", "", "U1"]),
+    currency=st.sampled_from(["usd", "EUR", "us", "usdd", "123", "u$d", "été"]),
+)
+def test_a_failure_is_accepted_exactly_when_the_document_allows_its_codes(
+    document: dict[str, Any],
+    http: httpx.Client,
+    timezone: str,
+    country: str | None,
+    currency: str,
+) -> None:
+    # schemathesis: currency "000" and timezone "0" were valid by the document (3 and 1–64
+    # characters) and refused: currencies are three letters, zones are IANA names.
+    failure = {
+        "invoice_id": f"inv-{uuid.uuid4()}",
+        "customer_id": "c",
+        "amount": 100,
+        "currency": currency,
+        "failed_at": "2026-06-23T15:00:00Z",
+        "timezone": timezone,
+        "country": country,
+        "charge_url": TARGET,
+    }
+    valid = conforms(document, "FailureIn", failure)
+    response = http.post("/v1/dunning/failures", json=failure)
+    assert (response.status_code == 201) is valid, response.text
+
+
+@pytest.mark.parametrize(
+    ("rule", "valid"),
+    [
+        ({"cron": "0 9 * * *", "timezone": "America/New_York"}, True),
+        ({"cron": "0 9 * * *", "timezone": "Nowhere/Land"}, False),
+        ({"cron": "0 9 * * *", "timezone": "localtime"}, False),  # the machine's, not IANA's
+        ({"anchor": {"local": "2026-01-31T09:00", "timezone": "Asia/Tokyo"}}, True),
+        ({"anchor": {"local": "2026-01-31T09:00", "timezone": "Nowhere"}}, False),
+    ],
+)
+def test_a_schedule_zone_is_one_the_document_lists(
+    document: dict[str, Any], http: httpx.Client, rule: dict[str, Any], valid: bool
+) -> None:
+    body = {"target": {"url": TARGET}, **rule}
+    assert conforms(document, "ScheduleIn", body) is valid
+    assert (http.post("/v1/schedules", json=body).status_code == 201) is valid

@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from recoup.api.schemas.codes import TimeZone
 from recoup.api.schemas.common import (
     ExactlyOne,
     LocalDateTime,
@@ -26,7 +27,7 @@ from recoup.jobs.schedules import MAX_SCHEDULE_NAME
 
 class AnchorIn(StrictModel):
     local: LocalDateTime = Field(description="Wall-clock time of occurrence 0, no offset.")
-    timezone: Text = Field(min_length=1, max_length=100)
+    timezone: TimeZone
     every: Literal["day", "week", "month", "year"] = "month"
     interval: int = Field(default=1, ge=1, le=1000)
     end_of_month: Literal["clamp", "roll-forward", "last-day", "restrict"] = "clamp"
@@ -44,7 +45,7 @@ class ScheduleIn(StrictModel):
     )
     name: Name | None = Field(default=None, min_length=1, max_length=MAX_SCHEDULE_NAME)
     cron: Text | None = Field(default=None, min_length=1, max_length=200)
-    timezone: Text | None = Field(default=None, min_length=1, max_length=100)
+    timezone: TimeZone | None = None
     anchor: AnchorIn | None = None
     target: TargetIn
     retry: RetryIn = Field(default_factory=RetryIn)

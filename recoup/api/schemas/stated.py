@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import GetJsonSchemaHandler, TypeAdapter
 from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import CoreSchema
+from pydantic_core import CoreSchema, core_schema
 
 
 class Stated:
@@ -28,9 +28,9 @@ class Stated:
         self.keywords = keywords
 
     def __get_pydantic_json_schema__(
-        self, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+        self, schema_of_type: CoreSchema, handler: GetJsonSchemaHandler
     ) -> JsonSchemaValue:
-        schema = handler(core_schema)
+        schema = handler(schema_of_type)
         if "propertyNames" in self.keywords and "patternProperties" in schema:
             (values,) = schema.pop("patternProperties").values()
             schema["additionalProperties"] = values
@@ -43,16 +43,22 @@ class Stated:
 
 
 class StatedAs:
-    """The JSON Schema of `stated` (a type, such as a recursive `TypeAliasType`, which becomes a
-    component of the document) for a field validated as the type it annotates."""
+    """The JSON Schema of `stated` (a named type, such as an enum or a recursive
+    `TypeAliasType`, which becomes one component of the document, referenced wherever it is
+    stated) for a field validated as the type it annotates."""
 
     def __init__(self, stated: Any) -> None:
-        self.adapter: TypeAdapter[Any] = TypeAdapter(stated)
+        schema = TypeAdapter(stated).core_schema
+        if "ref" in schema:  # a named type: stated as a reference to its definition
+            schema = core_schema.definitions_schema(
+                core_schema.definition_reference_schema(schema["ref"]), [schema]
+            )
+        self.schema = schema
 
     def __get_pydantic_json_schema__(
-        self, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+        self, _: CoreSchema, handler: GetJsonSchemaHandler
     ) -> JsonSchemaValue:
-        return handler(self.adapter.core_schema)
+        return handler(self.schema)
 
 
 def one_of(*branches: dict[str, str]) -> dict[str, Any]:
