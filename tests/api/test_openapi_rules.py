@@ -393,3 +393,28 @@ def test_a_schedule_zone_is_one_the_document_lists(
     body = {"target": {"url": TARGET}, **rule}
     assert conforms(document, "ScheduleIn", body) is valid
     assert (http.post("/v1/schedules", json=body).status_code == 201) is valid
+
+
+# -- Status codes ----------------------------------------------------------------------------
+
+
+def test_a_replayed_failure_answers_a_documented_200(
+    document: dict[str, Any], http: httpx.Client
+) -> None:
+    # schemathesis: the same failure twice answered 200, which the document did not list.
+    failure = {
+        "invoice_id": f"inv-{uuid.uuid4()}",
+        "customer_id": "c",
+        "amount": 100,
+        "currency": "usd",
+        "failed_at": "2026-06-23T15:00:00Z",
+        "timezone": "UTC",
+        "charge_url": TARGET,
+    }
+    assert http.post("/v1/dunning/failures", json=failure).status_code == 201
+    again = http.post("/v1/dunning/failures", json=failure)
+    assert again.status_code == 200
+    documented = document["paths"]["/v1/dunning/failures"]["post"]["responses"]
+    assert documented["200"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/InvoiceOut"
+    }

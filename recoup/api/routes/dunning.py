@@ -31,7 +31,12 @@ from recoup.recovery.store import InvoiceFilter
 router = APIRouter(prefix="/v1/dunning", responses=ERRORS, tags=["dunning"])
 
 
-@router.post("/failures", status_code=201, response_model=InvoiceOut)
+@router.post(
+    "/failures",
+    status_code=201,
+    response_model=InvoiceOut,
+    responses={200: {"model": InvoiceOut, "description": "The same failure again: unchanged."}},
+)
 def report_failure(body: FailureIn, ctx: Post, api: Api) -> Response:
     """Hand a failed charge to Recoup: it plans the retries with the tenant's policy and
     schedules every planned attempt as a job (201). The same failure again answers 200
