@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictFloat, StrictInt
 
 from recoup.api.schemas.codes import Country, Currency, TimeZone
 from recoup.api.schemas.common import Instant, OutboundUrl, StrictModel, Text
@@ -17,6 +17,18 @@ from recoup.recovery.service import FailureReport, Timeline
 from recoup.recovery.store import DunningSettings
 
 Id = Field(min_length=1, max_length=100)
+
+
+def _integral(value: object) -> object:
+    """JSON Schema's `integer` is any number with no fractional part, `1999.0` too; strings and
+    fractions stay refused (StrictInt)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+# Minor units: an integer, as the document's `integer` means it.
+Amount = Annotated[StrictInt, BeforeValidator(_integral)]
 Code = Field(default=None, min_length=1, max_length=100)
 
 
@@ -30,7 +42,7 @@ class CardIn(StrictModel):
 class FailureIn(StrictModel):
     invoice_id: Text = Id
     customer_id: Text = Id
-    amount: StrictInt = Field(gt=0, le=10**15, description="Integer minor units (cents).")
+    amount: Amount = Field(gt=0, le=10**15, description="Integer minor units (cents).")
     currency: Currency = Field(description="ISO 4217, e.g. usd.")
     failed_at: Instant
     timezone: TimeZone = Field(description="The customer's IANA zone.")

@@ -418,3 +418,27 @@ def test_a_replayed_failure_answers_a_documented_200(
     assert documented["200"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/InvoiceOut"
     }
+
+
+@pytest.mark.parametrize(
+    ("amount", "valid"),
+    [(1999, True), (1999.0, True), (19.99, False), ("1999", False), (True, False), (0.0, False)],
+)
+def test_an_amount_is_an_integer_as_json_schema_means_it(
+    document: dict[str, Any], http: httpx.Client, amount: Any, valid: bool
+) -> None:
+    # schemathesis: amount 62959.0 is an `integer` by JSON Schema, and the server refused it.
+    failure = {
+        "invoice_id": f"inv-{uuid.uuid4()}",
+        "customer_id": "c",
+        "amount": amount,
+        "currency": "usd",
+        "failed_at": "2026-06-23T15:00:00Z",
+        "timezone": "UTC",
+        "charge_url": TARGET,
+    }
+    assert conforms(document, "FailureIn", failure) is valid
+    response = http.post("/v1/dunning/failures", json=failure)
+    assert (response.status_code == 201) is valid, response.text
+    if valid:
+        assert response.json()["amount"] == 1999
