@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictFloat, StrictInt
 
 from recoup.api.schemas.codes import Country, Currency, TimeZone
-from recoup.api.schemas.common import Instant, OutboundUrl, StrictModel, Text
+from recoup.api.schemas.common import Instant, OutboundUrl, PolicyToml, StrictModel, Text
 from recoup.api.schemas.stated import one_of
 from recoup.dunning.invoice import AttemptState, Invoice, InvoiceEvent, InvoiceState
 from recoup.jobs.model import Run
@@ -17,6 +17,9 @@ from recoup.recovery.service import FailureReport, Timeline
 from recoup.recovery.store import DunningSettings
 
 Id = Field(min_length=1, max_length=100)
+# Characters of a policy's TOML: any text this long fits the body limit (256 KiB) however a
+# client encodes it (12 bytes for a character escaped as a surrogate pair), with both URLs.
+MAX_POLICY_LENGTH = 16 * 1024
 
 
 def _integral(value: object) -> object:
@@ -215,10 +218,13 @@ class TimelineOut(InvoiceOut):
 
 
 class SettingsIn(StrictModel):
-    policy: Text | None = Field(
+    policy: PolicyToml | None = Field(
         default=None,
-        max_length=64 * 1024,
-        description="A dunning policy as TOML text; null: the business-days preset.",
+        max_length=MAX_POLICY_LENGTH,
+        description=(
+            "A dunning policy as TOML text, in the format of the shipped presets "
+            "(recoup/dunning/data/policies); null: the business-days preset."
+        ),
     )
     event_url: OutboundUrl | None = Field(default=None, min_length=1, max_length=2048)
     charge_url: OutboundUrl | None = Field(default=None, min_length=1, max_length=2048)

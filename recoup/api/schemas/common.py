@@ -21,6 +21,7 @@ from typing_extensions import TypeAliasType
 
 from recoup.api.problems import SURROGATE_MESSAGE
 from recoup.api.schemas.patterns import (
+    CRON_FORMAT,
     HEADER_NAME,
     HEADER_VALUE,
     HTTP_URL,
@@ -28,6 +29,7 @@ from recoup.api.schemas.patterns import (
     LOCAL_DATE_TIME,
     NO_NUL,
     NO_NUL_OR_AT,
+    POLICY_FORMAT,
     RESERVED_HEADER,
 )
 from recoup.api.schemas.stated import Stated, StatedAs
@@ -136,6 +138,9 @@ Text = Annotated[str, AfterValidator(_storable), Stated(pattern=NO_NUL)]
 # A job's or a schedule's name: no '@' either (the scheduler refuses it, naming `name`), since
 # `{schedule}@{instant}` names the occurrences of schedules.
 Name = Annotated[str, AfterValidator(_storable), Stated(pattern=NO_NUL_OR_AT)]
+# Text a parser of its own checks, stated by a format that names the language.
+Cron = Annotated[Text, Stated(format=CRON_FORMAT)]
+PolicyToml = Annotated[Text, Stated(format=POLICY_FORMAT)]
 # Where Recoup sends requests.
 OutboundUrl = Annotated[str, AfterValidator(_http_url), Stated(pattern=HTTP_URL)]
 # A target's header fields, as `recoup.jobs.target_checks.check_headers` (which the scheduler
@@ -203,6 +208,9 @@ class TargetIn(StrictModel):
 
 
 class RetryIn(StrictModel):
+    """How a job is retried. `max_backoff_seconds` must be at least `min_backoff_seconds`
+    (defaults included), a rule between two fields that JSON Schema cannot state."""
+
     max_attempts: int = Field(default=5, ge=1, le=100, description="Every attempt, the first too.")
     # At least 0.1 s: a zero backoff retries at once, which is no backoff at all.
     min_backoff_seconds: float = Field(default=1.0, ge=0.1, le=7 * 86_400)
@@ -256,12 +264,14 @@ class Health(BaseModel):
 
 
 __all__ = [
+    "Cron",
     "ExactlyOne",
     "Health",
     "Instant",
     "LocalDateTime",
     "Name",
     "OutboundUrl",
+    "PolicyToml",
     "RetryIn",
     "RetryOut",
     "StrictModel",

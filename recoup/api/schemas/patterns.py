@@ -107,11 +107,20 @@ _TIME = r"(?:[01][0-9]|2[0-3]):[0-5][0-9](?::[0-5][0-9](?:\.[0-9]{1,6})?)?"
 # A wall-clock date-time without an offset (`2026-01-31T09:00`) on a real calendar date.
 LOCAL_DATE_TIME: Final = f"^{_DATE}T{_TIME}$"
 
+# -- Formats: text in a language of its own, which only its parser can check ----------------
+
+# A cron expression (`recoup.timekeeping.cron.validate_cron`): its syntax could be a pattern,
+# but not that a range ascends or that a day falls in some month ("30 2" never does).
+CRON_FORMAT: Final = "cron"
+# A dunning policy as TOML (`recoup.dunning.policy.parse_policy`).
+POLICY_FORMAT: Final = "dunning-policy-toml"
+
 # -- List cursors: `{created_at µs}:{id}` of the last item of the previous page --------------
 
 CURSOR: Final = CURSOR_PATTERN
 
 __all__ = [
+    "CRON_FORMAT",
     "CURSOR",
     "HEADER_NAME",
     "HEADER_VALUE",
@@ -120,5 +129,6 @@ __all__ = [
     "LOCAL_DATE_TIME",
     "NO_NUL",
     "NO_NUL_OR_AT",
+    "POLICY_FORMAT",
     "RESERVED_HEADER",
 ]

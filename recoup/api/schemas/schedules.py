@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from recoup.api.schemas.codes import TimeZone
 from recoup.api.schemas.common import (
+    Cron,
     ExactlyOne,
     LocalDateTime,
     Name,
@@ -17,7 +18,6 @@ from recoup.api.schemas.common import (
     StrictModel,
     TargetIn,
     TargetOut,
-    Text,
 )
 from recoup.api.schemas.stated import one_of
 from recoup.errors import InvalidInput
@@ -44,7 +44,16 @@ class ScheduleIn(StrictModel):
         )
     )
     name: Name | None = Field(default=None, min_length=1, max_length=MAX_SCHEDULE_NAME)
-    cron: Text | None = Field(default=None, min_length=1, max_length=200)
+    cron: Cron | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description=(
+            "Five fields 'minute hour day-of-month month day-of-week' as Debian cron reads "
+            "them (names, ranges low-high, steps, lists, L, W, #; a day that exists in some "
+            "month), or @hourly, @daily, @midnight, @weekly, @monthly, @yearly, @annually."
+        ),
+    )
     timezone: TimeZone | None = None
     anchor: AnchorIn | None = None
     target: TargetIn
