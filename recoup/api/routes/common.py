@@ -31,6 +31,15 @@ def _error_responses() -> dict[int | str, dict[str, Any]]:
 
 ERRORS = _error_responses()  # every /v1 operation may answer these (problem+json)
 
+
+def link(method: str, path: str, **parameters: str) -> dict[str, Any]:
+    """An OpenAPI link from a response to the operation `method path`, its parameters taken
+    from the response by runtime expressions (`job_id="$response.body#/id"`): what a client,
+    or schemathesis' stateful phase, can call next with what it just got."""
+    pointer = path.replace("~", "~0").replace("/", "~1")
+    return {"operationRef": f"#/paths/{pointer}/{method.lower()}", "parameters": parameters}
+
+
 Id = Annotated[str, Path(min_length=1, max_length=MAX_ID_LENGTH, pattern=NO_NUL)]
 # A page of a list: the stores' bound (`MAX_PAGE`), so a valid request is never refused below.
 Limit = Annotated[int, Query(ge=1, le=MAX_PAGE)]
@@ -43,4 +52,4 @@ Cursor = Annotated[
     ),
 ]
 
-__all__ = ["ERRORS", "MAX_ID_LENGTH", "NO_NUL", "Cursor", "Id", "Limit"]
+__all__ = ["ERRORS", "MAX_ID_LENGTH", "NO_NUL", "Cursor", "Id", "Limit", "link"]

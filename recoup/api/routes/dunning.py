@@ -23,7 +23,7 @@ from recoup.api.dunning_schemas import (
     TimelineOut,
 )
 from recoup.api.idempotent import json_response
-from recoup.api.routes.common import ERRORS, NO_NUL, Cursor, Id, Limit
+from recoup.api.routes.common import ERRORS, NO_NUL, Cursor, Id, Limit, link
 from recoup.dunning.invoice import InvoiceState
 from recoup.recovery.service import KEEP
 from recoup.recovery.store import InvoiceFilter
@@ -31,11 +31,37 @@ from recoup.recovery.store import InvoiceFilter
 router = APIRouter(prefix="/v1/dunning", responses=ERRORS, tags=["dunning"])
 
 
+_INVOICE = {"invoice_id": "$response.body#/invoice_id"}
+INVOICE_LINKS = {
+    "GetInvoice": link("GET", "/v1/dunning/invoices/{invoice_id}", **_INVOICE),
+    "MarkPaid": link("POST", "/v1/dunning/invoices/{invoice_id}/paid", **_INVOICE),
+    "PaymentMethodUpdated": link(
+        "POST", "/v1/dunning/invoices/{invoice_id}/payment-method-updated", **_INVOICE
+    ),
+    "ReportFirstOutcome": link(
+        "POST",
+        "/v1/dunning/invoices/{invoice_id}/attempts/{attempt}/outcome",
+        **_INVOICE,
+        attempt="$response.body#/attempts/0/attempt",
+    ),
+    "GetFirstAttemptJob": link(
+        "GET", "/v1/jobs/{job_id}", job_id="$response.body#/attempts/0/job_id"
+    ),
+}
+
+
 @router.post(
     "/failures",
     status_code=201,
     response_model=InvoiceOut,
-    responses={200: {"model": InvoiceOut, "description": "The same failure again: unchanged."}},
+    responses={
+        201: {"description": "A new invoice in dunning.", "links": INVOICE_LINKS},
+        200: {
+            "model": InvoiceOut,
+            "description": "The same failure again: unchanged.",
+            "links": INVOICE_LINKS,
+        },
+    },
 )
 def report_failure(body: FailureIn, ctx: Post, api: Api) -> Response:
     """Hand a failed charge to Recoup: it plans the retries with the tenant's policy and

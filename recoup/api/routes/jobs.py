@@ -11,7 +11,7 @@ from starlette.responses import Response
 
 from recoup.api.deps import Api, Post, Tenant
 from recoup.api.idempotent import json_response
-from recoup.api.routes.common import ERRORS, NO_NUL, Cursor, Id, Limit
+from recoup.api.routes.common import ERRORS, NO_NUL, Cursor, Id, Limit, link
 from recoup.api.schemas import (
     CancelIn,
     CancelledOut,
@@ -29,7 +29,20 @@ from recoup.timekeeping.instants import to_utc
 router = APIRouter(prefix="/v1", responses=ERRORS, tags=["jobs"])
 
 
-@router.post("/jobs", status_code=201, response_model=JobOut)
+_JOB = {"job_id": "$response.body#/id"}
+JOB_LINKS = {
+    "GetJob": link("GET", "/v1/jobs/{job_id}", **_JOB),
+    "CancelJob": link("DELETE", "/v1/jobs/{job_id}", **_JOB),
+    "GetJobRuns": link("GET", "/v1/jobs/{job_id}/runs", **_JOB),
+}
+
+
+@router.post(
+    "/jobs",
+    status_code=201,
+    response_model=JobOut,
+    responses={201: {"description": "The job.", "links": JOB_LINKS}},
+)
 def create_job(body: JobIn, ctx: Post, api: Api) -> Response:
     """Schedule a one-off job at `run_at` or after `delay_seconds`."""
     scheduler = api.scheduler

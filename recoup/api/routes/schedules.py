@@ -12,7 +12,7 @@ from starlette.responses import Response
 from recoup.api.deps import Api, Post, Tenant
 from recoup.api.idempotent import PostContext, json_response
 from recoup.api.problems import Problem
-from recoup.api.routes.common import ERRORS, Id
+from recoup.api.routes.common import ERRORS, Id, link
 from recoup.api.schemas import ScheduleIn, ScheduleListOut, ScheduleOut, UpcomingOut
 from recoup.api.state import ApiState
 from recoup.errors import NotFound
@@ -22,7 +22,22 @@ from recoup.jobs.schedule_model import MissedPolicy, NewSchedule
 router = APIRouter(prefix="/v1", responses=ERRORS, tags=["schedules"])
 
 
-@router.post("/schedules", status_code=201, response_model=ScheduleOut)
+_SCHEDULE = {"schedule_id": "$response.body#/id"}
+SCHEDULE_LINKS = {
+    "GetSchedule": link("GET", "/v1/schedules/{schedule_id}", **_SCHEDULE),
+    "DeleteSchedule": link("DELETE", "/v1/schedules/{schedule_id}", **_SCHEDULE),
+    "PauseSchedule": link("POST", "/v1/schedules/{schedule_id}/pause", **_SCHEDULE),
+    "ResumeSchedule": link("POST", "/v1/schedules/{schedule_id}/resume", **_SCHEDULE),
+    "UpcomingOfSchedule": link("GET", "/v1/schedules/{schedule_id}/upcoming", **_SCHEDULE),
+}
+
+
+@router.post(
+    "/schedules",
+    status_code=201,
+    response_model=ScheduleOut,
+    responses={201: {"description": "The schedule.", "links": SCHEDULE_LINKS}},
+)
 def create_schedule(body: ScheduleIn, ctx: Post, api: Api) -> Response:
     """A recurring schedule: `cron` in `timezone`, or a billing `anchor`."""
     rule = body.rule()
