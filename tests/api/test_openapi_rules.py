@@ -518,3 +518,23 @@ def test_created_resources_link_to_their_operations(
         operation = document["paths"][target_path][target_method]
         path_parameters = {p["name"] for p in operation["parameters"] if p["in"] == "path"}
         assert set(link["parameters"]) == path_parameters, link
+
+
+# -- Durations -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("timeout", "valid"), [(1e-135, False), (1e-7, False), (0.0009, False), (0.001, True)]
+)
+@pytest.mark.parametrize("path", ["/v1/jobs", "/v1/schedules"])
+def test_a_timeout_too_short_to_store_is_refused_by_the_document_and_the_server(
+    document: dict[str, Any], http: httpx.Client, path: str, timeout: float, valid: bool
+) -> None:
+    # schemathesis: a schedule with timeout_seconds 4.6e-135 (> 0, valid by the document) was
+    # answered 503: the duration rounds to zero, which the table's CHECK refuses.
+    rule = {"delay_seconds": 60} if path == "/v1/jobs" else {"cron": "@daily", "timezone": "UTC"}
+    body = {"target": {"url": TARGET}, "timeout_seconds": timeout, **rule}
+    schema = "JobIn" if path == "/v1/jobs" else "ScheduleIn"
+    assert conforms(document, schema, body) is valid
+    response = http.post(path, json=body)
+    assert response.status_code == (201 if valid else 422), response.text

@@ -164,6 +164,11 @@ StorableJson = TypeAliasType(
 )
 
 
+# A timeout's floor: a millisecond. Below a microsecond a duration rounds to zero, which no
+# store takes (CHECK timeout_s > 0); anything shorter than a millisecond is a typo anyway.
+MIN_TIMEOUT_SECONDS = 0.001
+
+
 class StrictModel(BaseModel):
     """A request body: an unknown or misspelt field is an error naming it."""
 
@@ -264,6 +269,7 @@ class Health(BaseModel):
 
 
 __all__ = [
+    "MIN_TIMEOUT_SECONDS",
     "Cron",
     "ExactlyOne",
     "Health",

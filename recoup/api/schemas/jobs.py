@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from pydantic import BaseModel, ConfigDict, Field
 
 from recoup.api.schemas.common import (
+    MIN_TIMEOUT_SECONDS,
     ExactlyOne,
     Instant,
     Name,
@@ -40,7 +41,7 @@ class JobIn(StrictModel):
         description="Jobs that belong together: listed and cancelled by this exact value.",
     )
     retry: RetryIn = Field(default_factory=RetryIn)
-    timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
+    timeout_seconds: float = Field(default=30.0, ge=MIN_TIMEOUT_SECONDS, le=3600)
 
     def instant(self, now: datetime) -> datetime:
         """When the job runs; `InvalidInput` unless exactly one of the two fields is given."""

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from recoup.api.schemas.codes import TimeZone
 from recoup.api.schemas.common import (
+    MIN_TIMEOUT_SECONDS,
     Cron,
     ExactlyOne,
     LocalDateTime,
@@ -58,7 +59,7 @@ class ScheduleIn(StrictModel):
     anchor: AnchorIn | None = None
     target: TargetIn
     retry: RetryIn = Field(default_factory=RetryIn)
-    timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
+    timeout_seconds: float = Field(default=30.0, ge=MIN_TIMEOUT_SECONDS, le=3600)
     missed: Literal["skip", "run_once", "run_all"] = "skip"
 
     def rule(self) -> CronRule | AnchorRule:
