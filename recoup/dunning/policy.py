@@ -40,22 +40,24 @@ import enum
 import functools
 import hashlib
 import json
+import re
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, time
+from datetime import datetime, time
 from importlib import resources
 from typing import Any
 
 from recoup.errors import ConfigError, InvalidInput
 from recoup.timekeeping.calendar import SAT_SUN, WEEKDAY_NAMES, parse_weekend
-from recoup.timekeeping.instants import parse_instant
+from recoup.timekeeping.instants import parse_instant, require_in_range
 
 PRESETS = ("business-days", "calendar")
 DEFAULT_PRESET = "business-days"
 
 _MAX_GAP = 60  # days (calendar or business) in one step
 _MAX_GAPS = 30  # attempts in one policy
+_HH_MM = re.compile(r"[0-2][0-9]:[0-5][0-9]")  # window.start; time() refuses 24:00 and on
 _MAX_JITTER = 719  # minutes: the window must end less than 12 h after it starts (planner rule)
 _SECONDS_PER_DAY = 86_400
 
@@ -177,7 +179,9 @@ def _table(data: dict[str, Any], key: str, allowed: frozenset[str]) -> dict[str,
 def _no_extra(value: dict[str, Any], allowed: frozenset[str], *, prefix: str = "") -> None:
     for key in value:
         if key not in allowed:
-            raise ConfigError(f"{prefix}{key}", value[key], f"expected one of {sorted(allowed)}")
+            # A quoted TOML key may hold anything, a line break too: name it printably.
+            shown = key if key.isprintable() else ascii(key)
+            raise ConfigError(f"{prefix}{shown}", value[key], f"expected one of {sorted(allowed)}")
 
 
 def _int(path: str, value: Any, low: int, high: int) -> int:
@@ -228,7 +232,8 @@ def _gaps(value: Any) -> tuple[Gap, ...]:
 
 def _window_start(value: Any) -> time:
     try:
-        if not isinstance(value, str) or len(value) != 5 or value[2] != ":":
+        # ASCII digits only: int() also reads "+1" and other scripts' digits ("١٠").
+        if not isinstance(value, str) or not _HH_MM.fullmatch(value):
             raise ValueError
         parsed = time(int(value[:2]), int(value[3:]))
     except ValueError:
@@ -242,7 +247,10 @@ def _instant(path: str, value: Any) -> datetime:
     if isinstance(value, datetime):
         if value.tzinfo is None:
             raise ConfigError(path, value.isoformat(), "expected an instant with an offset")
-        return value.astimezone(UTC)
+        try:  # in the years instants may take, and no overflow near year 1 or 9999
+            return require_in_range(path, value)
+        except InvalidInput as exc:
+            raise ConfigError(path, value.isoformat(), exc.allowed) from None
     if isinstance(value, str):
         try:
             return parse_instant(path, value)
@@ -401,6 +409,10 @@ def parse_policy(text: str, *, name: str = "custom") -> DunningPolicy:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError("policy", str(exc), "expected valid TOML") from None
+    except RecursionError:  # tomllib recurses once per level of nested arrays and tables
+        raise ConfigError(
+            "policy", "arrays or tables nested too deeply", "expected valid TOML"
+        ) from None
     return policy_from_dict(data, name=name)
 
 
