@@ -40,6 +40,10 @@ def load_policy(source: str, option: str = "--policy") -> LoadedPolicy:
                 path,
                 f"expected {' or '.join(PRESETS)} or a readable TOML file ({exc.strerror})",
             ) from None
+        except UnicodeDecodeError as exc:  # TOML is UTF-8
+            raise InvalidInput(
+                option, path, f"expected a TOML file in UTF-8 (byte {exc.start} is not)"
+            ) from None
 
     try:
         text, policy = resolve_policy_text(source, read)

@@ -186,7 +186,7 @@ def policy_documents(draw: st.DrawFn) -> str:
     near the valid ones or of any TOML type, and now and then an unknown key."""
     data: dict[str, object] = {}
     for key, values in _POLICY_KEYS.items():
-        if draw(st.booleans()) or key == "gaps" and draw(st.integers(0, 4)):
+        if draw(st.booleans()) or (key == "gaps" and draw(st.integers(0, 4))):
             data[key] = draw(values)
     if draw(st.integers(0, 9)) == 0:
         data[draw(st.text(min_size=1, max_size=5))] = draw(TOML_VALUES)

@@ -5,17 +5,24 @@ on to do that."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from recoup.cli import main
+from recoup.cli._policy import load_policy
 from recoup.dunning import Failure, parse_policy, plan_retries
 from recoup.dunning.policy import preset_text
 from recoup.errors import InvalidInput
 from tests.fuzz.strategies import policy_documents
 
+PLAN = ["plan", "--invoice", "inv_1", "--failed-at", "2026-06-23T15:00:00Z"]
+PLAN += ["--timezone", "America/Chicago"]
 FAILURE = Failure(
     invoice="inv_1",
     failed_at=datetime(2026, 6, 23, 15, tzinfo=UTC),
@@ -79,3 +86,23 @@ def test_found_by_fuzzing_a_clean_refusal(text: str) -> None:
         parse_policy(text)
     assert refused.value.field.startswith(("policy", "blackouts", "window", "'\\n'"))
     assert "\n" not in str(refused.value)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.binary(max_size=100) | policy_documents().map(str.encode))
+def test_a_policy_file_of_any_bytes_loads_or_is_refused_in_one_line(
+    tmp_path_factory: pytest.TempPathFactory, data: bytes
+) -> None:
+    path = tmp_path_factory.mktemp("policy") / "policy.toml"
+    Path(path).write_bytes(data)
+    try:
+        load_policy(str(path))
+    except InvalidInput as exc:
+        assert exc.field.startswith("--policy")
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        code = main([*PLAN, "--policy", str(path)])
+    assert code in (0, 2), err.getvalue()
+    if code == 2:
+        lines = err.getvalue().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: --policy"), lines
