@@ -220,6 +220,7 @@ class TimelineOut(InvoiceOut):
 class SettingsIn(StrictModel):
     policy: PolicyToml | None = Field(
         default=None,
+        min_length=1,
         max_length=MAX_POLICY_LENGTH,
         description=(
             "A dunning policy as TOML text, in the format of the shipped presets "
