@@ -168,22 +168,27 @@ def _split_csv(text: str) -> tuple[list[str], dict[str, list[str]], list[int], l
     """Header, columns, line numbers and bad rows, through the `csv` module (quotes, ragged
     rows, blank lines)."""
     reader = csv.reader(io.StringIO(text))
-    header = [h.strip() for h in next(reader, [])]
-    width = len(header)
-    cells: list[list[str]] = [[] for _ in range(width)]
-    lines: list[int] = []
-    bad: list[BadRow] = []
-    start = reader.line_num + 1
-    for row in reader:
-        line, start = start, reader.line_num + 1
-        if not row or all(not cell.strip() for cell in row):
-            continue  # a blank line is not a row
-        if len(row) != width:
-            bad.append(BadRow(line, "row", ",".join(row), f"expected {width} fields"))
-            continue
-        lines.append(line)
-        for c, cell in enumerate(row):
-            cells[c].append(cell)
+    try:
+        header = [h.strip() for h in next(reader, [])]
+        width = len(header)
+        cells: list[list[str]] = [[] for _ in range(width)]
+        lines: list[int] = []
+        bad: list[BadRow] = []
+        start = reader.line_num + 1
+        for row in reader:
+            line, start = start, reader.line_num + 1
+            if not row or all(not cell.strip() for cell in row):
+                continue  # a blank line is not a row
+            if len(row) != width:
+                bad.append(BadRow(line, "row", ",".join(row), f"expected {width} fields"))
+                continue
+            lines.append(line)
+            for c, cell in enumerate(row):
+                cells[c].append(cell)
+    except csv.Error as exc:  # what no row can be read past (the csv module stops there)
+        raise InvalidInput(
+            f"FAILURES.csv line {reader.line_num}", str(exc), "expected comma-separated values"
+        ) from None
     return header, dict(zip(header, cells, strict=True)), lines, bad
 
 
@@ -236,7 +241,8 @@ def read_failures(text: str, *, strict: bool = False) -> tuple[FailureRows, list
 
     Returns the good rows and the bad ones by line number; with `strict`, the first bad row
     raises `InvalidInput` naming its line instead. A missing required column always raises."""
-    text = text.replace("\r\n", "\n").removeprefix("\ufeff")
+    # Line ends as a file read in text mode has them (universal newlines: \r\n and \r).
+    text = text.replace("\r\n", "\n").replace("\r", "\n").removeprefix("\ufeff")
     if not text.endswith("\n"):
         text += "\n"
     bad: list[BadRow] = []
