@@ -70,6 +70,8 @@ def validate_cron(expression: str, *, field: str = "cron") -> str:
         CronSim(text, datetime(2000, 1, 1))
     except CronSimError as exc:
         raise InvalidInput(field, expression, f"{str(exc).lower()} field; {_EXPECTED}") from None
+    except ValueError:  # a number of thousands of digits, past what int() will read
+        raise InvalidInput(field, expression, _EXPECTED) from None
     return text
 
 
@@ -82,21 +84,38 @@ def follows_clock(expression: str) -> bool:
 def iter_cron(expression: str, timezone: str | ZoneInfo, after: datetime) -> Iterator[datetime]:
     """The expression's instants strictly after `after`, in UTC, strictly increasing.
 
-    Ends only if the expression stops matching: cronsim gives up after 50 years without a
-    match (`0 0 31 2 *` is refused up front; `0 0 * 2 MON#5` is merely rare).
+    Ends if the expression stops matching (cronsim gives up after 50 years without a match:
+    `0 0 31 2 *` is refused up front; `0 0 * 2 MON#5` is merely rare) or when the next match
+    would fall past what `datetime` holds (year 9999). An `after` whose local reading in
+    `timezone` datetime cannot hold (within hours of year 1) is `InvalidInput`.
     """
     text = validate_cron(expression)
     tz = zone(timezone) if isinstance(timezone, str) else timezone
     last = require_aware("after", after).astimezone(UTC)
-    sim = CronSim(text, last.astimezone(tz))
+    try:
+        start = last.astimezone(tz)
+    except OverflowError:
+        if last.year > 1:
+            return  # past the last local instant datetime holds: nothing comes after
+        raise InvalidInput(
+            "after", last.isoformat(), f"expected an instant datetime can hold in {tz}"
+        ) from None
+    sim = CronSim(text, start)
     fixed_time = not _wildcard_time(text)
-    for result in sim:
-        at: datetime = result.astimezone(UTC)
+    while True:
+        try:
+            at: datetime = next(sim).astimezone(UTC)
+        except (StopIteration, OverflowError):  # no match within 50 years, or past year 9999
+            return
         if at <= last:
             # cronsim walks fixed-time expressions in naive wall time; restarted from the second
             # reading of a fold it yields the fold's first instant, which has already passed.
             continue
-        if fixed_time and _is_correction_catch_up(sim, at, tz):
+        try:
+            catch_up = fixed_time and _is_correction_catch_up(sim, at, tz)
+        except OverflowError:  # a second before `at` is before year 1 in `tz`
+            catch_up = False
+        if catch_up:
             continue
         last = at
         yield at
