@@ -295,7 +295,10 @@ def _before_or_absent(anchor: Anchor, n: int, before_target: Callable[[datetime]
 
 def _estimate_n(anchor: Anchor, instant: datetime) -> int:
     """A lower-ish estimate of the last n whose occurrence is not after `instant`."""
-    local = instant.astimezone(zone(anchor.timezone)).replace(tzinfo=None)
+    try:
+        local = instant.astimezone(zone(anchor.timezone)).replace(tzinfo=None)
+    except OverflowError:  # within hours of year 1 or 9999, past what datetime holds locally
+        local = datetime.max if instant.year > 1 else datetime.min
     start = anchor.local
     if anchor.every in _DAYS_PER_STEP:
         days = (local.date() - start.date()).days
