@@ -116,7 +116,10 @@ def _parse_timestamp(text: str) -> datetime:
     # any sender would produce.
     if not value.isascii() or not value.isdigit() or len(value) > 12:
         raise SignatureError(f"webhook-timestamp: {text!r} is not integer Unix seconds")
-    return datetime.fromtimestamp(int(value), tz=UTC)
+    try:
+        return datetime.fromtimestamp(int(value), tz=UTC)
+    except (ValueError, OverflowError, OSError):  # past year 9999: no sender's clock
+        raise SignatureError(f"webhook-timestamp: {text!r} is past year 9999") from None
 
 
 __all__ = ["DEFAULT_TOLERANCE", "HEADERS", "SignedMessage", "check_secrets", "verify_signature"]
