@@ -18,13 +18,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recoup.api.app import ApiSettings, create_app
+from recoup.api.schemas.codes import COUNTRIES, TIME_ZONES
 from recoup.api.schemas.patterns import CRON_FORMAT, POLICY_FORMAT
 from recoup.idempotency import KEY_HEADER_PATTERN, parse_key
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.storage.job_rows import CURSOR_PATTERN
 from recoup.storage.sqlite.store import SqliteStore
 from recoup.tenancy import issue_token, new_tenant
+from recoup.timekeeping.calendar import BusinessCalendar
 from recoup.timekeeping.clock import SystemClock
+from recoup.timekeeping.zones import zone
 from tests.fuzz.strategies import cron_expressions, policies
 from tests.receiver.conftest import InProcess
 
@@ -547,3 +550,11 @@ def test_an_empty_policy_is_refused_by_the_document_and_the_server(
     # loader refused it (no gaps); null is the way to say "the default policy".
     assert not conforms(document, "SettingsIn", {"policy": ""})
     assert http.put("/v1/dunning/settings", json={"policy": ""}).status_code == 422
+
+
+def test_every_listed_zone_and_country_is_one_the_layers_below_accept() -> None:
+    # The document lists them (and the schemathesis run samples them): each must load.
+    for name in TIME_ZONES:
+        zone(name)
+    for code in COUNTRIES:
+        BusinessCalendar(country=code)
