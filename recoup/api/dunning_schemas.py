@@ -17,9 +17,10 @@ from recoup.recovery.service import FailureReport, Timeline
 from recoup.recovery.store import DunningSettings
 
 Id = Field(min_length=1, max_length=100)
-# Characters of a policy's TOML: any text this long fits the body limit (256 KiB) however a
-# client encodes it (12 bytes for a character escaped as a surrogate pair), with both URLs.
-MAX_POLICY_LENGTH = 16 * 1024
+# Characters of a policy's TOML: two texts this long (a policy and an experiment's) fit the
+# body limit (256 KiB) however a client encodes them (12 bytes for a character escaped as a
+# surrogate pair), with both URLs and the experiment's name.
+MAX_POLICY_LENGTH = 8 * 1024
 
 
 def _integral(value: object) -> object:
@@ -218,6 +219,19 @@ class TimelineOut(InvoiceOut):
 
 
 class SettingsIn(StrictModel):
+    """A tenant's settings. The three experiment fields go together, or none."""
+
+    model_config = ConfigDict(
+        json_schema_extra=one_of(
+            {"experiment_name": "null", "experiment_policy": "null", "experiment_share": "null"},
+            {
+                "experiment_name": "string",
+                "experiment_policy": "string",
+                "experiment_share": "number",
+            },
+        )
+    )
+
     policy: PolicyToml | None = Field(
         default=None,
         min_length=1,
@@ -236,9 +250,10 @@ class SettingsIn(StrictModel):
         description="A policy experiment: its name (the split is a hash of tenant, invoice id "
         "and this name). The three experiment fields go together, or none.",
     )
-    experiment_policy: Text | None = Field(
+    experiment_policy: PolicyToml | None = Field(
         default=None,
-        max_length=64 * 1024,
+        min_length=1,
+        max_length=MAX_POLICY_LENGTH,
         description="The experiment's second policy (arm b) as TOML text; `policy` is arm a. "
         "Its name must differ from arm a's.",
     )

@@ -482,11 +482,20 @@ def test_the_longest_policy_the_document_allows_fits_the_body_limit(
     document: dict[str, Any], http: httpx.Client
 ) -> None:
     # The document allowed 65,536 characters, which a client escaping non-BMP characters
-    # (12 bytes each) sends as 786 KiB: a 413 for a request the document called valid.
-    stated = document["components"]["schemas"]["SettingsIn"]["properties"]["policy"]
-    longest = stated["anyOf"][0]["maxLength"]
+    # (12 bytes each) sends as 786 KiB: a 413 for a request the document called valid. With
+    # an experiment's policy beside the tenant's, both at the longest, it still fits.
+    properties = document["components"]["schemas"]["SettingsIn"]["properties"]
+    longest = properties["policy"]["anyOf"][0]["maxLength"]
+    assert properties["experiment_policy"]["anyOf"][0]["maxLength"] == longest
     url = "http://example.com/" + "a" * (2048 - 19)
-    body = {"policy": "\U0001f600" * longest, "event_url": url, "charge_url": url}
+    body = {
+        "policy": "\U0001f600" * longest,
+        "event_url": url,
+        "charge_url": url,
+        "experiment_name": "\U0001f600" * 100,
+        "experiment_policy": "\U0001f600" * longest,
+        "experiment_share": 0.5,
+    }
     response = http.put(
         "/v1/dunning/settings",
         content=json.dumps(body, ensure_ascii=True),
@@ -494,6 +503,25 @@ def test_the_longest_policy_the_document_allows_fits_the_body_limit(
     )
     assert response.status_code == 422  # read, and refused as TOML, not as too large
     assert response.json()["errors"][0]["field"] == "policy"
+
+
+@pytest.mark.parametrize(
+    ("experiment", "valid"),
+    [
+        ({}, True),
+        ({"experiment_name": None, "experiment_policy": None, "experiment_share": None}, True),
+        ({"experiment_name": "x", "experiment_share": 0.5}, False),  # no policy
+        ({"experiment_name": "x", "experiment_policy": None, "experiment_share": 0.5}, False),
+        ({"experiment_share": 0.5}, False),
+    ],
+)
+def test_the_experiment_fields_go_together_in_the_document_too(
+    document: dict[str, Any], http: httpx.Client, experiment: dict[str, Any], valid: bool
+) -> None:
+    # schemathesis: {"experiment_name": "…"} alone was valid by the document and refused.
+    body = {"charge_url": TARGET, **experiment}
+    assert conforms(document, "SettingsIn", body) is valid
+    assert (http.put("/v1/dunning/settings", json=body).status_code == 200) is valid
 
 
 # -- Links: what to call next with what a response gave --------------------------------------
