@@ -69,6 +69,7 @@ CHECKS = [
     "ignored_auth",
 ]
 KEY = re.compile(KEY_HEADER_PATTERN)
+ARM_B_NAME = re.compile(r'^name = ".*"$', re.MULTILINE)  # a policy's name line
 CHARGE_URL = "http://127.0.0.1:9/charge"  # never called: no worker runs
 RETRY_DEFAULTS = {"min_backoff_seconds": 1.0, "max_backoff_seconds": 3600.0}
 
@@ -89,14 +90,20 @@ def as_the_document_requires(context: Any, case: Any, kwargs: dict[str, Any]) ->
     """Before each request (a `before_call` hook), what no schema can say: unique
     Idempotency-Keys; a retry policy whose maximum backoff is at least its minimum (RetryIn
     states the rule, JSON Schema cannot compare two fields); and settings that keep a default
-    charge URL, which a failure without its own needs (a rule of the tenant's state)."""
+    charge URL, which a failure without its own needs (a rule of the tenant's state), and an
+    experiment whose policy is named apart from the tenant's (a rule inside the TOML texts)."""
     headers = case.headers or {}
     key = headers.get("Idempotency-Key")
     if isinstance(key, str) and KEY.fullmatch(key):
         headers["Idempotency-Key"] = unique_key(key)
     body = case.body if isinstance(case.body, dict) else {}
-    if case.operation.label == "PUT /v1/dunning/settings" and body.get("charge_url") is None:
-        body["charge_url"] = CHARGE_URL
+    if case.operation.label == "PUT /v1/dunning/settings":
+        if body.get("charge_url") is None:
+            body["charge_url"] = CHARGE_URL
+        if isinstance(body.get("experiment_policy"), str):
+            body["experiment_policy"] = ARM_B_NAME.sub(
+                'name = "fuzz-arm-b"', body["experiment_policy"]
+            )
     retry = body.get("retry")
     if isinstance(retry, dict):
         bounds = {**RETRY_DEFAULTS, **retry}
@@ -108,14 +115,15 @@ def as_the_document_requires(context: Any, case: Any, kwargs: dict[str, Any]) ->
 # Fields whose text is in a language the document names by `format` (cron, a policy's TOML).
 # JSON Schema makes `format` an annotation, and the coverage phase tests their length bounds
 # with strings outside the language ("000…0" as a cron): the refusal of those is no failure.
-FORMATTED_FIELDS = {"cron", "policy"}
+FORMATTED_FIELDS = {"cron", "policy", "experiment_policy"}
 
 
 def outside_a_named_format(context: Any, failure: Any, case: Any, response: Any) -> bool:
-    """Keep every failure but a 422 that names only FORMATTED_FIELDS (filter_failure hook)."""
+    """Keep every failure but a 422 that names only FORMATTED_FIELDS (filter_failure hook;
+    a field inside a policy is named under it: `experiment_policy.gaps`)."""
     if not isinstance(failure, RejectedPositiveData) or response.status_code != 422:
         return True
-    named = {error.get("field") for error in response.json().get("errors", [])}
+    named = {str(e.get("field")).split(".")[0] for e in response.json().get("errors", [])}
     return not (named and named <= FORMATTED_FIELDS)
 
 
