@@ -586,3 +586,21 @@ def test_every_listed_zone_and_country_is_one_the_layers_below_accept() -> None:
         zone(name)
     for code in COUNTRIES:
         BusinessCalendar(country=code)
+
+
+@pytest.mark.parametrize(
+    ("anchor", "valid"),
+    [
+        ({"local": "2026-01-31T09:00", "end_of_month": "restrict"}, False),
+        ({"local": "2026-01-31T09:00", "end_of_month": "restrict", "every": "year"}, False),
+        ({"local": "2026-01-28T09:00", "end_of_month": "restrict"}, True),
+        ({"local": "2026-01-31T09:00", "end_of_month": "restrict", "every": "week"}, True),
+        ({"local": "2026-01-31T09:00"}, True),  # clamp, the default
+    ],
+)
+def test_a_restricted_anchor_is_on_a_day_every_month_has_in_the_document_too(
+    document: dict[str, Any], http: httpx.Client, anchor: dict[str, Any], valid: bool
+) -> None:
+    body = {"target": {"url": TARGET}, "anchor": {"timezone": "UTC", **anchor}}
+    assert conforms(document, "ScheduleIn", body) is valid
+    assert (http.post("/v1/schedules", json=body).status_code == 201) is valid

@@ -24,9 +24,30 @@ from recoup.api.schemas.stated import one_of
 from recoup.errors import InvalidInput
 from recoup.jobs.schedule_model import AnchorRule, CronRule, Schedule
 from recoup.jobs.schedules import MAX_SCHEDULE_NAME
+from recoup.timekeeping.recurrence import RESTRICT_MAX_DAY
+
+# The days every month has (1 to `recurrence.RESTRICT_MAX_DAY`), as a day-of-month pattern.
+EVERY_MONTHS_DAY = "(?:" + "|".join(f"{d:02d}" for d in range(1, RESTRICT_MAX_DAY + 1)) + ")"
+_ON_EVERY_MONTHS_DAY = f"^[0-9]{{4}}-[0-9]{{2}}-{EVERY_MONTHS_DAY}T"
 
 
 class AnchorIn(StrictModel):
+    """A billing anchor. Under `restrict`, a month or year step needs `local` on day 1–28."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {"properties": {"end_of_month": {"enum": ["clamp", "roll-forward", "last-day"]}}},
+                {"required": ["every"], "properties": {"every": {"enum": ["day", "week"]}}},
+                {
+                    "properties": {
+                        "local": {"pattern": f"^[0-9]{{4}}-[0-9]{{2}}-{EVERY_MONTHS_DAY}T"}
+                    }
+                },
+            ]
+        }
+    )
+
     local: LocalDateTime = Field(description="Wall-clock time of occurrence 0, no offset.")
     timezone: TimeZone
     every: Literal["day", "week", "month", "year"] = "month"
