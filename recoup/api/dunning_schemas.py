@@ -9,7 +9,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictFloat,
 
 from recoup.api.schemas.codes import Country, Currency, TimeZone
 from recoup.api.schemas.common import Instant, OutboundUrl, PolicyToml, StrictModel, Text
-from recoup.api.schemas.stated import one_of
+from recoup.api.schemas.stated import Stated, one_of
 from recoup.dunning.invoice import AttemptState, Invoice, InvoiceEvent, InvoiceState
 from recoup.jobs.model import Run
 from recoup.recovery.intake_store import DEFAULT_TIMEZONE, IntakeSettings
@@ -218,6 +218,10 @@ class TimelineOut(InvoiceOut):
         )
 
 
+# As `recoup.recovery.intake_store` checks it (stated here; that check never quotes a secret).
+STRIPE_SECRET = "^whsec_[!-~]{8,250}$"
+
+
 class SettingsIn(StrictModel):
     """A tenant's settings. The three experiment fields go together, or none."""
 
@@ -261,16 +265,14 @@ class SettingsIn(StrictModel):
         default=None, gt=0, lt=1, description="The share of new invoices planned with arm b."
     )
     # Checked by the intake settings, which never quote it in an error.
-    stripe_webhook_secret: str | None = Field(
+    stripe_webhook_secret: Annotated[str, Stated(pattern=STRIPE_SECRET)] | None = Field(
         default=None,
         description="The Stripe endpoint's signing secret (`whsec_…`) that verifies webhooks "
         "at /v1/intake/stripe/{tenant}. Write-only: never shown again. Left out: kept (unlike "
         "the other fields); null: removed.",
     )
-    default_timezone: Text | None = Field(
+    default_timezone: TimeZone | None = Field(
         default=None,
-        min_length=1,
-        max_length=64,
         description="The IANA zone of customers whose Stripe events name none; null: UTC.",
     )
 
