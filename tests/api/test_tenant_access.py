@@ -128,10 +128,12 @@ def test_without_a_limit_nothing_is_refused(api: Api) -> None:
 
 def test_the_openapi_document_lists_the_refusals_of_every_v1_operation(api: Api) -> None:
     document = api.http().get("/openapi.json").json()
+    # The provider intakes carry no bearer token: the provider's signature authenticates them
+    # (a bad one is a 400), so they have no 401/403/429 to list.
     operations = [
         (path, method, operation)
         for path, item in document["paths"].items()
-        if path.startswith("/v1/")
+        if path.startswith("/v1/") and not path.startswith("/v1/intake/")
         for method, operation in item.items()
     ]
     assert operations
