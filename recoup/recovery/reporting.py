@@ -62,11 +62,17 @@ class Reports:
         since: datetime | None = None,
         until: datetime | None = None,
     ) -> ReportWindow:
-        """The window of a report: `until` defaults to now, `since` to `lookback` before it.
+        """The window of a report: `until` defaults to now (or to `since` when that is later),
+        `since` to `lookback` before it.
         `InvalidInput` naming `until` when it is before `since`."""
         now = options.now
-        end = now if until is None else require_aware("until", until)
-        start = end - lookback(options) if since is None else require_aware("since", since)
+        start_given = None if since is None else require_aware("since", since)
+        if until is not None:
+            end = require_aware("until", until)
+        else:
+            # A `since` ahead of now with no `until` asks for an empty window, not an error.
+            end = now if start_given is None else max(now, start_given)
+        start = end - lookback(options) if start_given is None else start_given
         if end < start:
             raise InvalidInput("until", end.isoformat(), f"expected at or after since ({start})")
         return ReportWindow(since=start, until=end, now=now)
