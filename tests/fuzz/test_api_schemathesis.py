@@ -170,6 +170,9 @@ class Target:
                 "auth": {"openapi": {"HTTPBearer": {"bearer": self.token}}},
                 "seed": SEED,
                 "cache": {"enabled": False},
+                # Correctness, not latency: on a loaded CI machine an answer may take seconds,
+                # and schemathesis' default of 10 s would fail the run on a slow one.
+                "request-timeout": 120,
                 "warnings": False,
                 "generation": {"max-examples": MAX_EXAMPLES, "deterministic": True},
                 "checks": {name: {"enabled": name in CHECKS} for name in ALL_CHECKS},
