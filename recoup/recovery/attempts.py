@@ -149,6 +149,7 @@ class AttemptRunner:
             decline_code=codes[0],
             advice_code=codes[1],
             detail=detail,
+            seen=invoice,
         )
         if outcome == "pending":
             raise AskAgain("the provider's answer is pending: asking again with the same keys")

@@ -1,17 +1,19 @@
 """The dunning runtime's Python API: failures in, outcomes and payments in, jobs and events out.
 
 The only place that joins `recoup.dunning` (what to do) and `recoup.jobs` (doing it later).
-Every change of an invoice is one `change_invoice` transaction around a pure transition
-(lock, re-check, decide, write); the jobs it commands are created afterwards, each under a
-deterministic id and idempotency key, so doing it twice is harmless, and `resync()` redoes
-what a crash between the two left undone. An attempt job re-checks the invoice before it
-asks for a charge (`recoup.recovery.attempts`): cancellation is a feature, the state check is
-the backstop.
+Every change of an invoice is one `change_invoice` around a pure transition (lock, re-check,
+decide, write), and the jobs and events it commands are written in the same unit of work
+(`atomically`: one transaction, which SQLite shares among the threads committing at the same
+time). Each job has a deterministic id and idempotency key, so creating it twice is harmless;
+`resync()` finds anything a transition left without its jobs (a store written otherwise) and
+redoes it. An attempt job re-checks the invoice before it asks for a charge
+(`recoup.recovery.attempts`): cancellation is a feature, the state check is the backstop.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar
@@ -64,10 +66,14 @@ from recoup.timekeeping.zones import zone
 
 CARD_HISTORY = timedelta(days=31)  # network limits count at most 30 days back
 MAX_ID_LENGTH = 100
+T = TypeVar("T")
 
 
 class RuntimeStore(JobStore, DunningStore, Protocol):
-    """What the runtime needs of a backend: jobs and dunning tables in one database."""
+    """What the runtime needs of a backend: jobs and dunning tables in one database, written
+    together in one transaction."""
+
+    def atomically(self, fn: Callable[[], T]) -> T: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -125,7 +131,6 @@ class Keep(enum.Enum):
 
 
 KEEP = Keep.KEEP
-T = TypeVar("T")
 
 
 def _given_or_kept(given: T | Keep, stored: T) -> T:
@@ -243,11 +248,20 @@ class Dunning:
         )
         history = self._history(tenant, report.card_fingerprint, report.failed_at)
         decision = plan_retries(opening.failure(), policy, history=history)
-        invoice, first = open_invoice(opening, decision, now=self.clock.now())
-        stored, created = self.store.create_invoice(invoice, first.events)
+        now = self.clock.now()
+        invoice, first = open_invoice(opening, decision, now=now)
+
+        def create() -> tuple[Invoice, bool]:
+            stored, created = self.store.create_invoice(invoice, first.events)
+            if created:
+                self._carry_out(
+                    stored, first.commands, first.events, event_url=settings.event_url, now=now
+                )
+            return stored, created
+
+        stored, created = self.store.atomically(create)
         if not created:  # a concurrent report of the same invoice won
             return self._same_or_conflict(report, stored), False
-        self._carry_out(stored, first.commands, first.events, event_url=settings.event_url)
         return stored, True
 
     @staticmethod
@@ -277,7 +291,9 @@ class Dunning:
         decline_code: str | None = None,
         advice_code: str | None = None,
         detail: str | None = None,
+        seen: Invoice | None = None,
     ) -> Invoice:
+        """`seen`: the invoice as the caller last read it, if it did (see `apply`)."""
         message = AttemptReported(
             attempt=attempt,
             outcome=outcome,
@@ -286,7 +302,7 @@ class Dunning:
             advice_code=advice_code,
             detail=detail,
         )
-        return self.apply(tenant, invoice_id, message)
+        return self.apply(tenant, invoice_id, message, seen=seen)
 
     def mark_paid(self, tenant: str, invoice_id: str) -> Invoice:
         return self.apply(tenant, invoice_id, PaidOutOfBand(at=self.clock.now()))
@@ -297,34 +313,42 @@ class Dunning:
     def deadline(self, tenant: str, invoice_id: str) -> Invoice:
         return self.apply(tenant, invoice_id, DeadlinePassed(at=self.clock.now()))
 
-    def apply(self, tenant: str, invoice_id: str, message: Message) -> Invoice:
-        """One transition under the invoice's row lock, then the jobs it commands."""
-        current = self.get(tenant, invoice_id)
+    def apply(
+        self, tenant: str, invoice_id: str, message: Message, *, seen: Invoice | None = None
+    ) -> Invoice:
+        """One transition under the invoice's row lock and the jobs it commands, in one unit
+        of work. The unit may run on another thread (SQLite's group commit): it reads no
+        clock, `now` is taken here. `seen` (the invoice as the caller read it) spares a read
+        before the lock: only its policy and card are used there, which never change; the
+        transition itself works on the invoice read under the lock."""
+        now = self.clock.now()
+        if seen is not None and (seen.tenant, seen.invoice_id) != (tenant, invoice_id):
+            raise InvalidInput("seen", seen.invoice_id, f"expected invoice {invoice_id!r}")
+        current = seen if seen is not None else self.get(tenant, invoice_id)
         settings = self.settings(tenant)
         policy = tenant_policies(settings).for_invoice(current.policy)
-        history = self._history(tenant, current.card_fingerprint, self.clock.now())
-        done: list[Transition] = []
+        history = self._history(tenant, current.card_fingerprint, now)
+        planning = Planning(policy=policy, history=history)
 
         def change(invoice: Invoice) -> InvoiceChange | None:
-            seq = len(self.store.invoice_events(tenant, invoice_id))
-            found = transition(
-                invoice,
-                message,
-                Planning(policy=policy, history=history),
-                seq=seq,
-                now=self.clock.now(),
-            )
+            seq = self.store.event_count(tenant, invoice_id)
+            found = transition(invoice, message, planning, seq=seq, now=now)
             if found is None:
                 return None
             done.append(found)
             return InvoiceChange(invoice=found.invoice, events=found.events)
 
-        self.store.change_invoice(tenant, invoice_id, change)
-        if not done:
-            return self.get(tenant, invoice_id)
-        t = done[-1]
-        self._carry_out(t.invoice, t.commands, t.events, event_url=settings.event_url)
-        return t.invoice
+        def unit() -> Transition | None:
+            done.clear()
+            if self.store.change_invoice(tenant, invoice_id, change) is None:
+                return None
+            t = done[-1]
+            self._carry_out(t.invoice, t.commands, t.events, event_url=settings.event_url, now=now)
+            return t
+
+        done: list[Transition] = []
+        changed = self.store.atomically(unit)
+        return self.get(tenant, invoice_id) if changed is None else changed.invoice
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -353,11 +377,11 @@ class Dunning:
         events: tuple[InvoiceEvent, ...],
         *,
         event_url: str | None,
+        now: datetime,
     ) -> None:
         """The jobs of a transition: the new ones in one insert (each skipped if it exists
         already: doing this twice is harmless), the cancellations, then its events (to
         `event_url`, the tenant's, read once with its policy)."""
-        now = self.clock.now()
         jobs = []
         for command in commands:
             match command:
@@ -367,18 +391,22 @@ class Dunning:
                     self.store.cancel(invoice.tenant, command.attempt.job_id, now=now)
                 case ScheduleDeadline():
                     jobs.append(deadline_job(invoice, command.at))
-        self.store.insert_many(jobs, now=now)
-        self._dispatch(list(events), urls={invoice.tenant: event_url})
+        if jobs:
+            self.store.insert_many(jobs, now=now)
+        self._dispatch(list(events), urls={invoice.tenant: event_url}, now=now)
 
     def _dispatch(
-        self, events: list[InvoiceEvent], *, urls: dict[str, str | None] | None = None
+        self,
+        events: list[InvoiceEvent],
+        *,
+        urls: dict[str, str | None] | None = None,
+        now: datetime,
     ) -> None:
         """Send the sendable events through durable jobs (they retry and keep run logs); the
         job's id is the event's, so the receiver sees one `webhook-id` per event. `urls`: the
         event URLs of tenants already known (the others are read)."""
         if not events:
             return
-        now = self.clock.now()
         urls = dict(urls or {})
         for event in events:
             if not event.is_sent:
@@ -396,10 +424,10 @@ class Dunning:
         dispatched, attempts scheduled without their job, cancelled attempts whose job is
         live. Returns how many things it fixed. Safe to run at any time, from any process."""
         fixed = 0
-        events = self.store.undispatched_events(limit=limit)
-        self._dispatch(events)
-        fixed += len(events)
         now = self.clock.now()
+        events = self.store.undispatched_events(limit=limit)
+        self._dispatch(events, now=now)
+        fixed += len(events)
         for ref in self.store.attempts_out_of_sync(limit=limit):
             invoice = self.store.get_invoice(ref.tenant, ref.invoice_id)
             if invoice is None:

@@ -159,6 +159,10 @@ class DunningStore(Protocol):
         """Every event of the invoice, by `seq`."""
         ...
 
+    def event_count(self, tenant: str, invoice_id: str) -> int:
+        """How many events the invoice has: the next event's `seq`."""
+        ...
+
     def undispatched_events(self, *, limit: int = 500) -> list[InvoiceEvent]:
         """Sendable events (`is_sent`) of every tenant not yet marked dispatched, oldest
         first: what a crash between a transition and its event jobs left behind."""

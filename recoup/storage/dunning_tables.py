@@ -266,6 +266,11 @@ class SqlDunningTables(SqlStore):
         instant = self._decode_instant
         return [event_from_row(row, instant) for row in rows]
 
+    def event_count(self, tenant: str, invoice_id: str) -> int:
+        ids = {"tenant": tenant, "invoice_id": invoice_id}
+        with self.read() as conn:
+            return int(conn.execute(self.DQ["event_count"], ids).fetchone()[0])
+
     def undispatched_events(self, *, limit: int = 500) -> list[InvoiceEvent]:
         with self.read() as conn:
             rows = conn.execute(self.DQ["undispatched_events"], {"limit": limit}).fetchall()

@@ -15,7 +15,8 @@ object: `IdempotencyStore` and `JobStore` both name an operation `release`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from recoup.idempotency.keys import IdempotencyStore
 from recoup.jobs.store import JobStore, ScheduleStore
@@ -25,6 +26,8 @@ from recoup.tenancy import TenantStore, TokenStore
 
 if TYPE_CHECKING:
     from recoup.storage.sql_files import Migration
+
+T = TypeVar("T")
 
 
 class ApiTables(IdempotencyStore, TokenStore, Protocol):
@@ -63,6 +66,10 @@ class Store(JobStore, ScheduleStore, DunningStore, IntakeStore, TenantStore, Pro
 
     def api_tables(self) -> ApiTables:
         """The API's tables in this store's database (`recoup.storage.open_api_tables`)."""
+        ...
+
+    def atomically(self, fn: Callable[[], T]) -> T:
+        """Run `fn`, whose reads and writes go through this store, as one transaction."""
         ...
 
 

@@ -15,7 +15,7 @@ import pytest
 from recoup.dunning.invoice import AttemptState, InvoiceState
 from recoup.dunning.lifecycle import Opening, open_invoice
 from recoup.dunning.planner import plan_retries
-from recoup.errors import Conflict
+from recoup.errors import Conflict, InvalidInput, StorageError
 from recoup.jobs.handlers import HandlerContext
 from recoup.jobs.model import JobState
 from recoup.payments import Fault, FaultKind, Scenario
@@ -229,6 +229,39 @@ def test_resync_recreates_the_jobs_and_events_a_crash_left_undone(runtime: Runti
     runtime.advance(3 * DAY)
     assert runtime.invoice("inv_1").state is InvoiceState.RECOVERED
     assert runtime.side.event_types("inv_1")[0] == "invoice.retry_scheduled"
+
+
+def test_a_transition_whose_jobs_cannot_be_written_is_undone_whole(
+    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The invoice's change and the jobs it commands are one unit of work: no invoice waits
+    # for an attempt that has no job.
+    runtime.fail("inv_1", "fp_exp", decline="expired_card")
+    before = runtime.invoice("inv_1")
+    events_before = runtime.store.invoice_events("default", "inv_1")
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise StorageError("disk full")
+
+    monkeypatch.setattr(runtime.store, "insert_many", refuse)
+    with pytest.raises(StorageError, match="disk full"):
+        runtime.dunning.payment_method_updated("default", "inv_1")
+    monkeypatch.undo()
+    assert runtime.invoice("inv_1") == before
+    assert runtime.store.invoice_events("default", "inv_1") == events_before
+    assert runtime.store.attempts_out_of_sync() == []
+    updated = runtime.dunning.payment_method_updated("default", "inv_1")
+    assert [a.state for a in updated.attempts] == [AttemptState.SCHEDULED]
+    assert runtime.store.get("default", updated.attempts[0].job_id) is not None
+
+
+def test_an_outcome_given_another_invoice_as_seen_is_refused(runtime: Runtime) -> None:
+    runtime.fail("inv_1", "fp_ok")
+    other = runtime.fail("inv_2", "fp_ok")
+    before = runtime.invoice("inv_1")
+    with pytest.raises(InvalidInput, match="seen"):
+        runtime.dunning.report_outcome("default", "inv_1", 1, "failed", seen=other)
+    assert runtime.invoice("inv_1") == before
 
 
 def test_an_outcome_reported_later_for_a_202_endpoint(runtime: Runtime) -> None:

@@ -109,6 +109,9 @@ SELECT {event_columns} FROM invoice_events
 WHERE tenant = %(tenant)s AND invoice_id = %(invoice_id)s
 ORDER BY seq
 
+-- event_count --
+SELECT count(*) FROM invoice_events WHERE tenant = %(tenant)s AND invoice_id = %(invoice_id)s
+
 -- undispatched_events --
 -- Walks invoice_events_undispatched: the same two conditions as its WHERE.
 SELECT {event_columns} FROM invoice_events

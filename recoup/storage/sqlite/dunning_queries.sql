@@ -103,6 +103,9 @@ SELECT {event_columns} FROM invoice_events
 WHERE tenant = :tenant AND invoice_id = :invoice_id
 ORDER BY seq
 
+-- event_count --
+SELECT count(*) FROM invoice_events WHERE tenant = :tenant AND invoice_id = :invoice_id
+
 -- undispatched_events --
 -- Walks invoice_events_undispatched: the same two conditions as its WHERE.
 SELECT {event_columns} FROM invoice_events
