@@ -145,6 +145,17 @@ class PythonTarget:
 Target = HttpTarget | PythonTarget
 
 
+MAX_TIMEOUT = timedelta(hours=1)
+
+
+def check_timeout(timeout: timedelta) -> None:
+    """An attempt's timeout: more than 0, at most an hour (`InvalidInput` naming it)."""
+    if timeout <= timedelta(0) or timeout > MAX_TIMEOUT:
+        raise InvalidInput(
+            "timeout_seconds", timeout.total_seconds(), "expected more than 0 and at most 3600"
+        )
+
+
 @dataclass(frozen=True, kw_only=True)
 class NewJob:
     """What a caller asks for; the store assigns state, attempts and timestamps."""
@@ -166,8 +177,7 @@ class NewJob:
 
     def __post_init__(self) -> None:
         require_aware("run_at", self.run_at)
-        if self.timeout <= timedelta(0) or self.timeout > timedelta(hours=1):
-            raise InvalidInput("timeout_seconds", self.timeout.total_seconds(), "expected 0–3600")
+        check_timeout(self.timeout)
         if self.name is not None and not 1 <= len(self.name) <= 200:
             raise InvalidInput("name", self.name, "expected 1–200 characters")
         if self.group is not None and not 1 <= len(self.group) <= 200:

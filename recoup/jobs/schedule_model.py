@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Literal
 
-from recoup.jobs.model import DEFAULT_TENANT, BackoffPolicy, Target, new_id
+from recoup.jobs.model import DEFAULT_TENANT, BackoffPolicy, Target, check_timeout, new_id
 from recoup.timekeeping.instants import require_aware
 
 
@@ -51,6 +51,9 @@ class NewSchedule:
     timeout: timedelta = timedelta(seconds=30)
     missed: MissedPolicy = MissedPolicy.SKIP
     id: str = field(default_factory=new_id)
+
+    def __post_init__(self) -> None:
+        check_timeout(self.timeout)
 
 
 @dataclass(frozen=True, kw_only=True)

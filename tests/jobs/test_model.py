@@ -1,10 +1,11 @@
 import uuid
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from recoup.errors import InvalidInput
 from recoup.jobs.model import BackoffPolicy, NewJob, PythonTarget, new_id
+from recoup.jobs.schedule_model import CronRule, NewSchedule
 
 
 def test_job_ids_are_uuid7_in_canonical_text_and_ordered_by_creation() -> None:
@@ -40,3 +41,22 @@ def test_a_retry_policy_names_the_field_it_refuses(kwargs: dict[str, object], fi
     with pytest.raises(InvalidInput) as caught:
         BackoffPolicy(**kwargs)  # type: ignore[arg-type]
     assert caught.value.field == field
+
+
+@pytest.mark.parametrize("seconds", [0, -1, 3600.5])
+def test_a_schedule_refuses_the_timeouts_a_job_refuses(seconds: float) -> None:
+    # Found by fuzzing: a schedule took a zero timeout and failed in the store.
+    with pytest.raises(InvalidInput, match="timeout_seconds") as refused:
+        NewSchedule(
+            name="nightly",
+            rule=CronRule(expression="0 3 * * *", timezone="UTC"),
+            target=PythonTarget(handler="noop"),
+            timeout=timedelta(seconds=seconds),
+        )
+    assert refused.value.allowed == "expected more than 0 and at most 3600"
+    with pytest.raises(InvalidInput, match="timeout_seconds"):
+        NewJob(
+            run_at=datetime(2026, 1, 1, tzinfo=UTC),
+            target=PythonTarget(handler="noop"),
+            timeout=timedelta(seconds=seconds),
+        )
