@@ -34,7 +34,11 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; usage errors and invalid input become one line on stderr and exit 2."""
     command = typer.main.get_command(app)
     try:
-        result = command.main(args=argv, prog_name="recoup", standalone_mode=False)
+        # RECOUP_<COMMAND>_<OPTION> sets any option (RECOUP_SERVE_PORT=9000); an option's own
+        # variable (RECOUP_DB) comes first.
+        result = command.main(
+            args=argv, prog_name="recoup", standalone_mode=False, auto_envvar_prefix="RECOUP"
+        )
     except TyperException as exc:
         # A usage error (bad or missing option), or `recoup` with no arguments, whose help
         # Typer's rich formatter has already printed, leaving the message empty.

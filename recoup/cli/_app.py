@@ -65,6 +65,22 @@ AllowPrivateOption = Annotated[
 AllowCidrOption = Annotated[
     list[str] | None, typer.Option(help="Allow targets in this CIDR block (repeatable).")
 ]
+LogLevelOption = Annotated[
+    str,
+    typer.Option("--log-level", envvar="RECOUP_LOG_LEVEL", help="debug, info, warning or error."),
+]
+LogFormatOption = Annotated[
+    str,
+    typer.Option(
+        "--log-format",
+        envvar="RECOUP_LOG_FORMAT",
+        help="text, or json (one object per line with tenant, job id, name, attempt, outcome).",
+    ),
+]
+HandlersOption = Annotated[
+    str | None,
+    typer.Option(help="Python handlers: module:attribute of a HandlerRegistry (cwd importable)."),
+]
 
 
 def store_options(schema: str | None, db: str | None = None) -> dict[str, Any]:

@@ -5,7 +5,8 @@ Contract:
     recoup serve [--db URL] [--schema NAME] [--host 127.0.0.1] [--port 8080] [--no-worker]
         [--allow-private-targets] [--allow-cidr CIDR ...] [--max-body-bytes N]
         [--idempotency-hours H] [--concurrency N] [--clock virtual:2026-12-01T00:00:00Z]
-        [--rate-limit N/s|N/min|N/h|off]
+        [--rate-limit N/s|N/min|N/h|off] [--handlers module:attribute]
+        [--log-level debug|info|warning|error] [--log-format text|json]
 
 The database defaults to `recoup.db` (SQLite) in the working directory; migrations run at
 start. SIGTERM or SIGINT stops the server, then the worker gracefully (see `recoup worker`).
@@ -19,6 +20,10 @@ default.
 `--clock virtual:INSTANT` runs the whole server on a test clock starting at INSTANT: nothing
 runs until `POST /v1/clock` moves it (`{"advance_seconds": N}` or `{"to": INSTANT}`), which
 answers once every job due up to then has run, in due order. Without it, /v1/clock is a 404.
+
+`--handlers myapp.jobs:registry` gives the in-process worker your Python handlers (as `recoup
+worker --handlers`). Logs: see `recoup worker`; uvicorn's own lines go through the same format.
+Every option can also be set as `RECOUP_SERVE_<OPTION>` (e.g. `RECOUP_SERVE_PORT=9000`).
 """
 
 from __future__ import annotations
@@ -34,6 +39,9 @@ from recoup.cli._app import (
     AllowCidrOption,
     AllowPrivateOption,
     DbOption,
+    HandlersOption,
+    LogFormatOption,
+    LogLevelOption,
     SchemaOption,
     app,
     ssrf_guard,
@@ -80,6 +88,9 @@ def serve_command(
             help="Requests per tenant: N/s, N/min or N/h (429 with Retry-After past it), or off.",
         ),
     ] = "off",
+    handlers: HandlersOption = None,
+    log_level: LogLevelOption = "info",
+    log_format: LogFormatOption = "text",
 ) -> None:
     """Serve the HTTP API (and, unless --no-worker, run due jobs) until SIGTERM/SIGINT."""
     import uvicorn
@@ -87,13 +98,16 @@ def serve_command(
     from recoup.api.app import ApiSettings, create_app
     from recoup.api.metrics import ApiMetrics
     from recoup.api.rate_limits import RateLimit
+    from recoup.cli.worker import load_handlers
     from recoup.jobs.scheduler import Scheduler
     from recoup.jobs.test_clock import TestClock
+    from recoup.logs import configure_logging
     from recoup.recovery.runtime import dunning_runtime
     from recoup.storage import open_api_tables, open_store
     from recoup.timekeeping.clock import Clock, SystemClock
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    configure_logging(log_level, log_format)
+    registry = load_handlers(handlers) if handlers else None
     guard = ssrf_guard(allow_private_targets, allow_cidr)
     limit = RateLimit.parse(rate_limit)
     virtual = parse_clock(clock_spec) if clock_spec is not None else None
@@ -112,12 +126,12 @@ def serve_command(
         idempotency_retention=timedelta(hours=idempotency_hours),
         rate_limit=limit,
     )
-    dunning, handlers = dunning_runtime(scheduler, store)
+    dunning, registry = dunning_runtime(scheduler, store, registry)
     test_clock = None
     if virtual is not None:
         test_clock = TestClock(
             virtual,
-            scheduler.worker(handlers=handlers, concurrency=concurrency),
+            scheduler.worker(handlers=registry, concurrency=concurrency),
             store,
             schedules=store,
             before_step=dunning.resync,
@@ -132,12 +146,16 @@ def serve_command(
         dunning=dunning,
         test_clock=test_clock,
     )
-    server = uvicorn.Server(uvicorn.Config(asgi, host=host, port=port, log_level="info"))
+    # log_config=None: uvicorn's loggers go through ours (one format, one level).
+    config = uvicorn.Config(
+        asgi, host=host, port=port, log_config=None, log_level=log_level.lower()
+    )
+    server = uvicorn.Server(config)
     # The worker reports each attempt's firing lag and outcome to the app's /metrics.
     # On a test clock, jobs run only when the clock is moved (POST /v1/clock).
     running = (
         scheduler.running_worker(
-            handlers=handlers, concurrency=concurrency, on_attempt=metrics.observe_attempt
+            handlers=registry, concurrency=concurrency, on_attempt=metrics.observe_attempt
         )
         if worker and virtual is None
         else contextlib.nullcontext()

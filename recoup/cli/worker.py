@@ -5,6 +5,7 @@ Contract:
     recoup worker [--db URL] [--schema NAME] [--concurrency N] [--allow-private-targets]
         [--allow-cidr CIDR ...] [--lease-seconds S] [--grace-seconds S] [--batch-size N]
         [--worker-id ID] [--handlers module:attribute] [--metrics-port N [--metrics-host H]]
+        [--log-level debug|info|warning|error] [--log-format text|json]
 
 SIGTERM or SIGINT shuts down gracefully: no new claims, claimed jobs that have not started are
 released, running attempts get `--grace-seconds` to finish, every completion is written; exit
@@ -12,6 +13,9 @@ released, running attempts get `--grace-seconds` to finish, every completion is 
 `RECOUP_ALLOW_PRIVATE_TARGETS=1`, or an `--allow-cidr` block covers them. With
 `--metrics-port`, Prometheus metrics (jobs by state, due backlog, this worker's firing lag and
 attempts by outcome; the names `recoup serve` uses) are served at `http://H:N/metrics`.
+Every attempt is logged (`recoup.attempts`: tenant, job id and name, attempt, outcome), a final
+failure as a warning; a job whose Python handler this worker lacks is a warning too. Every
+option can also be set as `RECOUP_WORKER_<OPTION>` (e.g. `RECOUP_WORKER_CONCURRENCY=20`).
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+import os
 import signal
+import sys
 from datetime import timedelta
 from typing import Annotated
 
@@ -29,6 +35,9 @@ from recoup.cli._app import (
     AllowCidrOption,
     AllowPrivateOption,
     DbOption,
+    HandlersOption,
+    LogFormatOption,
+    LogLevelOption,
     SchemaOption,
     app,
     ssrf_guard,
@@ -49,6 +58,8 @@ def load_handlers(spec: str) -> HandlerRegistry:
         raise InvalidInput(
             "--handlers", spec, "expected module:attribute, e.g. myapp.jobs:registry"
         )
+    if os.getcwd() not in sys.path:  # as `python -m` would: the project's own modules
+        sys.path.insert(0, os.getcwd())
     try:
         found = getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError) as exc:
@@ -73,9 +84,7 @@ def worker_command(
     worker_id: Annotated[
         str | None, typer.Option(help="This worker's id in leases and logs.")
     ] = None,
-    handlers: Annotated[
-        str | None, typer.Option(help="Python handlers: module:attribute of a HandlerRegistry.")
-    ] = None,
+    handlers: HandlersOption = None,
     metrics_port: Annotated[
         int | None,
         typer.Option(min=0, max=65535, help="Serve Prometheus metrics on this port (off: unset)."),
@@ -83,14 +92,17 @@ def worker_command(
     metrics_host: Annotated[
         str, typer.Option(help="Address the metrics port listens on.")
     ] = "127.0.0.1",
+    log_level: LogLevelOption = "info",
+    log_format: LogFormatOption = "text",
 ) -> None:
     """Run due jobs until SIGTERM/SIGINT, then shut down gracefully."""
     from recoup.jobs.scheduler import Scheduler
+    from recoup.logs import configure_logging
     from recoup.recovery.runtime import dunning_runtime
     from recoup.storage import open_store
     from recoup.timekeeping.clock import SystemClock
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    configure_logging(log_level, log_format)
     guard = ssrf_guard(allow_private_targets, allow_cidr)
     registry = load_handlers(handlers) if handlers else HandlerRegistry()
     store = open_store(db, **store_options(schema, db))

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import logging
 import socket
 import ssl
 import time
@@ -47,6 +48,8 @@ from recoup.jobs.handlers import HandlerContext, HandlerRegistry, PermanentError
 from recoup.jobs.model import ERROR_LIMIT, RESPONSE_EXCERPT_LIMIT, HttpTarget, Job
 from recoup.jobs.signing import SigningKeys, signature_headers
 from recoup.jobs.ssrf import SsrfGuard, TargetRefused
+
+log = logging.getLogger("recoup.worker")
 
 USER_AGENT = "recoup/0.1"
 _CHECKED_URLS = 4096  # URLs remembered as checked (see HttpExecutor._check), then forgotten
@@ -400,10 +403,15 @@ def result_of_exception(exc: BaseException, started: float) -> AttemptResult:
     return AttemptResult(outcome, duration_ms=_ms_since(started), error=describe(exc))
 
 
-def missing_handler(name: str) -> AttemptResult:
-    return AttemptResult(
-        AttemptOutcome.RETRY, error=f"no handler named {name!r} is registered in this worker"
-    )
+def missing_handler(name: str, job: Job) -> AttemptResult:
+    error = f"no handler named {name!r} is registered in this worker"
+    # Retried (another deploy may have it), but an operator must hear of it at once.
+    log.warning("%s: job %s will be retried", error, job.name or job.id, extra=_ids(job))
+    return AttemptResult(AttemptOutcome.RETRY, error=error)
+
+
+def _ids(job: Job) -> dict[str, Any]:
+    return {"tenant": job.tenant, "job_id": job.id, "job_name": job.name, "attempt": job.attempts}
 
 
 async def run_handler(
@@ -427,7 +435,7 @@ async def run_handler(
     `http` is the worker session's HTTP client, handed to the handler (`HandlerContext.http`)."""
     registered = registry.get(name)
     if registered is None:
-        return missing_handler(name)
+        return missing_handler(name, job)
     ctx = handler_context(job, http)
     started = time.perf_counter()
     if registered.inline or (registered.is_async and not bounded):

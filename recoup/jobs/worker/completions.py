@@ -14,6 +14,7 @@ from recoup.jobs.backoff import backoff_delay
 from recoup.jobs.model import Completion, Job, Run, RunOutcome, trusted
 from recoup.jobs.store import latest_per_job
 from recoup.jobs.targets import AttemptOutcome, AttemptResult
+from recoup.jobs.worker.attempt_log import log_attempts
 from recoup.jobs.worker.clocks import Elapsed, sleep
 from recoup.jobs.worker.ledger import Held, Ledger, WorkerStats
 
@@ -191,6 +192,7 @@ class CompletionBuffer:
                 for e, completion in zip(batch, completions, strict=True):
                     self._count(completion.run.outcome)
                     self._ledger.forget(e.held)
+                log_attempts([e.held.job for e in batch], completions)
                 if self.on_attempt is not None:  # one test per batch when nobody observes
                     self._report(batch, completions)
                 self._written()

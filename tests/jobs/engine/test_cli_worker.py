@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
 from recoup.cli import main
@@ -29,3 +32,17 @@ def test_handlers_are_loaded_from_module_and_attribute() -> None:
     for spec in ("no-colon", "no.such.module:x", f"{__name__}:pytest"):
         with pytest.raises(InvalidInput):
             load_handlers(spec)
+
+
+def test_handlers_import_from_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A console script's sys.path starts with its own directory, not the project's.
+    (tmp_path / "billing_jobs_for_test.py").write_text(
+        "from recoup.jobs.handlers import HandlerRegistry\nregistry = HandlerRegistry()\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    found = load_handlers("billing_jobs_for_test:registry")
+    assert isinstance(found, HandlerRegistry)
+    sys.modules.pop("billing_jobs_for_test", None)
