@@ -34,6 +34,8 @@ class ApiSettings:
     idempotency_lock_timeout: timedelta = DEFAULT_LOCK_TIMEOUT
     prune_every: timedelta | None = PRUNE_EVERY  # None: the app never prunes keys itself
     rate_limit: RateLimit | None = None  # per tenant, per process; None: no limit
+    # /metrics wants `Authorization: Bearer <it>`; None: /metrics answers loopback clients only.
+    metrics_token: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

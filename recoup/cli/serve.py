@@ -5,7 +5,7 @@ Contract:
     recoup serve [--db URL] [--schema NAME] [--host 127.0.0.1] [--port 8080] [--no-worker]
         [--allow-private-targets] [--allow-cidr CIDR ...] [--max-body-bytes N]
         [--idempotency-hours H] [--concurrency N] [--clock virtual:2026-12-01T00:00:00Z]
-        [--rate-limit N/s|N/min|N/h|off] [--handlers module:attribute]
+        [--rate-limit N/s|N/min|N/h|off] [--handlers module:attribute] [--metrics-token T]
         [--log-level debug|info|warning|error] [--log-format text|json]
 
 The database defaults to `recoup.db` (SQLite) in the working directory; migrations run at
@@ -20,6 +20,9 @@ default.
 `--clock virtual:INSTANT` runs the whole server on a test clock starting at INSTANT: nothing
 runs until `POST /v1/clock` moves it (`{"advance_seconds": N}` or `{"to": INSTANT}`), which
 answers once every job due up to then has run, in due order. Without it, /v1/clock is a 404.
+
+`/metrics` wants `Authorization: Bearer T` with `--metrics-token T` (or `RECOUP_METRICS_TOKEN`);
+without a token it answers loopback clients only.
 
 `--handlers myapp.jobs:registry` gives the in-process worker your Python handlers (as `recoup
 worker --handlers`). Logs: see `recoup worker`; uvicorn's own lines go through the same format.
@@ -89,6 +92,13 @@ def serve_command(
         ),
     ] = "off",
     handlers: HandlersOption = None,
+    metrics_token: Annotated[
+        str | None,
+        typer.Option(
+            envvar="RECOUP_METRICS_TOKEN",
+            help="/metrics wants this bearer token (unset: loopback clients only).",
+        ),
+    ] = None,
     log_level: LogLevelOption = "info",
     log_format: LogFormatOption = "text",
 ) -> None:
@@ -125,6 +135,7 @@ def serve_command(
         max_body_bytes=max_body_bytes,
         idempotency_retention=timedelta(hours=idempotency_hours),
         rate_limit=limit,
+        metrics_token=metrics_token or None,
     )
     dunning, registry = dunning_runtime(scheduler, store, registry)
     test_clock = None

@@ -3,6 +3,7 @@ authentication, tenant isolation, problem+json errors, limits and operations end
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import logging
@@ -742,3 +743,29 @@ def test_the_app_prunes_keys_past_their_retention(make_api: Callable[..., Api]) 
         now=datetime.now(UTC),
     )  # fmt: skip
     assert fresh == Mismatch()  # still there
+
+
+def test_metrics_want_the_operators_token_when_one_is_set(make_api: Callable[..., Api]) -> None:
+    api = make_api(metrics_token="scrape-me-9f2c")
+    assert api.http().get("/metrics").status_code == 401
+    wrong = api.http().get("/metrics", headers={"Authorization": "Bearer scrape-me"})
+    assert wrong.status_code == 401
+    assert wrong.headers["content-type"] == "application/problem+json"
+    assert wrong.headers["www-authenticate"] == "Bearer"
+    tenant = api.http(api.tenant()).get("/metrics")  # a tenant's API token is not it
+    assert tenant.status_code == 401
+    good = api.http().get("/metrics", headers={"Authorization": "Bearer scrape-me-9f2c"})
+    assert good.status_code == 200 and "recoup_jobs_due" in good.text
+
+
+def test_metrics_without_a_token_answer_loopback_clients_only(api: Api) -> None:
+    assert api.http().get("/metrics").status_code == 200  # the test server is on 127.0.0.1
+
+    async def from_afar() -> httpx.Response:
+        transport = httpx.ASGITransport(app=api.app, client=("203.0.113.7", 50000))
+        async with httpx.AsyncClient(transport=transport, base_url="http://recoup") as http:
+            return await http.get("/metrics")
+
+    refused = asyncio.run(from_afar())
+    assert refused.status_code == 403
+    assert "--metrics-token" in refused.json()["detail"]
