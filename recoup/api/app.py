@@ -18,6 +18,7 @@ from fastapi.concurrency import run_in_threadpool
 
 from recoup.api import dashboard, problems
 from recoup.api.metrics import ApiMetrics, MetricsMiddleware
+from recoup.api.qstash import router as qstash_router
 from recoup.api.rate_limits import TenantRateLimiter
 from recoup.api.routes import clock as clock_routes
 from recoup.api.routes import dunning as dunning_routes
@@ -102,6 +103,7 @@ def create_app(
     app.include_router(dunning_routes.router)
     app.include_router(report_routes.router)
     app.include_router(intake_routes.router)
+    app.include_router(qstash_router)  # the QStash-compatible API (`recoup.api.qstash`)
     if test_clock is not None:
         app.include_router(clock_routes.router)
     app.include_router(operation_routes.router)

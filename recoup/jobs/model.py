@@ -131,6 +131,10 @@ class HttpTarget:
     method: str = "POST"  # one of HTTP_METHODS, in any case (sent upper-cased)
     headers: dict[str, str] = field(default_factory=dict)
     body: Any = None  # JSON value, or a str sent as is
+    # How a delivery presents itself: Standard Webhooks headers (every job), plus, for jobs
+    # published through the QStash-compatible API, QStash's own (`Upstash-Signature`,
+    # `Upstash-Message-Id`, …: `recoup.jobs.qstash_signing`), so QStash receivers verify them.
+    delivery: Literal["standard-webhooks", "qstash"] = "standard-webhooks"
     kind: Literal["http"] = "http"
 
 

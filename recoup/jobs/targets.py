@@ -46,12 +46,14 @@ from yarl import URL
 from recoup.jobs.backoff import parse_retry_after
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry, PermanentError
 from recoup.jobs.model import ERROR_LIMIT, RESPONSE_EXCERPT_LIMIT, HttpTarget, Job
+from recoup.jobs.qstash_signing import qstash_keys, upstash_signature
 from recoup.jobs.signing import SigningKeys, signature_headers
 from recoup.jobs.ssrf import SsrfGuard, TargetRefused
 
 log = logging.getLogger("recoup.worker")
 
 USER_AGENT = "recoup/0.1"
+QSTASH_USER_AGENT = "Upstash-QStash"  # what QStash's deliveries say they are
 _CHECKED_URLS = 4096  # URLs remembered as checked (see HttpExecutor._check), then forgotten
 _EXCERPT_BYTES = RESPONSE_EXCERPT_LIMIT * 4  # UTF-8 needs at most 4 bytes per character
 
@@ -201,6 +203,16 @@ def delivery_headers(job: Job) -> dict[str, str]:
     return headers
 
 
+def qstash_delivery_headers(job: Job) -> dict[str, str]:
+    """What QStash tells a destination besides its signature (upstash.com/docs/qstash/howto/
+    receiving): `Upstash-Message-Id`, `Upstash-Retried` (0 on the first attempt) and
+    `Upstash-Schedule-Id` for a schedule's occurrence."""
+    headers = {"Upstash-Message-Id": job.id, "Upstash-Retried": str(max(job.attempts - 1, 0))}
+    if job.schedule_id is not None:
+        headers["Upstash-Schedule-Id"] = quote(job.schedule_id, safe="")
+    return headers
+
+
 class HttpExecutor:
     """Sends HTTP targets through one shared `aiohttp.ClientSession` (connection pooling).
 
@@ -208,7 +220,8 @@ class HttpExecutor:
     requests/s (encode/httpx#3215) and aiohttp about 6,700 (`bench/bench_http.py`, 2 cores).
 
     Per attempt: SSRF check on the resolved address (and connection to that very address),
-    the job's headers, the Standard Webhooks signature when the tenant has a secret, the
+    the job's headers, the Standard Webhooks signature when the tenant has a secret (and, for
+    `delivery="qstash"`, QStash's `Upstash-Signature` and `qstash_delivery_headers`), the
     delivery headers (`delivery_headers`), a total deadline of `job.timeout`, and a bounded
     response excerpt.
     `wall_clock` gives the signature's timestamp: receivers compare it with their real clock,
@@ -280,21 +293,24 @@ class HttpExecutor:
         if content_type and not labelled:
             headers["Content-Type"] = content_type
             labelled = True
+        qstash = target.delivery == "qstash"
         if "User-Agent" not in headers:
-            headers["User-Agent"] = USER_AGENT
+            headers["User-Agent"] = QSTASH_USER_AGENT if qstash else USER_AGENT
         headers.update(delivery_headers(job))
         if secret:
             sent_at = self._wall_clock()
+            keys = (secret,) if isinstance(secret, str) else secret.signing_secrets(sent_at)
             headers.update(
-                signature_headers(
-                    secret=secret if isinstance(secret, str) else secret.signing_secrets(sent_at),
-                    message_id=job.id,
-                    timestamp=sent_at,
-                    body=body,
-                )
+                signature_headers(secret=keys, message_id=job.id, timestamp=sent_at, body=body)
             )
+            if qstash:
+                headers["Upstash-Signature"] = upstash_signature(
+                    key=qstash_keys(keys).current, url=target.url, body=body, sent_at=sent_at
+                )
         else:
             headers["webhook-id"] = job.id
+        if qstash:
+            headers.update(qstash_delivery_headers(job))
 
         url = self._checked.get(target.url)
         if url is None:

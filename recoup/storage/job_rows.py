@@ -150,13 +150,16 @@ def dumps(value: Any) -> str:
 
 def target_to_dict(target: Target) -> dict[str, Any]:
     if isinstance(target, HttpTarget):
-        return {
+        encoded = {
             "kind": "http",
             "url": target.url,
             "method": target.method,
             "headers": target.headers,
             "body": target.body,
         }
+        if target.delivery != "standard-webhooks":  # rows of ordinary jobs stay as they were
+            encoded["delivery"] = target.delivery
+        return encoded
     return {"kind": "python", "handler": target.handler}
 
 

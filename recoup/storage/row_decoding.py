@@ -44,6 +44,7 @@ def target_from_dict(data: dict[str, Any]) -> Target:
             method=data.get("method", "POST"),
             headers=dict(data.get("headers") or {}),
             body=data.get("body"),
+            delivery=data.get("delivery", "standard-webhooks"),
         )
     if kind == "python":
         return PythonTarget(handler=data["handler"])

@@ -1,0 +1,145 @@
+"""QStash's message routes on Recoup's jobs: publish (a message is an HTTP job to the destination,
+delivered the QStash way: `HttpTarget.delivery == "qstash"`), read, cancel one, many or all,
+and the tenant's signing keys. Mounted under `/qstash/v2` (`recoup.api.qstash`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
+from starlette.responses import Response
+
+from recoup.api.deps import Api, Tenant
+from recoup.api.qstash import headers as upstash
+from recoup.api.qstash.shapes import (
+    GROUP,
+    answer,
+    body_text,
+    destination_url,
+    is_qstash,
+    message_json,
+    qstash_target,
+)
+from recoup.errors import InvalidInput, NotFound
+from recoup.jobs.model import Job, NewJob
+from recoup.jobs.qstash_signing import qstash_keys
+from recoup.jobs.scheduler import Scheduler
+
+router = APIRouter()
+
+
+def as_bad_request(exc: InvalidInput) -> Exception:
+    """Recoup's own checks of the target (URL, forwarded header names and values, the SSRF
+    guard) answered as QStash answers bad input: 400, naming the field."""
+    return upstash.refuse(exc.field, exc.value, exc.allowed)
+
+
+@router.post("/publish/{destination:path}")
+async def publish(destination: str, request: Request, tenant: Tenant, api: Api) -> Response:
+    """Publish a message: `{messageId}`, with `deduplicated: true` when a job of the tenant
+    already holds its deduplication key (that job's id is the answer)."""
+    given = request.headers
+    upstash.check_known(given, upstash.PUBLISH_HEADERS)
+    url = destination_url(destination, request.url.query)
+    body = body_text(await request.body())
+    method = upstash.method(given)
+    sent = upstash.forwarded(given)
+    key = upstash.dedup(given, destination=url, method=method, body=body or "", sent=sent).key
+    scheduler = api.scheduler
+    try:
+        job = NewJob(
+            run_at=upstash.run_at(given, now=api.clock.now()),
+            target=qstash_target(url, method, sent, body),
+            tenant=tenant,
+            idempotency_key=key,
+            retry=upstash.retry_policy(given),
+            timeout=upstash.timeout(given),
+            group=GROUP,
+        )
+        await run_in_threadpool(scheduler.check, job)  # the SSRF guard may look names up
+    except InvalidInput as exc:
+        raise as_bad_request(exc) from None
+    stored = await run_in_threadpool(scheduler.insert_checked, job)
+    published: dict[str, Any] = {"messageId": stored.id}
+    if stored.id != job.id:
+        published["deduplicated"] = True
+    return answer(201, published)
+
+
+def message_of(scheduler: Scheduler, tenant: str, message_id: str) -> Job:
+    """The tenant's job published through this API; 404 for any other id (a job made through
+    /v1 is not a QStash message, and cannot be cancelled from here)."""
+    job = scheduler.get(message_id, tenant=tenant)
+    if not is_qstash(job.target):
+        raise NotFound(f"no message {message_id!r}")
+    return job
+
+
+@router.get("/messages/{message_id}")
+def get_message(message_id: str, tenant: Tenant, api: Api) -> Response:
+    return answer(200, message_json(message_of(api.scheduler, tenant, message_id)))
+
+
+@router.delete("/messages/{message_id}")
+def cancel_message(message_id: str, tenant: Tenant, api: Api) -> Response:
+    """Cancel one message (a message already delivered or failed stays as it ended)."""
+    scheduler = api.scheduler
+    message_of(scheduler, tenant, message_id)
+    return answer(200, message_json(scheduler.cancel(message_id, tenant=tenant)))
+
+
+@router.delete("/messages")
+async def cancel_messages(request: Request, tenant: Tenant, api: Api) -> Response:
+    """`{"messageIds": [...]}` cancels those of them still waiting; no body cancels every
+    waiting message published through this API. Answers `{"cancelled": n}`."""
+    raw = await request.body()
+    scheduler = api.scheduler
+    if not raw.strip():
+        count = await run_in_threadpool(scheduler.cancel_group, GROUP, tenant=tenant)
+        return answer(200, {"cancelled": count})
+    try:
+        ids = json.loads(raw)["messageIds"]
+    except (ValueError, KeyError, TypeError):
+        ids = None
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise upstash.refuse("messageIds", raw[:80], 'expected {"messageIds": ["<id>", ...]}')
+
+    def cancel_each() -> int:
+        cancelled = 0
+        for message_id in ids:
+            try:
+                job = message_of(scheduler, tenant, message_id)
+            except NotFound:
+                continue
+            if job.state.is_live and scheduler.cancel(message_id, tenant=tenant).state.is_final:
+                cancelled += 1
+        return cancelled
+
+    return answer(200, {"cancelled": await run_in_threadpool(cancel_each)})
+
+
+@router.get("/keys")
+def signing_keys(tenant: Tenant, api: Api) -> Response:
+    """The tenant's QStash signing keys, derived from its signing secrets
+    (`recoup.jobs.qstash_signing`), for the SDK's `Receiver`."""
+    found = api.scheduler.store.get_tenant(tenant)
+    if found is None:
+        raise NotFound(f"no tenant {tenant!r}")
+    keys = qstash_keys(found.signing_secrets(api.clock.now()))
+    return answer(200, {"current": keys.current, "next": keys.next})
+
+
+@router.post("/keys/rotate")
+def rotate_keys(tenant: Tenant) -> Response:
+    raise upstash.refuse(
+        "POST /v2/keys/rotate",
+        tenant,
+        "the keys follow the tenant's signing secret; its operator rotates it with "
+        "`recoup tenants rotate-secret`, after which GET /v2/keys gives current and next",
+        slug="unsupported-operation",
+    )
+
+
+__all__ = ["router"]
