@@ -95,7 +95,12 @@ def check_known(headers: Mapping[str, str], supported: frozenset[str]) -> None:
                 + ", ".join(sorted(supported))
                 + ", Upstash-Forward-<Name>"
             )
-        raise refuse(name, value, reason, slug="unsupported-header")
+        raise refuse(canonical(name), value, reason, slug="unsupported-header")
+
+
+def canonical(name: str) -> str:
+    """A header name as QStash's documentation spells it (`upstash-callback` arrives lowered)."""
+    return "-".join(part.capitalize() for part in name.split("-"))
 
 
 def duration(header: str, value: str, *, limit: timedelta) -> timedelta:
@@ -201,6 +206,7 @@ __all__ = [
     "PUBLISH_HEADERS",
     "SCHEDULE_HEADERS",
     "Dedup",
+    "canonical",
     "check_known",
     "dedup",
     "duration",
