@@ -133,9 +133,13 @@ def test_deliveries_carry_forwarded_headers_and_a_signature_the_receiver_verifie
     published = served.client.message.publish_json(
         url=destination.url, body={"invoice": "in_1"}, headers={"X-Trace": "abc"}
     )
-    assert served.deliver() == 1
+    # An ordinary job to the same destination goes out as before: Standard Webhooks only.
+    served.scheduler.enqueue(HttpTarget(url=destination.url + "?plain"), tenant=served.tenant)
+    assert served.deliver() == 2
 
-    [delivery] = destination.deliveries
+    [plain] = [d for d in destination.deliveries if d.path.endswith("?plain")]
+    assert "webhook-signature" in plain.headers and "upstash-signature" not in plain.headers
+    [delivery] = [d for d in destination.deliveries if d is not plain]
     assert delivery.verified, delivery.error
     assert delivery.body == '{"invoice": "in_1"}'
     assert delivery.headers["x-trace"] == "abc"
