@@ -182,3 +182,12 @@ def test_a_rotation_keeps_deliveries_verifiable_with_the_keys_read_during_its_ov
     served.client.message.publish(url=destination.url, body="after rotation")
     served.deliver()
     assert [d.verified for d in destination.deliveries] == [True]
+
+
+def test_a_qstash_route_recoup_does_not_offer_is_named_with_the_supported_ones(
+    served: Served,
+) -> None:
+    with pytest.raises(QStashError, match=r"404.*/v2/batch is not supported.*/v2/publish"):
+        served.client.message.batch([{"url": URL, "body": "x"}])
+    with pytest.raises(QStashError, match=r"404.*/v2/dlq is not supported"):
+        served.client.dlq.list()

@@ -6,7 +6,9 @@ writes QStash's JSON, `messages` and `schedules` are the routes. Not in /openapi
 API is QStash's, documented by Upstash."""
 
 from fastapi import APIRouter
+from starlette.responses import Response
 
+from recoup.api.problems import ApiProblem
 from recoup.api.qstash import messages, schedules
 
 PREFIX = "/qstash/v2"
@@ -14,5 +16,23 @@ PREFIX = "/qstash/v2"
 router = APIRouter(prefix=PREFIX, include_in_schema=False, tags=["qstash"])
 router.include_router(messages.router)
 router.include_router(schedules.router)
+
+SUPPORTED = (
+    "POST /v2/publish/{url}, GET|DELETE /v2/messages/{id}, DELETE /v2/messages, "
+    "POST /v2/schedules/{url}, GET /v2/schedules[/{id}], DELETE /v2/schedules/{id}, "
+    "PATCH /v2/schedules/{id}/pause|resume, GET /v2/keys"
+)
+
+
+@router.api_route("/{rest:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
+def unsupported(rest: str) -> Response:
+    """QStash routes Recoup does not offer (batch, enqueue, queues, URL groups, logs, DLQ, …):
+    404 naming the route and listing the supported ones, rather than a bare "Not Found"."""
+    raise ApiProblem(
+        404,
+        "qstash-unsupported-route",
+        f"/v2/{rest} is not supported by Recoup's QStash-compatible API; supported: {SUPPORTED}",
+    )
+
 
 __all__ = ["PREFIX", "router"]
