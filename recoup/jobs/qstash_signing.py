@@ -1,4 +1,4 @@
-"""QStash's delivery signature: the `Upstash-Signature` JWT that QStash receivers verify (the
+"""QStash's delivery headers: the `Upstash-Signature` JWT that QStash receivers verify (the
 `qstash` SDK's `Receiver(current_signing_key=…, next_signing_key=…)`), for jobs published
 through the QStash-compatible API (`HttpTarget.delivery == "qstash"`).
 
@@ -31,7 +31,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final
+from urllib.parse import quote
 
+from recoup.jobs.model import Job
 from recoup.timekeeping.instants import require_aware
 
 SIGNATURE_LIFETIME: Final = timedelta(minutes=5)  # QStash's default `exp` - `iat`
@@ -96,11 +98,22 @@ def upstash_signature(*, key: str, url: str, body: str, sent_at: datetime) -> st
     return f"{signing_input.decode()}.{_b64url(mac)}"
 
 
+def qstash_delivery_headers(job: Job) -> dict[str, str]:
+    """What QStash tells a destination besides its signature (upstash.com/docs/qstash/howto/
+    receiving): `Upstash-Message-Id`, `Upstash-Retried` (0 on the first attempt) and
+    `Upstash-Schedule-Id` for a schedule's occurrence."""
+    headers = {"Upstash-Message-Id": job.id, "Upstash-Retried": str(max(job.attempts - 1, 0))}
+    if job.schedule_id is not None:
+        headers["Upstash-Schedule-Id"] = quote(job.schedule_id, safe="")
+    return headers
+
+
 __all__ = [
     "SIGNATURE_LIFETIME",
     "QStashKeys",
     "body_digest",
     "derived_key",
+    "qstash_delivery_headers",
     "qstash_keys",
     "upstash_signature",
 ]

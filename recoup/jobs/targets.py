@@ -46,7 +46,7 @@ from yarl import URL
 from recoup.jobs.backoff import parse_retry_after
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry, PermanentError
 from recoup.jobs.model import ERROR_LIMIT, RESPONSE_EXCERPT_LIMIT, HttpTarget, Job
-from recoup.jobs.qstash_signing import qstash_keys, upstash_signature
+from recoup.jobs.qstash_signing import qstash_delivery_headers, qstash_keys, upstash_signature
 from recoup.jobs.signing import SigningKeys, signature_headers
 from recoup.jobs.ssrf import SsrfGuard, TargetRefused
 
@@ -200,16 +200,6 @@ def delivery_headers(job: Job) -> dict[str, str]:
         headers["Recoup-Job-Name"] = quote(job.name, safe="")
     if job.schedule_id is not None:
         headers["Recoup-Schedule-Id"] = quote(job.schedule_id, safe="")
-    return headers
-
-
-def qstash_delivery_headers(job: Job) -> dict[str, str]:
-    """What QStash tells a destination besides its signature (upstash.com/docs/qstash/howto/
-    receiving): `Upstash-Message-Id`, `Upstash-Retried` (0 on the first attempt) and
-    `Upstash-Schedule-Id` for a schedule's occurrence."""
-    headers = {"Upstash-Message-Id": job.id, "Upstash-Retried": str(max(job.attempts - 1, 0))}
-    if job.schedule_id is not None:
-        headers["Upstash-Schedule-Id"] = quote(job.schedule_id, safe="")
     return headers
 
 

@@ -40,6 +40,8 @@ def test_a_schedule_is_created_read_listed_paused_resumed_and_deleted(served: Se
     assert schedules.list() == []
     with pytest.raises(QStashError, match="404"):
         schedules.get(made)
+    with pytest.raises(QStashError, match=r"400.*Upstash-Schedule-Id.*deleted schedule"):
+        schedules.create(destination=URL, cron="*/5 * * * *", schedule_id=made)
 
 
 def test_cron_tz_names_the_zone_and_a_given_schedule_id_is_kept(served: Served) -> None:

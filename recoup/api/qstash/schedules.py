@@ -53,7 +53,14 @@ def schedule_id(value: str | None, services: Services, tenant: str) -> str:
         raise upstash.refuse(
             "Upstash-Schedule-Id", value, "expected 1–100 letters, digits, '_', '.' or '-'"
         )
-    if services.scheduler.store.get_schedule(tenant, value) is not None:
+    found = services.scheduler.store.get_schedule(tenant, value)
+    if found is not None and found.deleted:
+        raise upstash.refuse(
+            "Upstash-Schedule-Id",
+            value,
+            "that id belonged to a deleted schedule (its jobs still name it); choose another",
+        )
+    if found is not None:
         raise upstash.refuse(
             "Upstash-Schedule-Id",
             value,
