@@ -68,6 +68,7 @@ DEFAULT_TIMEOUT = 10.0  # seconds per try
 DEFAULT_RETRIES = 4  # tries after the first
 BACKOFF_BASE = 0.25  # seconds; doubled each try
 BACKOFF_CAP = 8.0  # seconds; also the longest Retry-After honoured
+MAX_PAGE_SIZE = 1000  # records per page: the API's bound on `limit`, for reads of every page
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -239,14 +240,16 @@ class Client(DunningCalls):
         self,
         *,
         state: str | None = None,
+        name: str | None = None,
         name_prefix: str | None = None,
         group: str | None = None,
         limit: int | None = None,
         cursor: str | None = None,
     ) -> JobPageOut:
-        """A page of jobs, newest first; `group` matches exactly."""
+        """A page of jobs, newest first; `name` and `group` match exactly."""
         params = {
             "state": state,
+            "name": name,
             "name_prefix": name_prefix,
             "group": group,
             "limit": limit,
@@ -274,7 +277,16 @@ class Client(DunningCalls):
             cursor = page.next_cursor
 
     def runs(self, job_id: str) -> list[RunOut]:
-        return self._get(RunsOut, f"/v1/jobs/{_seg(job_id)}/runs").runs
+        """The job's whole run log, first attempt first (every page)."""
+        found: list[RunOut] = []
+        cursor: str | None = None
+        while True:
+            params = {"limit": MAX_PAGE_SIZE, "cursor": cursor}
+            page = self._get(RunsOut, f"/v1/jobs/{_seg(job_id)}/runs", params)
+            found.extend(page.runs)
+            if page.next_cursor is None:
+                return found
+            cursor = page.next_cursor
 
     def cancel_job(self, job_id: str) -> JobOut:
         """Cancel a job (idempotent: a job that already ended comes back as it is)."""
@@ -323,8 +335,19 @@ class Client(DunningCalls):
     def get_schedule(self, schedule_id: str) -> ScheduleOut:
         return self._get(ScheduleOut, f"/v1/schedules/{_seg(schedule_id)}")
 
-    def list_schedules(self) -> list[ScheduleOut]:
-        return self._get(ScheduleListOut, "/v1/schedules").schedules
+    def list_schedules(
+        self, *, state: str | None = None, name: str | None = None
+    ) -> list[ScheduleOut]:
+        """The tenant's schedules by name (every page); `state` is active or paused."""
+        found: list[ScheduleOut] = []
+        cursor: str | None = None
+        while True:
+            params = {"state": state, "name": name, "limit": MAX_PAGE_SIZE, "cursor": cursor}
+            page = self._get(ScheduleListOut, "/v1/schedules", params)
+            found.extend(page.schedules)
+            if page.next_cursor is None:
+                return found
+            cursor = page.next_cursor
 
     def delete_schedule(self, schedule_id: str) -> None:
         self._send("DELETE", f"/v1/schedules/{_seg(schedule_id)}")

@@ -13,6 +13,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from recoup.api.idempotent import PostContext, post_context
 from recoup.api.problems import ApiProblem
+from recoup.api.query_params import refuse_unknown_query
 from recoup.api.rate_limits import retry_after
 from recoup.api.state import ApiState
 from recoup.idempotency import KEY_HEADER_PATTERN
@@ -68,6 +69,13 @@ def tenant_of(
 Tenant = Annotated[str, Depends(tenant_of)]
 
 
+async def known_query(request: Request, tenant: Tenant) -> None:
+    """400 for a query parameter the operation does not declare
+    (`recoup.api.query_params`), once the bearer token has passed: an unauthenticated
+    request gets its 401 first, as it does before FastAPI's own validation."""
+    refuse_unknown_query(request)
+
+
 async def posting(
     request: Request,
     api: Api,
@@ -97,4 +105,13 @@ async def posting(
 
 Post = Annotated[PostContext, Depends(posting)]
 
-__all__ = ["Api", "Post", "Tenant", "api_state", "bearer", "posting", "tenant_of"]
+__all__ = [
+    "Api",
+    "Post",
+    "Tenant",
+    "api_state",
+    "bearer",
+    "known_query",
+    "posting",
+    "tenant_of",
+]

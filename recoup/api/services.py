@@ -45,9 +45,6 @@ class Services:
             raise NotFound(f"no schedule {schedule_id!r}")
         return found
 
-    def list_schedules(self, tenant: str) -> list[Schedule]:
-        return [s for s in self.scheduler.list_schedules(tenant=tenant) if not s.deleted]
-
     @staticmethod
     def check_rule(rule: Rule) -> None:
         """`InvalidInput` naming the field as the API spells it (`cron`, `timezone`,

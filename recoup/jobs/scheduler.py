@@ -42,7 +42,16 @@ from recoup.jobs.schedules import (
 )
 from recoup.jobs.signing import new_signing_secret
 from recoup.jobs.ssrf import SsrfGuard
-from recoup.jobs.store import MAX_PAGE, JobFilter, JobPage, SchedulerStore
+from recoup.jobs.store import (
+    MAX_PAGE,
+    JobFilter,
+    JobPage,
+    RunFilter,
+    RunPage,
+    ScheduleFilter,
+    SchedulePage,
+    SchedulerStore,
+)
 from recoup.jobs.target_checks import check_headers, check_method, check_url_text
 from recoup.jobs.worker import Worker
 from recoup.timekeeping.clock import Clock, SystemClock
@@ -203,19 +212,22 @@ class Scheduler:
         *,
         tenant: str = DEFAULT_TENANT,
         state: JobState | None = None,
+        name: str | None = None,
         name_prefix: str | None = None,
         schedule_id: str | None = None,
         group: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
     ) -> JobPage:
-        """Jobs of the tenant, newest first, a page at a time; `group` matches exactly."""
+        """Jobs of the tenant, newest first, a page at a time; `name` and `group` match
+        exactly."""
         if not 1 <= limit <= MAX_PAGE:
             raise InvalidInput("limit", limit, f"expected 1–{MAX_PAGE}")
         return self.store.list_jobs(
             JobFilter(
                 tenant=tenant,
                 state=state,
+                name=name,
                 name_prefix=name_prefix,
                 schedule_id=schedule_id,
                 group=group,
@@ -227,6 +239,21 @@ class Scheduler:
     def runs(self, job_id: str, *, tenant: str = DEFAULT_TENANT) -> list[Run]:
         """The run log of a job, oldest first (kept after the job itself is pruned)."""
         return self.store.runs(tenant, job_id)
+
+    def list_runs(
+        self,
+        job_id: str,
+        *,
+        tenant: str = DEFAULT_TENANT,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> RunPage:
+        """A page of the job's run log, first attempt first; `NotFound` for an unknown job
+        (not an empty log)."""
+        self.get(job_id, tenant=tenant)
+        return self.store.list_runs(
+            RunFilter(tenant=tenant, job_id=job_id, limit=limit, cursor=cursor)
+        )
 
     def cancel(self, job_id: str, *, tenant: str = DEFAULT_TENANT) -> Job:
         """Cancel a live job; a final job is returned unchanged. An attempt in flight is
@@ -286,8 +313,20 @@ class Scheduler:
             raise NotFound(f"no schedule {schedule_id!r}")
         return found
 
-    def list_schedules(self, *, tenant: str = DEFAULT_TENANT) -> list[Schedule]:
-        return self.store.list_schedules(tenant)
+    def list_schedules(
+        self,
+        *,
+        tenant: str = DEFAULT_TENANT,
+        paused: bool | None = None,
+        name: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> SchedulePage:
+        """The tenant's schedules (not deleted), by name, a page at a time; `paused` picks
+        paused (True) or active (False) ones, `name` matches exactly."""
+        return self.store.list_schedules(
+            ScheduleFilter(tenant=tenant, paused=paused, name=name, limit=limit, cursor=cursor)
+        )
 
     def pause(self, schedule_id: str, *, tenant: str = DEFAULT_TENANT) -> Schedule:
         """Stop materialising occurrences (jobs already materialised stay; cancel them by

@@ -113,6 +113,7 @@ class WorkerSession(Protocol):
 class JobFilter:
     tenant: str
     state: JobState | None = None
+    name: str | None = None  # exact equality
     name_prefix: str | None = None
     schedule_id: str | None = None
     group: str | None = None  # exact equality, never a prefix
@@ -123,6 +124,39 @@ class JobFilter:
 @dataclass(frozen=True, kw_only=True)
 class JobPage:
     jobs: list[Job]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunFilter:
+    """A page of one job's run log, first attempt first."""
+
+    tenant: str
+    job_id: str
+    limit: int = 50  # 1–MAX_PAGE
+    cursor: str | None = None  # opaque; from the previous page
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunPage:
+    runs: list[Run]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScheduleFilter:
+    """A page of the tenant's live (not deleted) schedules, by name."""
+
+    tenant: str
+    paused: bool | None = None  # None: paused and active alike
+    name: str | None = None  # exact equality
+    limit: int = 50  # 1–MAX_PAGE
+    cursor: str | None = None  # opaque; from the previous page
+
+
+@dataclass(frozen=True, kw_only=True)
+class SchedulePage:
+    schedules: list[Schedule]
     next_cursor: str | None
 
 
@@ -268,7 +302,15 @@ class JobStore(Protocol):
         ...
 
     def list_jobs(self, query: JobFilter) -> JobPage: ...
-    def runs(self, tenant: str, job_id: str) -> list[Run]: ...
+    def runs(self, tenant: str, job_id: str) -> list[Run]:
+        """The whole run log of a job, first attempt first."""
+        ...
+
+    def list_runs(self, query: RunFilter) -> RunPage:
+        """A page of the run log. A limit outside 1–`MAX_PAGE` or a malformed cursor →
+        `InvalidInput` naming it."""
+        ...
+
     def count_by_state(self, tenant: str | None = None) -> dict[JobState, int]:
         """Every state's count; reads every job of the tenant (or the table): not for hot
         paths (see `count_live`)."""
@@ -304,7 +346,10 @@ class ScheduleStore(Protocol):
         """Deleted schedules too (`deleted=True`): their jobs still name them."""
         ...
 
-    def list_schedules(self, tenant: str) -> list[Schedule]: ...
+    def list_schedules(self, query: ScheduleFilter) -> SchedulePage:
+        """A page of live schedules, by name. A limit outside 1–`MAX_PAGE` → `InvalidInput`."""
+        ...
+
     def set_schedule_paused(
         self,
         tenant: str,

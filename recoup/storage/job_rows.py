@@ -280,6 +280,21 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
     return from_micros(int(created_us)), item_id
 
 
+# A page of a run log ends at an attempt; attempts stop at the schema's ceiling (100 and a
+# rescue's one more), far inside 9 digits.
+RUN_CURSOR_PATTERN = r"^[0-9]{1,9}$"
+_RUN_CURSOR = re.compile(RUN_CURSOR_PATTERN)
+
+
+def decode_run_cursor(cursor: str) -> int:
+    """The last attempt of the previous page of a run log."""
+    if not _RUN_CURSOR.fullmatch(cursor):
+        raise InvalidInput(
+            "cursor", cursor, "expected a cursor from a previous page of runs (an attempt number)"
+        )
+    return int(cursor)
+
+
 def like_prefix(prefix: str) -> str:
     """A LIKE pattern matching names that start with `prefix` (escape character: backslash)."""
     escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -23,7 +23,15 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from recoup.jobs.model import Job, JobState, NewJob, Run, Tenant
 from recoup.jobs.schedule_model import NewSchedule, Schedule
-from recoup.jobs.store import JobFilter, JobPage, PruneResult
+from recoup.jobs.store import (
+    JobFilter,
+    JobPage,
+    PruneResult,
+    RunFilter,
+    RunPage,
+    ScheduleFilter,
+    SchedulePage,
+)
 from recoup.storage import job_rows, row_decoding
 from recoup.storage.rules import (
     check_name_prefix,
@@ -185,8 +193,13 @@ class SqlStore:
         if query.cursor is not None:
             created, cursor_id = job_rows.decode_cursor(query.cursor)
             cursor_created = self._encode_instant(created)
-        # A group's listing is its own statement, so that it walks the group's index.
-        statement = self.Q["list_jobs" if query.group is None else "list_group_jobs"]
+        # A group's or a name's listing is its own statement, so that it walks its index.
+        if query.group is not None:
+            statement = self.Q["list_group_jobs"]
+        elif query.name is not None:
+            statement = self.Q["list_named_jobs"]
+        else:
+            statement = self.Q["list_jobs"]
         with self.read() as conn:
             rows = self._execute_batch(
                 conn,
@@ -195,6 +208,7 @@ class SqlStore:
                     "tenant": query.tenant,
                     "state": None if query.state is None else query.state.value,
                     "prefix": query.name_prefix,
+                    "name": query.name,
                     "schedule_id": query.schedule_id,
                     "group": query.group,
                     "cursor_created": cursor_created,
@@ -210,6 +224,22 @@ class SqlStore:
             rows = conn.execute(self.Q["runs"], {"tenant": tenant, "job_id": job_id}).fetchall()
         instant = self._decode_instant
         return [row_decoding.run_from_row(row, instant) for row in rows]
+
+    def list_runs(self, query: RunFilter) -> RunPage:
+        check_page_limit(query.limit)
+        after = 0 if query.cursor is None else job_rows.decode_run_cursor(query.cursor)
+        params = {
+            "tenant": query.tenant,
+            "job_id": query.job_id,
+            "after_attempt": after,
+            "limit": query.limit + 1,  # one more says whether a next page exists
+        }
+        with self.read() as conn:
+            rows = conn.execute(self.Q["list_runs"], params).fetchall()
+        instant = self._decode_instant
+        runs = [row_decoding.run_from_row(row, instant) for row in rows[: query.limit]]
+        more = len(rows) > query.limit
+        return RunPage(runs=runs, next_cursor=str(runs[-1].attempt) if more else None)
 
     def count_by_state(self, tenant: str | None = None) -> dict[JobState, int]:
         Q = self.Q
@@ -266,11 +296,21 @@ class SqlStore:
             row = conn.execute(self.Q["get_schedule"], params).fetchone()
         return None if row is None else row_decoding.schedule_from_row(row, self._decode_instant)
 
-    def list_schedules(self, tenant: str) -> list[Schedule]:
+    def list_schedules(self, query: ScheduleFilter) -> SchedulePage:
+        check_page_limit(query.limit)
+        params = {
+            "tenant": query.tenant,
+            "paused": None if query.paused is None else self._encode_bool(query.paused),
+            "name": query.name,
+            "after_name": query.cursor,  # names are unique among live schedules
+            "limit": query.limit + 1,  # one more says whether a next page exists
+        }
         with self.read() as conn:
-            rows = conn.execute(self.Q["list_schedules"], {"tenant": tenant}).fetchall()
+            rows = conn.execute(self.Q["list_schedules"], params).fetchall()
         instant = self._decode_instant
-        return [row_decoding.schedule_from_row(row, instant) for row in rows]
+        found = [row_decoding.schedule_from_row(row, instant) for row in rows[: query.limit]]
+        more = len(rows) > query.limit
+        return SchedulePage(schedules=found, next_cursor=found[-1].name if more else None)
 
     def set_schedule_paused(
         self,

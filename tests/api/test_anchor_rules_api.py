@@ -33,7 +33,10 @@ def test_a_restrict_anchor_on_the_31st_is_a_422_saying_what_is_allowed(api: Api)
     problem = assert_problem(response, 422, "anchor.local")
     (error,) = [e for e in problem["errors"] if e["field"] == "anchor.local"]
     assert "1 to 28" in str(error) and "restrict" in str(error)
-    assert http.get("/v1/schedules").json() == {"schedules": []}  # nothing stored
+    assert http.get("/v1/schedules").json() == {
+        "schedules": [],
+        "next_cursor": None,
+    }  # nothing stored
 
 
 def test_an_unknown_rule_lists_restrict_among_the_allowed(api: Api) -> None:

@@ -103,7 +103,7 @@ def test_unsendable_headers_and_urls_are_refused_at_creation(
     assert_problem(http.post("/v1/jobs", json=job_body(target=target)), 422, field)
     assert_problem(http.post("/v1/schedules", json=schedule_body(target=target)), 422, field)
     assert no_jobs_stored(api, http)
-    assert http.get("/v1/schedules").json() == {"schedules": []}
+    assert http.get("/v1/schedules").json() == {"schedules": [], "next_cursor": None}
 
 
 def test_ordinary_headers_are_accepted(api: Api) -> None:

@@ -82,7 +82,7 @@ def test_a_job_is_created_read_listed_and_cancelled(api: Api) -> None:
     assert http.get(f"/v1/jobs/{job['id']}").json() == job
     listed = http.get("/v1/jobs", params={"state": "scheduled", "name_prefix": "invoice-"}).json()
     assert [j["id"] for j in listed["jobs"]] == [job["id"]]
-    assert http.get(f"/v1/jobs/{job['id']}/runs").json() == {"runs": []}
+    assert http.get(f"/v1/jobs/{job['id']}/runs").json() == {"runs": [], "next_cursor": None}
 
     cancelled = http.delete(f"/v1/jobs/{job['id']}")
     assert cancelled.status_code == 200
@@ -163,7 +163,7 @@ def test_a_cron_schedule_is_created_paused_resumed_and_deleted(api: Api) -> None
     assert http.delete(f"/v1/schedules/{schedule['id']}").status_code == 204
     assert_problem(http.get(f"/v1/schedules/{schedule['id']}"), 404)
     assert http.delete(f"/v1/schedules/{schedule['id']}").status_code == 204  # idempotent
-    assert http.get("/v1/schedules").json() == {"schedules": []}
+    assert http.get("/v1/schedules").json() == {"schedules": [], "next_cursor": None}
 
 
 def test_an_anchor_schedule_clamps_to_the_end_of_month(api: Api) -> None:

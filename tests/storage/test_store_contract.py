@@ -30,8 +30,8 @@ from recoup.jobs.model import (
     Tenant,
     new_id,
 )
-from recoup.jobs.schedule_model import CronRule, MissedPolicy, NewSchedule
-from recoup.jobs.store import ClaimParams, JobFilter
+from recoup.jobs.schedule_model import CronRule, MissedPolicy, NewSchedule, Schedule
+from recoup.jobs.store import ClaimParams, JobFilter, RunFilter, ScheduleFilter
 from recoup.storage.rules import lost_error
 from tests.storage.conftest import Backend, Store
 
@@ -622,6 +622,65 @@ def test_list_filters_by_state_name_prefix_and_schedule(store: Store) -> None:
     assert ids(name_prefix="a:") == [b.id, a.id]
     assert ids(schedule_id="s1") == [c.id]
     assert ids(name_prefix="a:", state=JobState.CANCELLED) == [b.id]
+    assert ids(name="a:1") == [a.id]  # exact: "a:1" does not reach "a:10"
+    assert ids(name="a:") == []
+    assert ids(name="a:2", state=JobState.SCHEDULED) == []
+
+
+def test_listing_one_name_pages_through_its_jobs_newest_first(store: Store) -> None:
+    # A name is unique among live jobs only: finished jobs of that name stay listed under it.
+    first = store.insert(job(name="nightly"), now=T0)
+    store.cancel("default", first.id, now=T0)
+    second = store.insert(job(name="nightly"), now=T0 + SECOND)
+    store.insert(job(name="nightly-2"), now=T0 + 2 * SECOND)
+    page = store.list_jobs(JobFilter(tenant="default", name="nightly", limit=1))
+    assert [j.id for j in page.jobs] == [second.id] and page.next_cursor is not None
+    rest = store.list_jobs(
+        JobFilter(tenant="default", name="nightly", limit=1, cursor=page.next_cursor)
+    )
+    assert [j.id for j in rest.jobs] == [first.id] and rest.next_cursor is None
+
+
+def test_a_run_log_pages_first_attempt_first(store: Store) -> None:
+    inserted = store.insert(job(retry=BackoffPolicy(max_attempts=5)), now=T0)
+    now = T0
+    for _ in range(4):  # four retries, then a success: five runs
+        (claimed,) = claim(store, now=now)
+        store.complete_many([report(claimed, RunOutcome.RETRY, at=now, retry_at=now)], now=now)
+        now += SECOND
+    (last,) = claim(store, now=now)
+    store.complete_many([report(last, RunOutcome.SUCCEEDED, at=now)], now=now)
+    attempts: list[int] = []
+    cursor = None
+    pages = 0
+    while True:
+        page = store.list_runs(
+            RunFilter(tenant="default", job_id=inserted.id, limit=2, cursor=cursor)
+        )
+        assert len(page.runs) <= 2
+        attempts += [r.attempt for r in page.runs]
+        pages += 1
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert attempts == [r.attempt for r in store.runs("default", inserted.id)] == [1, 2, 3, 4, 5]
+    assert pages == 3
+    other_tenant = RunFilter(tenant="other", job_id=inserted.id)
+    assert store.list_runs(other_tenant).runs == []
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        RunFilter(tenant="default", job_id="j", cursor="1:x"),  # a job listing's cursor
+        RunFilter(tenant="default", job_id="j", limit=0),
+        RunFilter(tenant="default", job_id="j", limit=1001),
+    ],
+)
+def test_a_run_page_refuses_a_foreign_cursor_or_limit(store: Store, query: RunFilter) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        store.list_runs(query)
+    assert refused.value.field in ("cursor", "limit")
 
 
 def test_a_foreign_cursor_is_invalid_input(store: Store) -> None:
@@ -829,12 +888,62 @@ def test_a_schedule_reads_back_and_its_name_is_unique_while_it_exists(store: Sto
     with pytest.raises(Conflict):
         store.insert_schedule(schedule(), next_fire_at=T0, now=T0)
     store.insert_schedule(schedule(tenant="other"), next_fire_at=T0, now=T0)
-    assert [s.id for s in store.list_schedules("default")] == [new.id]
+    assert [s.id for s in live_schedules(store)] == [new.id]
     assert store.get_schedule("other", new.id) is None
     # Once deleted, the name is free again.
     assert store.delete_schedule("default", new.id, now=T0) is True
     assert store.delete_schedule("default", new.id, now=T0) is False
     store.insert_schedule(schedule(), next_fire_at=T0, now=T0)
+
+
+def live_schedules(store: Store, **filters: Any) -> list[Schedule]:
+    return store.list_schedules(ScheduleFilter(tenant="default", **filters)).schedules
+
+
+def test_schedules_list_by_name_filtered_by_paused_and_name(store: Store) -> None:
+    names = ["b-weekly", "a-nightly", "c-monthly", "a-nightly-2"]
+    made = {n: store.insert_schedule(schedule(name=n), next_fire_at=T0, now=T0) for n in names}
+    store.insert_schedule(schedule(name="a-other-tenant", tenant="other"), next_fire_at=T0, now=T0)
+    store.set_schedule_paused("default", made["c-monthly"].id, paused=True, now=T0)
+    store.delete_schedule("default", made["b-weekly"].id, now=T0)  # deleted: never listed
+
+    def listed(**filters: Any) -> list[str]:
+        return [s.name for s in live_schedules(store, **filters)]
+
+    assert listed() == ["a-nightly", "a-nightly-2", "c-monthly"]
+    assert listed(paused=True) == ["c-monthly"]
+    assert listed(paused=False) == ["a-nightly", "a-nightly-2"]
+    assert listed(name="a-nightly") == ["a-nightly"]  # exact, not a prefix
+    assert listed(name="a-nightly", paused=True) == []
+    assert listed(name="b-weekly") == []
+
+
+@settings(max_examples=10, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(count=st.integers(min_value=0, max_value=9), page_size=st.integers(min_value=1, max_value=4))
+def test_schedule_pages_visit_every_schedule_once_by_name(
+    store: Store, count: int, page_size: int
+) -> None:
+    tenant = f"t-{new_id()}"
+    names = sorted(f"s{i}-{new_id()}" for i in range(count))
+    for name in reversed(names):
+        store.insert_schedule(schedule(name=name, tenant=tenant), next_fire_at=T0, now=T0)
+    seen: list[str] = []
+    cursor = None
+    while True:
+        page = store.list_schedules(ScheduleFilter(tenant=tenant, limit=page_size, cursor=cursor))
+        assert len(page.schedules) <= page_size
+        seen += [s.name for s in page.schedules]
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert seen == names
+
+
+def test_a_schedule_page_refuses_a_limit_out_of_bounds(store: Store) -> None:
+    for limit in (0, 1001):
+        with pytest.raises(InvalidInput) as refused:
+            store.list_schedules(ScheduleFilter(tenant="default", limit=limit))
+        assert refused.value.field == "limit"
 
 
 def test_deleting_a_schedule_cancels_its_live_jobs(store: Store) -> None:
@@ -849,7 +958,7 @@ def test_deleting_a_schedule_cancels_its_live_jobs(store: Store) -> None:
     assert store.delete_schedule("default", created.id, now=T0 + SECOND)
     gone = store.get_schedule("default", created.id)
     assert gone is not None and gone.deleted
-    assert store.list_schedules("default") == []
+    assert live_schedules(store) == []
     assert store.count_by_state("default")[JobState.CANCELLED] == 1
     assert store.due_schedules(now=T0 + timedelta(days=9), horizon=SECOND, limit=10) == []
 

@@ -14,6 +14,7 @@ from recoup.dunning.invoice import AttemptState
 from recoup.errors import Conflict, InvalidInput, StorageError
 from recoup.jobs.model import DEFAULT_TENANT, JobState, RunOutcome, Tenant
 from recoup.jobs.schedule_model import CronRule, MissedPolicy, NewSchedule
+from recoup.jobs.store import ScheduleFilter
 from recoup.recovery.intake_store import IntakeEvent, IntakeSettings
 from recoup.recovery.store import DunningSettings
 from recoup.storage import open_api_tables
@@ -276,7 +277,7 @@ def test_deleting_a_tenant_removes_every_row_of_it_and_nothing_else(store: Store
     }
     assert store.get_tenant("gone") is None
     assert sum(store.count_by_state("gone").values()) == 0
-    assert store.list_schedules("gone") == []
+    assert store.list_schedules(ScheduleFilter(tenant="gone")).schedules == []
     assert tables.list_tokens("gone") == []
     assert store.get_invoice("gone", "inv_1") is None
     assert store.invoice_events("gone", "inv_1") == []
@@ -286,7 +287,7 @@ def test_deleting_a_tenant_removes_every_row_of_it_and_nothing_else(store: Store
     # The other tenant is whole.
     assert store.get_tenant("kept") is not None
     assert sum(store.count_by_state("kept").values()) == 2
-    assert len(store.list_schedules("kept")) == 1
+    assert len(store.list_schedules(ScheduleFilter(tenant="kept")).schedules) == 1
     assert tables.list_tokens("kept") == kept_tokens
     assert store.get_invoice("kept", "inv_1") is not None
     assert store.get_settings("kept") is not None

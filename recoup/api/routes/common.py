@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import Path, Query
+from fastapi import Depends, Path, Query
 
+from recoup.api.deps import known_query
 from recoup.api.problems import Problem
-from recoup.api.schemas.patterns import CURSOR, NO_NUL
+from recoup.api.schemas.patterns import CURSOR, NO_NUL, RUN_CURSOR
+from recoup.jobs.schedules import MAX_SCHEDULE_NAME
 from recoup.jobs.store import MAX_PAGE
 
 MAX_ID_LENGTH = 100
@@ -15,7 +17,7 @@ MAX_ID_LENGTH = 100
 
 def _error_responses() -> dict[int | str, dict[str, Any]]:
     reasons = {
-        400: "Malformed Idempotency-Key.",
+        400: "An unknown query parameter (each named), or a malformed Idempotency-Key.",
         401: "Missing, unknown or revoked bearer token (or its tenant deleted).",
         403: "The token's tenant is disabled.",
         404: "No such resource for this tenant.",
@@ -30,6 +32,8 @@ def _error_responses() -> dict[int | str, dict[str, Any]]:
 
 
 ERRORS = _error_responses()  # every /v1 operation may answer these (problem+json)
+# What every /v1 router lists in its `dependencies`: an undeclared query parameter is a 400.
+CHECKED = [Depends(known_query)]
 
 
 def link(method: str, path: str, **parameters: str) -> dict[str, Any]:
@@ -51,5 +55,36 @@ Cursor = Annotated[
         description="`next_cursor` of the previous page (`{microseconds}:{id}`).",
     ),
 ]
+RunCursor = Annotated[
+    str | None,
+    Query(
+        max_length=9,
+        pattern=RUN_CURSOR,
+        description="`next_cursor` of the previous page (the last attempt it held).",
+    ),
+]
+ScheduleCursor = Annotated[
+    str | None,
+    Query(
+        min_length=1,
+        max_length=MAX_SCHEDULE_NAME,
+        pattern=NO_NUL,
+        description="`next_cursor` of the previous page (the last name it held).",
+    ),
+]
+# An exact name to filter on (jobs' names go up to 200 characters, schedules' to 150).
+ExactName = Annotated[str | None, Query(min_length=1, max_length=200, pattern=NO_NUL)]
 
-__all__ = ["ERRORS", "MAX_ID_LENGTH", "NO_NUL", "Cursor", "Id", "Limit", "link"]
+__all__ = [
+    "CHECKED",
+    "ERRORS",
+    "MAX_ID_LENGTH",
+    "NO_NUL",
+    "Cursor",
+    "ExactName",
+    "Id",
+    "Limit",
+    "RunCursor",
+    "ScheduleCursor",
+    "link",
+]

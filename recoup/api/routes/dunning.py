@@ -23,12 +23,12 @@ from recoup.api.dunning_schemas import (
     TimelineOut,
 )
 from recoup.api.idempotent import json_response
-from recoup.api.routes.common import ERRORS, NO_NUL, Cursor, Id, Limit, link
+from recoup.api.routes.common import CHECKED, ERRORS, NO_NUL, Cursor, Id, Limit, link
 from recoup.dunning.invoice import InvoiceState
 from recoup.recovery.service import KEEP
 from recoup.recovery.store import InvoiceFilter
 
-router = APIRouter(prefix="/v1/dunning", responses=ERRORS, tags=["dunning"])
+router = APIRouter(prefix="/v1/dunning", responses=ERRORS, tags=["dunning"], dependencies=CHECKED)
 
 
 _INVOICE = {"invoice_id": "$response.body#/invoice_id"}

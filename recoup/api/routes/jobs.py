@@ -11,7 +11,17 @@ from starlette.responses import Response
 
 from recoup.api.deps import Api, Post, Tenant
 from recoup.api.idempotent import json_response
-from recoup.api.routes.common import ERRORS, NO_NUL, Cursor, Id, Limit, link
+from recoup.api.routes.common import (
+    CHECKED,
+    ERRORS,
+    NO_NUL,
+    Cursor,
+    ExactName,
+    Id,
+    Limit,
+    RunCursor,
+    link,
+)
 from recoup.api.schemas import (
     CancelIn,
     CancelledOut,
@@ -26,7 +36,7 @@ from recoup.errors import InvalidInput
 from recoup.jobs.model import JobState, NewJob
 from recoup.timekeeping.instants import to_utc
 
-router = APIRouter(prefix="/v1", responses=ERRORS, tags=["jobs"])
+router = APIRouter(prefix="/v1", responses=ERRORS, tags=["jobs"], dependencies=CHECKED)
 
 
 _JOB = {"job_id": "$response.body#/id"}
@@ -77,15 +87,18 @@ def list_jobs(
     api: Api,
     tenant: Tenant,
     state: JobState | None = None,
+    name: ExactName = None,
     name_prefix: Annotated[str | None, Query(min_length=1, max_length=200, pattern=NO_NUL)] = None,
     group: Annotated[str | None, Query(min_length=1, max_length=200, pattern=NO_NUL)] = None,
     limit: Limit = 50,
     cursor: Cursor = None,
 ) -> Response:
-    """Jobs of the tenant, newest first, a page at a time; `group` matches exactly."""
+    """Jobs of the tenant, newest first, a page at a time; `name` and `group` match exactly,
+    `name_prefix` by prefix; filters combine."""
     page = api.scheduler.list_jobs(
         tenant=tenant,
         state=state,
+        name=name,
         name_prefix=name_prefix,
         group=group,
         limit=limit,
@@ -133,11 +146,15 @@ def cancel_job(tenant: Tenant, job_id: Id, api: Api) -> Response:
 
 
 @router.get("/jobs/{job_id}/runs", response_model=RunsOut)
-def job_runs(tenant: Tenant, job_id: Id, api: Api) -> Response:
-    """Every attempt of the job, first first."""
-    api.scheduler.get(job_id, tenant=tenant)  # 404 for an unknown job, not an empty log
-    runs = api.scheduler.runs(job_id, tenant=tenant)
-    return json_response(200, RunsOut(runs=[RunOut.of(r) for r in runs]))
+def job_runs(
+    tenant: Tenant, job_id: Id, api: Api, limit: Limit = 50, cursor: RunCursor = None
+) -> Response:
+    """The job's attempts, first first, a page at a time (404 for an unknown job, not an
+    empty log)."""
+    page = api.scheduler.list_runs(job_id, tenant=tenant, limit=limit, cursor=cursor)
+    return json_response(
+        200, RunsOut(runs=[RunOut.of(r) for r in page.runs], next_cursor=page.next_cursor)
+    )
 
 
 __all__ = ["router"]

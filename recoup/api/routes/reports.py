@@ -18,12 +18,14 @@ from recoup.analytics.recovery import render_html, report_json
 from recoup.api.deps import Api, Tenant
 from recoup.api.idempotent import json_response
 from recoup.api.report_schemas import ReviewItemOut, ReviewQueueOut, TagIn, TagOut
-from recoup.api.routes.common import ERRORS, NO_NUL
+from recoup.api.routes.common import CHECKED, ERRORS, NO_NUL
 from recoup.api.state import ApiState
 from recoup.errors import InvalidInput
 from recoup.recovery.reporting import Reports
 
-router = APIRouter(prefix="/v1/dunning", responses=ERRORS, tags=["recovery report"])
+router = APIRouter(
+    prefix="/v1/dunning", responses=ERRORS, tags=["recovery report"], dependencies=CHECKED
+)
 
 MerchantId = Annotated[str, Path(min_length=1, max_length=100, pattern=NO_NUL)]
 Instant = Annotated[

@@ -12,14 +12,20 @@ from starlette.responses import Response
 from recoup.api.deps import Api, Post, Tenant
 from recoup.api.idempotent import PostContext, json_response
 from recoup.api.problems import Problem
-from recoup.api.routes.common import ERRORS, Id, link
-from recoup.api.schemas import ScheduleIn, ScheduleListOut, ScheduleOut, UpcomingOut
+from recoup.api.routes.common import CHECKED, ERRORS, ExactName, Id, Limit, ScheduleCursor, link
+from recoup.api.schemas import (
+    ScheduleIn,
+    ScheduleListOut,
+    ScheduleOut,
+    ScheduleState,
+    UpcomingOut,
+)
 from recoup.api.state import ApiState
 from recoup.errors import NotFound
 from recoup.jobs.model import new_id
 from recoup.jobs.schedule_model import MissedPolicy, NewSchedule
 
-router = APIRouter(prefix="/v1", responses=ERRORS, tags=["schedules"])
+router = APIRouter(prefix="/v1", responses=ERRORS, tags=["schedules"], dependencies=CHECKED)
 
 
 _SCHEDULE = {"schedule_id": "$response.body#/id"}
@@ -65,9 +71,29 @@ def create_schedule(body: ScheduleIn, ctx: Post, api: Api) -> Response:
 
 
 @router.get("/schedules", response_model=ScheduleListOut)
-def list_schedules(tenant: Tenant, api: Api) -> Response:
-    schedules = api.services.list_schedules(tenant)
-    return json_response(200, ScheduleListOut(schedules=[ScheduleOut.of(s) for s in schedules]))
+def list_schedules(
+    tenant: Tenant,
+    api: Api,
+    state: ScheduleState | None = None,
+    name: ExactName = None,
+    limit: Limit = 50,
+    cursor: ScheduleCursor = None,
+) -> Response:
+    """The tenant's schedules by name, a page at a time; `state` picks active or paused
+    ones, `name` matches exactly."""
+    page = api.scheduler.list_schedules(
+        tenant=tenant,
+        paused=None if state is None else state is ScheduleState.PAUSED,
+        name=name,
+        limit=limit,
+        cursor=cursor,
+    )
+    return json_response(
+        200,
+        ScheduleListOut(
+            schedules=[ScheduleOut.of(s) for s in page.schedules], next_cursor=page.next_cursor
+        ),
+    )
 
 
 @router.get("/schedules/{schedule_id}", response_model=ScheduleOut)

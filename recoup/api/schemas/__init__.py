@@ -36,6 +36,7 @@ from recoup.api.schemas.schedules import (
     ScheduleIn,
     ScheduleListOut,
     ScheduleOut,
+    ScheduleState,
     UpcomingOut,
 )
 
@@ -61,6 +62,7 @@ __all__ = [
     "ScheduleIn",
     "ScheduleListOut",
     "ScheduleOut",
+    "ScheduleState",
     "StrictModel",
     "TargetIn",
     "TargetOut",

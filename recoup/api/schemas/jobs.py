@@ -135,6 +135,9 @@ class RunOut(BaseModel):
 
 class RunsOut(BaseModel):
     runs: list[RunOut]
+    next_cursor: str | None = Field(
+        description="Pass as `cursor` for the next page; null at the end."
+    )
 
 
 class CancelledOut(BaseModel):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from recoup.storage.job_rows import CURSOR_PATTERN
+from recoup.storage.job_rows import CURSOR_PATTERN, RUN_CURSOR_PATTERN
 
 NO_NUL: Final = r"^[^\x00]*$"  # PostgreSQL text cannot hold NUL
 NO_NUL_OR_AT: Final = r"^[^\x00@]*$"  # '@' separates a schedule's name and an occurrence's instant
@@ -118,6 +118,7 @@ POLICY_FORMAT: Final = "dunning-policy-toml"
 # -- List cursors: `{created_at µs}:{id}` of the last item of the previous page --------------
 
 CURSOR: Final = CURSOR_PATTERN
+RUN_CURSOR: Final = RUN_CURSOR_PATTERN  # a run log's: the last attempt of the previous page
 
 __all__ = [
     "CRON_FORMAT",
@@ -131,4 +132,5 @@ __all__ = [
     "NO_NUL_OR_AT",
     "POLICY_FORMAT",
     "RESERVED_HEADER",
+    "RUN_CURSOR",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -163,6 +164,16 @@ class ScheduleOut(BaseModel):
 
 class ScheduleListOut(BaseModel):
     schedules: list[ScheduleOut]
+    next_cursor: str | None = Field(
+        description="Pass as `cursor` for the next page; null at the end."
+    )
+
+
+class ScheduleState(StrEnum):
+    """A live schedule's state, as the `state` filter of a listing spells it."""
+
+    ACTIVE = "active"
+    PAUSED = "paused"
 
 
 class UpcomingOut(BaseModel):

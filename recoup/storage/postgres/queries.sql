@@ -377,6 +377,7 @@ WHERE schedule_id = %(schedule_id)s AND state IN ('scheduled', 'running')
   AND (%(prefix)s::text IS NULL
        OR (name >= %(prefix)s::text AND name < %(prefix)s::text || chr(1114111)))
   AND (%(schedule_id)s::text IS NULL OR schedule_id = %(schedule_id)s::text)
+  AND (%(name)s::text IS NULL OR name = %(name)s::text)
   AND (%(cursor_created)s::timestamptz IS NULL
        OR (created_at, id) < (%(cursor_created)s::timestamptz, %(cursor_id)s::text))
 ORDER BY created_at DESC, id DESC
@@ -393,12 +394,28 @@ SELECT {job_columns} FROM jobs
 WHERE tenant = %(tenant)s AND job_group = %(group)s::text
 {_list_filters}
 
+-- list_named_jobs --
+-- The jobs of exactly one name through the index (tenant, name, created_at), as on SQLite.
+SELECT {job_columns} FROM jobs
+WHERE tenant = %(tenant)s AND name = %(name)s::text
+{_list_filters}
+
 -- runs --
 SELECT job_id, tenant, attempt, started_at, finished_at, outcome, status_code, duration_ms,
        response_excerpt, error, worker_id
 FROM runs
 WHERE tenant = %(tenant)s AND job_id = %(job_id)s
 ORDER BY attempt
+
+-- list_runs --
+-- A page of the run log, first attempt first; the cursor is the last attempt of the previous
+-- page.
+SELECT job_id, tenant, attempt, started_at, finished_at, outcome, status_code, duration_ms,
+       response_excerpt, error, worker_id
+FROM runs
+WHERE tenant = %(tenant)s AND job_id = %(job_id)s AND attempt > %(after_attempt)s
+ORDER BY attempt
+LIMIT %(limit)s
 
 -- count_by_state --
 SELECT state, count(*) FROM jobs GROUP BY state
@@ -445,9 +462,15 @@ RETURNING {schedule_columns}
 SELECT {schedule_columns} FROM schedules WHERE tenant = %(tenant)s AND id = %(id)s
 
 -- list_schedules --
+-- By name through the index of live names (tenant, name); the cursor is the last name of the
+-- previous page.
 SELECT {schedule_columns} FROM schedules
 WHERE tenant = %(tenant)s AND deleted_at IS NULL
+  AND (%(paused)s::boolean IS NULL OR paused = %(paused)s::boolean)
+  AND (%(name)s::text IS NULL OR name = %(name)s::text)
+  AND (%(after_name)s::text IS NULL OR name > %(after_name)s::text)
 ORDER BY name
+LIMIT %(limit)s
 
 -- set_schedule_paused --
 UPDATE schedules

@@ -277,6 +277,7 @@ WHERE schedule_id = :schedule_id AND state IN ('scheduled', 'running')
   AND (:state IS NULL OR state = :state)
   AND (:prefix IS NULL OR (name >= :prefix AND name < :prefix || char(1114111)))
   AND (:schedule_id IS NULL OR schedule_id = :schedule_id)
+  AND (:name IS NULL OR name = :name)
   AND (:cursor_created IS NULL
        OR created_at < :cursor_created
        OR (created_at = :cursor_created AND id < :cursor_id))
@@ -295,12 +296,28 @@ SELECT {job_columns} FROM jobs
 WHERE tenant = :tenant AND job_group = :group
 {_list_filters}
 
+-- list_named_jobs --
+-- The jobs of exactly one name through the index (tenant, name, created_at), as for a group.
+SELECT {job_columns} FROM jobs
+WHERE tenant = :tenant AND name = :name
+{_list_filters}
+
 -- runs --
 SELECT job_id, tenant, attempt, started_at, finished_at, outcome, status_code, duration_ms,
        response_excerpt, error, worker_id
 FROM runs
 WHERE tenant = :tenant AND job_id = :job_id
 ORDER BY attempt
+
+-- list_runs --
+-- A page of the run log, first attempt first; the cursor is the last attempt of the previous
+-- page (attempts key the log with the job id).
+SELECT job_id, tenant, attempt, started_at, finished_at, outcome, status_code, duration_ms,
+       response_excerpt, error, worker_id
+FROM runs
+WHERE tenant = :tenant AND job_id = :job_id AND attempt > :after_attempt
+ORDER BY attempt
+LIMIT :limit
 
 -- count_by_state --
 SELECT state, count(*) FROM jobs GROUP BY state
@@ -343,9 +360,15 @@ RETURNING {schedule_columns}
 SELECT {schedule_columns} FROM schedules WHERE tenant = :tenant AND id = :id
 
 -- list_schedules --
+-- By name through the index of live names (tenant, name); the cursor is the last name of the
+-- previous page (unique among the tenant's live schedules).
 SELECT {schedule_columns} FROM schedules
 WHERE tenant = :tenant AND deleted_at IS NULL
+  AND (:paused IS NULL OR paused = :paused)
+  AND (:name IS NULL OR name = :name)
+  AND (:after_name IS NULL OR name > :after_name)
 ORDER BY name
+LIMIT :limit
 
 -- set_schedule_paused --
 UPDATE schedules
