@@ -28,6 +28,8 @@ from recoup.cli import demo as _demo  # noqa: F401  # isort: skip
 from recoup.cli import anchors as _anchors  # noqa: F401  # isort: skip
 from recoup.cli import report as _report  # noqa: F401  # isort: skip
 from recoup.cli import merchants as _merchants  # noqa: F401  # isort: skip
+from recoup.cli import jobs as _jobs  # noqa: F401  # isort: skip
+from recoup.cli import schedules as _schedules  # noqa: F401  # isort: skip
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -249,11 +249,13 @@ class Scheduler:
         cursor: str | None = None,
     ) -> RunPage:
         """A page of the job's run log, first attempt first; `NotFound` for an unknown job
-        (not an empty log)."""
-        self.get(job_id, tenant=tenant)
-        return self.store.list_runs(
+        (not an empty log). A bad `limit` or `cursor` is `InvalidInput` first, job or not."""
+        page = self.store.list_runs(
             RunFilter(tenant=tenant, job_id=job_id, limit=limit, cursor=cursor)
         )
+        if not page.runs:
+            self.get(job_id, tenant=tenant)  # an empty page of a job that exists, or none
+        return page
 
     def cancel(self, job_id: str, *, tenant: str = DEFAULT_TENANT) -> Job:
         """Cancel a live job; a final job is returned unchanged. An attempt in flight is

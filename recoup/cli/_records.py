@@ -1,0 +1,179 @@
+"""What `recoup jobs …` and `recoup schedules …` share: the scheduler over `--db` for one
+tenant, their common options, the checks of their text options, and their records as JSON
+(the API's field names, built here so that the core install, without the web stack, prints
+them too)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from recoup.cli._app import store_options
+from recoup.errors import InvalidInput, NotFound
+from recoup.jobs.model import DEFAULT_TENANT, HttpTarget, Job, Run, Target
+from recoup.jobs.schedule_model import CronRule, Schedule
+from recoup.jobs.store import MAX_PAGE
+from recoup.timekeeping.instants import format_utc
+
+if TYPE_CHECKING:
+    from recoup.jobs.scheduler import Scheduler
+
+MAX_NAME = 200  # characters of a name filter, as the API's
+
+TenantOption = Annotated[str, typer.Option(help="The tenant (`default`: the embedded one).")]
+# Bounds checked below (the stores' `InvalidInput`, spelled `--limit`), not by Typer, whose
+# message would not echo the value.
+LimitOption = Annotated[int, typer.Option(help=f"Records per page (1–{MAX_PAGE}).")]
+CursorOption = Annotated[
+    str | None, typer.Option(help="`next_cursor` of the previous page.", show_default=False)
+]
+
+
+@contextlib.contextmanager
+def opened_scheduler(db: str, schema: str | None, tenant: str) -> Iterator[Scheduler]:
+    """A `Scheduler` over the store of `--db`, closed afterwards; `NotFound` naming the tenant
+    unless it exists (`default`, the embedded tenant, always does)."""
+    from recoup.jobs.scheduler import Scheduler
+    from recoup.storage import open_store
+    from recoup.timekeeping.clock import SystemClock
+
+    store = open_store(db, **store_options(schema, db))
+    try:
+        if tenant != DEFAULT_TENANT and store.get_tenant(tenant) is None:
+            raise NotFound(f"no tenant {tenant!r}; `recoup tenants list` shows them")
+        yield Scheduler(store, clock=SystemClock())
+    finally:
+        store.close()
+
+
+def checked_text(option: str, value: str | None) -> str | None:
+    """`value` of a name-like option, or `InvalidInput` naming `option`: 1–`MAX_NAME`
+    characters, no NUL (what the stores can hold)."""
+    if value is None:
+        return None
+    if not 1 <= len(value) <= MAX_NAME or "\x00" in value:
+        raise InvalidInput(option, value, f"expected 1–{MAX_NAME} characters, no NUL")
+    return value
+
+
+@contextlib.contextmanager
+def spelled_as_typed(spelling: dict[str, str]) -> Iterator[None]:
+    """Rename the field an `InvalidInput` from below names (`cursor`) to the option the user
+    typed (`--cursor`)."""
+    try:
+        yield
+    except InvalidInput as exc:
+        raise InvalidInput(spelling.get(exc.field, exc.field), exc.value, exc.allowed) from None
+
+
+def exactly_one(what: str, **given: str | None) -> None:
+    """`InvalidInput` unless exactly one of `given` (option spelling → value) is set."""
+    chosen = [option for option, value in given.items() if value is not None]
+    if len(chosen) != 1:
+        names = " or ".join(given)
+        value = " and ".join(chosen) if chosen else "neither"
+        raise InvalidInput(names, value, f"expected exactly one of {names} ({what})")
+
+
+def instant(value: datetime | None) -> str | None:
+    return None if value is None else format_utc(value)
+
+
+def target_text(target: Target) -> str:
+    """A target for people: `POST https://…` or `python:handler` (headers, which may carry
+    credentials, are never printed)."""
+    if isinstance(target, HttpTarget):
+        return f"{target.method.upper()} {target.url}"
+    return f"python:{target.handler}"
+
+
+def _target_json(target: Target) -> dict[str, Any]:
+    if isinstance(target, HttpTarget):
+        return {"kind": "http", "method": target.method.upper(), "url": target.url}
+    return {"kind": "python", "handler": target.handler}
+
+
+def job_json(job: Job) -> dict[str, Any]:
+    return {
+        "id": job.id,
+        "name": job.name,
+        "state": job.state.value,
+        "run_at": instant(job.run_at),
+        "target": _target_json(job.target),
+        "attempts": job.attempts,
+        "max_attempts": job.retry.max_attempts,
+        "last_error": job.last_error,
+        "schedule_id": job.schedule_id,
+        "group": job.group,
+        "created_at": instant(job.created_at),
+        "updated_at": instant(job.updated_at),
+        "finished_at": instant(job.finished_at),
+    }
+
+
+def run_json(run: Run) -> dict[str, Any]:
+    return {
+        "attempt": run.attempt,
+        "started_at": instant(run.started_at),
+        "finished_at": instant(run.finished_at),
+        "duration_ms": run.duration_ms,
+        "outcome": str(run.outcome),
+        "status_code": run.status_code,
+        "error": run.error,
+        "response_excerpt": run.response_excerpt,
+    }
+
+
+def rule_text(schedule: Schedule) -> str:
+    rule = schedule.rule
+    if isinstance(rule, CronRule):
+        return f"cron {rule.expression} ({rule.timezone})"
+    every = rule.every if rule.interval == 1 else f"{rule.interval} {rule.every}"
+    return f"every {every} from {rule.local.isoformat()} ({rule.timezone})"
+
+
+def schedule_json(schedule: Schedule) -> dict[str, Any]:
+    rule = schedule.rule
+    return {
+        "id": schedule.id,
+        "name": schedule.name,
+        "cron": rule.expression if isinstance(rule, CronRule) else None,
+        "timezone": rule.timezone,
+        "anchor": None
+        if isinstance(rule, CronRule)
+        else {
+            "local": rule.local.isoformat(),
+            "timezone": rule.timezone,
+            "every": rule.every,
+            "interval": rule.interval,
+            "end_of_month": rule.end_of_month,
+        },
+        "target": _target_json(schedule.target),
+        "missed": str(schedule.missed),
+        "paused": schedule.paused,
+        "next_fire_at": instant(schedule.next_fire_at),
+        "created_at": instant(schedule.created_at),
+        "updated_at": instant(schedule.updated_at),
+    }
+
+
+__all__ = [
+    "MAX_NAME",
+    "CursorOption",
+    "LimitOption",
+    "TenantOption",
+    "checked_text",
+    "exactly_one",
+    "instant",
+    "job_json",
+    "opened_scheduler",
+    "rule_text",
+    "run_json",
+    "schedule_json",
+    "spelled_as_typed",
+    "target_text",
+]

@@ -1,0 +1,242 @@
+"""`recoup jobs …`: list, show, read the run log of, and cancel a tenant's jobs.
+
+Contract:
+
+    recoup jobs list [--tenant T] [--state S] [--name N] [--name-prefix P] [--group G]
+        [--limit N] [--cursor C] [--db URL] [--schema S] [--json]
+        → {"jobs": [...], "next_cursor"}            (newest first, as GET /v1/jobs)
+    recoup jobs show (JOB_ID | --name N) [--tenant T] [--json]
+        → {"job": {...}, "runs": [...]}            (by name: the live job, else the latest)
+    recoup jobs runs JOB_ID [--tenant T] [--limit N] [--cursor C] [--json]
+        → {"runs": [...], "next_cursor"}           (first attempt first)
+    recoup jobs cancel (JOB_ID | --name N) [--tenant T] [--json]
+        → by id: the job (one that already ended is left as it is);
+          by name: {"cancelled": n}, the live jobs of that name cancelled
+
+`default` is the embedded tenant. Bad input: one line naming the option, the value and what is
+allowed, exit 2; an unknown job or tenant: one line, exit 1.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from recoup.cli._app import DbOption, JsonOption, SchemaOption, app, print_json
+from recoup.cli._records import (
+    CursorOption,
+    LimitOption,
+    TenantOption,
+    checked_text,
+    exactly_one,
+    instant,
+    job_json,
+    opened_scheduler,
+    run_json,
+    spelled_as_typed,
+    target_text,
+)
+from recoup.jobs.model import DEFAULT_TENANT, JobState
+
+if TYPE_CHECKING:
+    from recoup.jobs.model import Job, Run
+    from recoup.jobs.scheduler import Scheduler
+
+jobs_app = typer.Typer(
+    help="A tenant's jobs: list, show, their run log, cancel.", no_args_is_help=True
+)
+app.add_typer(jobs_app, name="jobs")
+
+JobIdArgument = Annotated[
+    str | None, typer.Argument(help="The job's id (or give --name).", show_default=False)
+]
+ByNameOption = Annotated[
+    str | None,
+    typer.Option("--name", help="The job's name instead of its id.", show_default=False),
+]
+_SPELLED = {"cursor": "--cursor", "limit": "--limit"}
+
+
+@jobs_app.command("list")
+def list_jobs(
+    tenant: TenantOption = DEFAULT_TENANT,
+    state: Annotated[JobState | None, typer.Option(help="Only jobs in this state.")] = None,
+    name: Annotated[str | None, typer.Option(help="Only jobs of exactly this name.")] = None,
+    name_prefix: Annotated[
+        str | None, typer.Option(help="Only jobs whose name starts with this.")
+    ] = None,
+    group: Annotated[str | None, typer.Option(help="Only jobs of exactly this group.")] = None,
+    limit: LimitOption = 50,
+    cursor: CursorOption = None,
+    db: DbOption = "sqlite:///recoup.db",
+    schema: SchemaOption = None,
+    json: JsonOption = False,
+) -> None:
+    """The tenant's jobs, newest first, a page at a time; filters combine."""
+    with opened_scheduler(db, schema, tenant) as scheduler, spelled_as_typed(_SPELLED):
+        page = scheduler.list_jobs(
+            tenant=tenant,
+            state=state,
+            name=checked_text("--name", name),
+            name_prefix=checked_text("--name-prefix", name_prefix),
+            group=checked_text("--group", group),
+            limit=limit,
+            cursor=cursor,
+        )
+    if json:
+        print_json({"jobs": [job_json(j) for j in page.jobs], "next_cursor": page.next_cursor})
+        return
+    _print_jobs(page.jobs, f"Jobs of {tenant}")
+    _print_next(page.next_cursor)
+
+
+@jobs_app.command("show")
+def show_job(
+    job_id: JobIdArgument = None,
+    name: ByNameOption = None,
+    tenant: TenantOption = DEFAULT_TENANT,
+    db: DbOption = "sqlite:///recoup.db",
+    schema: SchemaOption = None,
+    json: JsonOption = False,
+) -> None:
+    """One job and its whole run log; by name, the live job of that name, else the latest."""
+    exactly_one("which job", JOB_ID=job_id, **{"--name": checked_text("--name", name)})
+    with opened_scheduler(db, schema, tenant) as scheduler:
+        job = _find(scheduler, tenant, job_id, name)
+        runs = scheduler.runs(job.id, tenant=tenant)
+    if json:
+        print_json({"job": job_json(job), "runs": [run_json(r) for r in runs]})
+        return
+    _print_job(job)
+    _print_runs(runs, f"Runs of {job.id}")
+
+
+@jobs_app.command("runs")
+def job_runs(
+    job_id: Annotated[str, typer.Argument(help="The job's id.")],
+    tenant: TenantOption = DEFAULT_TENANT,
+    limit: LimitOption = 50,
+    cursor: CursorOption = None,
+    db: DbOption = "sqlite:///recoup.db",
+    schema: SchemaOption = None,
+    json: JsonOption = False,
+) -> None:
+    """The job's run log, first attempt first, a page at a time."""
+    with opened_scheduler(db, schema, tenant) as scheduler, spelled_as_typed(_SPELLED):
+        page = scheduler.list_runs(job_id, tenant=tenant, limit=limit, cursor=cursor)
+    if json:
+        print_json({"runs": [run_json(r) for r in page.runs], "next_cursor": page.next_cursor})
+        return
+    _print_runs(page.runs, f"Runs of {job_id}")
+    _print_next(page.next_cursor)
+
+
+@jobs_app.command("cancel")
+def cancel_job(
+    job_id: JobIdArgument = None,
+    name: Annotated[
+        str | None,
+        typer.Option(
+            "--name", help="Cancel the live job of this name instead.", show_default=False
+        ),
+    ] = None,
+    tenant: TenantOption = DEFAULT_TENANT,
+    db: DbOption = "sqlite:///recoup.db",
+    schema: SchemaOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Cancel a job by id (one that already ended is left as it is), or the live job of a
+    name. An attempt in flight is stopped by its worker at its next heartbeat."""
+    exactly_one("which job", JOB_ID=job_id, **{"--name": checked_text("--name", name)})
+    with opened_scheduler(db, schema, tenant) as scheduler:
+        if name is not None:
+            cancelled = scheduler.cancel_by_name(name, tenant=tenant)
+            if json:
+                print_json({"cancelled": cancelled})
+            else:
+                typer.echo(f"cancelled {cancelled} live job(s) named {name!r}")
+            return
+        assert job_id is not None
+        before = scheduler.get(job_id, tenant=tenant)
+        job = scheduler.cancel(job_id, tenant=tenant)
+    if json:
+        print_json(job_json(job))
+    elif before.state.is_final:
+        typer.echo(f"job {job.id} had already ended ({job.state.value}); left as it is")
+    else:
+        typer.echo(f"job {job.id}: {job.state.value}")
+
+
+def _find(scheduler: Scheduler, tenant: str, job_id: str | None, name: str | None) -> Job:
+    if name is not None:
+        return scheduler.get_by_name(name, tenant=tenant)
+    assert job_id is not None
+    return scheduler.get(job_id, tenant=tenant)
+
+
+def _print_next(cursor: str | None) -> None:
+    if cursor is not None:
+        typer.echo(f"more: --cursor {cursor}")
+
+
+def _print_jobs(jobs: list[Job], title: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{title} ({len(jobs)})", title_justify="left")
+    for column in ("id", "name", "state", "run at (UTC)", "attempts", "group"):
+        table.add_column(column)
+    for job in jobs:
+        table.add_row(
+            job.id,
+            job.name or "",
+            job.state.value,
+            instant(job.run_at),
+            f"{job.attempts}/{job.retry.max_attempts}",
+            job.group or "",
+        )
+    Console().print(table)
+
+
+def _print_job(job: Job) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"Job {job.id}", title_justify="left", show_header=False)
+    table.add_column("field", style="bold")
+    table.add_column("value")
+    rows = [
+        ("name", job.name or ""),
+        ("state", job.state.value),
+        ("run at (UTC)", instant(job.run_at) or ""),
+        ("target", target_text(job.target)),
+        ("attempts", f"{job.attempts}/{job.retry.max_attempts}"),
+        ("last error", job.last_error or ""),
+        ("schedule", job.schedule_id or ""),
+        ("group", job.group or ""),
+        ("created (UTC)", instant(job.created_at) or ""),
+        ("finished (UTC)", instant(job.finished_at) or ""),
+    ]
+    for field, value in rows:
+        table.add_row(field, value)
+    Console().print(table)
+
+
+def _print_runs(runs: list[Run], title: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{title} ({len(runs)})", title_justify="left")
+    for column in ("attempt", "started (UTC)", "outcome", "status", "ms", "error"):
+        table.add_column(column)
+    for run in runs:
+        table.add_row(
+            str(run.attempt),
+            instant(run.started_at),
+            str(run.outcome),
+            "" if run.status_code is None else str(run.status_code),
+            f"{run.duration_ms:.0f}",
+            run.error or "",
+        )
+    Console().print(table)

@@ -1,0 +1,240 @@
+"""`recoup schedules …`: list, show, pause and resume a tenant's recurring schedules.
+
+Contract:
+
+    recoup schedules list [--tenant T] [--state active|paused] [--name N] [--limit N]
+        [--cursor C] [--db URL] [--schema S] [--json]
+        → {"schedules": [...], "next_cursor"}      (by name, as GET /v1/schedules)
+    recoup schedules show (SCHEDULE_ID | --name N) [--count N] [--tenant T] [--json]
+        → {"schedule": {...}, "upcoming": [...]}   (the next N occurrences after now)
+    recoup schedules pause (SCHEDULE_ID | --name N) [--tenant T] [--json]
+    recoup schedules resume (SCHEDULE_ID | --name N) [--tenant T] [--json]
+        → the schedule (pausing a paused one, or resuming an active one, is harmless)
+
+A deleted schedule is unknown here, as it is to the API. `default` is the embedded tenant.
+Bad input: one line naming the option, the value and what is allowed, exit 2; an unknown
+schedule or tenant: one line, exit 1.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from recoup.cli._app import DbOption, JsonOption, SchemaOption, app, print_json
+from recoup.cli._records import (
+    CursorOption,
+    LimitOption,
+    TenantOption,
+    checked_text,
+    exactly_one,
+    instant,
+    opened_scheduler,
+    rule_text,
+    schedule_json,
+    spelled_as_typed,
+    target_text,
+)
+from recoup.errors import InvalidInput, NotFound
+from recoup.jobs.model import DEFAULT_TENANT
+
+if TYPE_CHECKING:
+    from recoup.jobs.schedule_model import Schedule
+    from recoup.jobs.scheduler import Scheduler
+
+schedules_app = typer.Typer(
+    help="A tenant's recurring schedules: list, show, pause, resume.", no_args_is_help=True
+)
+app.add_typer(schedules_app, name="schedules")
+
+
+class ScheduleState(StrEnum):
+    ACTIVE = "active"
+    PAUSED = "paused"
+
+
+ScheduleIdArgument = Annotated[
+    str | None, typer.Argument(help="The schedule's id (or give --name).", show_default=False)
+]
+ByNameOption = Annotated[
+    str | None,
+    typer.Option("--name", help="The schedule's name instead of its id.", show_default=False),
+]
+_SPELLED = {"cursor": "--cursor", "limit": "--limit"}
+MAX_COUNT = 100  # occurrences `show` prints, as GET /v1/schedules/{id}/upcoming's `count`
+
+
+@schedules_app.command("list")
+def list_schedules(
+    tenant: TenantOption = DEFAULT_TENANT,
+    state: Annotated[
+        ScheduleState | None, typer.Option(help="Only active or only paused schedules.")
+    ] = None,
+    name: Annotated[
+        str | None, typer.Option(help="Only the schedule of exactly this name.")
+    ] = None,
+    limit: LimitOption = 50,
+    cursor: CursorOption = None,
+    db: DbOption = "sqlite:///recoup.db",
+    schema: SchemaOption = None,
+    json: JsonOption = False,
+) -> None:
+    """The tenant's schedules by name, a page at a time."""
+    with opened_scheduler(db, schema, tenant) as scheduler, spelled_as_typed(_SPELLED):
+        page = scheduler.list_schedules(
+            tenant=tenant,
+            paused=None if state is None else state is ScheduleState.PAUSED,
+            name=checked_text("--name", name),
+            limit=limit,
+            cursor=checked_text("--cursor", cursor),
+        )
+    if json:
+        print_json(
+            {
+                "schedules": [schedule_json(s) for s in page.schedules],
+                "next_cursor": page.next_cursor,
+            }
+        )
+        return
+    _print_schedules(page.schedules, f"Schedules of {tenant}")
+    if page.next_cursor is not None:
+        typer.echo(f"more: --cursor {page.next_cursor}")
+
+
+@schedules_app.command("show")
+def show_schedule(
+    schedule_id: ScheduleIdArgument = None,
+    name: ByNameOption = None,
+    count: Annotated[int, typer.Option(help=f"How many next occurrences (1–{MAX_COUNT}).")] = 5,
+    tenant: TenantOption = DEFAULT_TENANT,
+    db: DbOption = "sqlite:///recoup.db",
+    schema: SchemaOption = None,
+    json: JsonOption = False,
+) -> None:
+    """One schedule and its next occurrences after now (a paused one's too: what it would
+    fire once resumed)."""
+    if not 1 <= count <= MAX_COUNT:
+        raise InvalidInput("--count", count, f"expected 1–{MAX_COUNT}")
+    with opened_scheduler(db, schema, tenant) as scheduler:
+        schedule = _find(scheduler, tenant, schedule_id, name)
+        upcoming = scheduler.upcoming(schedule, count)
+    if json:
+        print_json(
+            {"schedule": schedule_json(schedule), "upcoming": [instant(u) for u in upcoming]}
+        )
+        return
+    _print_schedule(schedule, upcoming)
+
+
+@schedules_app.command("pause")
+def pause_schedule(
+    schedule_id: ScheduleIdArgument = None,
+    name: ByNameOption = None,
+    tenant: TenantOption = DEFAULT_TENANT,
+    db: DbOption = "sqlite:///recoup.db",
+    schema: SchemaOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Stop materialising occurrences (jobs already materialised stay)."""
+    _set_paused(schedule_id, name, tenant, db, schema, json, paused=True)
+
+
+@schedules_app.command("resume")
+def resume_schedule(
+    schedule_id: ScheduleIdArgument = None,
+    name: ByNameOption = None,
+    tenant: TenantOption = DEFAULT_TENANT,
+    db: DbOption = "sqlite:///recoup.db",
+    schema: SchemaOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Materialise again from the first occurrence after now (the paused ones are skipped)."""
+    _set_paused(schedule_id, name, tenant, db, schema, json, paused=False)
+
+
+def _set_paused(
+    schedule_id: str | None,
+    name: str | None,
+    tenant: str,
+    db: str,
+    schema: str | None,
+    json: bool,
+    *,
+    paused: bool,
+) -> None:
+    with opened_scheduler(db, schema, tenant) as scheduler:
+        found = _find(scheduler, tenant, schedule_id, name)
+        change = scheduler.pause if paused else scheduler.resume
+        schedule = change(found.id, tenant=tenant)
+    if json:
+        print_json(schedule_json(schedule))
+        return
+    state = "paused" if schedule.paused else f"active, next at {instant(schedule.next_fire_at)}"
+    typer.echo(f"schedule {schedule.name} ({schedule.id}): {state}")
+
+
+def _find(scheduler: Scheduler, tenant: str, schedule_id: str | None, name: str | None) -> Schedule:
+    """The live schedule of that id or name; `NotFound` for a deleted one, as in the API."""
+    exactly_one(
+        "which schedule", SCHEDULE_ID=schedule_id, **{"--name": checked_text("--name", name)}
+    )
+    if name is not None:
+        named = scheduler.list_schedules(tenant=tenant, name=name, limit=1).schedules
+        if not named:
+            raise NotFound(f"no schedule named {name!r}")
+        return named[0]
+    assert schedule_id is not None
+    schedule = scheduler.get_schedule(schedule_id, tenant=tenant)
+    if schedule.deleted:
+        raise NotFound(f"no schedule {schedule_id!r}")
+    return schedule
+
+
+def _print_schedules(schedules: list[Schedule], title: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{title} ({len(schedules)})", title_justify="left")
+    for column in ("id", "name", "rule", "state", "next (UTC)"):
+        table.add_column(column)
+    for s in schedules:
+        state = "paused" if s.paused else "active"
+        table.add_row(s.id, s.name, rule_text(s), state, instant(s.next_fire_at) or "")
+    Console().print(table)
+
+
+def _print_schedule(schedule: Schedule, upcoming: list[datetime]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"Schedule {schedule.id}", title_justify="left", show_header=False)
+    table.add_column("field", style="bold")
+    table.add_column("value")
+    rows = [
+        ("name", schedule.name),
+        ("rule", rule_text(schedule)),
+        ("target", target_text(schedule.target)),
+        ("state", "paused" if schedule.paused else "active"),
+        ("missed", str(schedule.missed)),
+        ("next (UTC)", instant(schedule.next_fire_at) or ""),
+        ("created (UTC)", instant(schedule.created_at) or ""),
+    ]
+    for field, value in rows:
+        table.add_row(field, value)
+    console = Console()
+    console.print(table)
+    nexts = Table(title=f"Next {len(upcoming)} occurrences", title_justify="left")
+    nexts.add_column("UTC")
+    nexts.add_column(schedule.rule.timezone)
+    for at in upcoming:
+        nexts.add_row(instant(at) or "", _local(at, schedule.rule.timezone))
+    console.print(nexts)
+
+
+def _local(at: datetime, zone: str) -> str:
+    from zoneinfo import ZoneInfo
+
+    return at.astimezone(ZoneInfo(zone)).strftime("%Y-%m-%d %H:%M %Z")
