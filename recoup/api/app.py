@@ -16,7 +16,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.concurrency import run_in_threadpool
 
-from recoup.api import dashboard, problems
+from recoup.api import dashboard, docs_page, problems
 from recoup.api.metrics import ApiMetrics, MetricsMiddleware
 from recoup.api.qstash import router as qstash_router
 from recoup.api.rate_limits import TenantRateLimiter
@@ -89,6 +89,8 @@ def create_app(
         version=_version(),
         description="Durable jobs and failed-payment retries that take effect once.",
         lifespan=_lifespan,
+        docs_url=None,  # served by `docs_page` from local assets, not a CDN
+        redoc_url=None,
     )
     app.state.api = state
     app.state.services = services  # as before the split: tests reach the scheduler here
@@ -108,6 +110,7 @@ def create_app(
         app.include_router(clock_routes.router)
     app.include_router(operation_routes.router)
     dashboard.mount(app)  # the HTML pages at /, on the same services
+    docs_page.install(app)
     _problem_media_types(app)
     return app
 
