@@ -14,6 +14,7 @@ from recoup.errors import InvalidInput, NotFound
 from recoup.jobs.schedule_model import Rule, Schedule
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.schedules import validate_rule
+from recoup.jobs.store import MAX_PAGE
 from recoup.storage import ApiTables
 from recoup.tenancy import TokenOwner, authenticate, identify
 
@@ -44,6 +45,18 @@ class Services:
         if found.deleted:
             raise NotFound(f"no schedule {schedule_id!r}")
         return found
+
+    def list_schedules(self, tenant: str) -> list[Schedule]:
+        """Every live schedule of the tenant, by name, read a page at a time (QStash's list
+        and the dashboard show them all; GET /v1/schedules pages)."""
+        found: list[Schedule] = []
+        cursor: str | None = None
+        while True:
+            page = self.scheduler.list_schedules(tenant=tenant, limit=MAX_PAGE, cursor=cursor)
+            found += page.schedules
+            if page.next_cursor is None:
+                return found
+            cursor = page.next_cursor
 
     @staticmethod
     def check_rule(rule: Rule) -> None:

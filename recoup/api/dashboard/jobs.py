@@ -20,7 +20,6 @@ from recoup.api.dashboard.web import (
 from recoup.api.deps import Api
 from recoup.api.routes.common import Id
 from recoup.jobs.model import JobState
-from recoup.jobs.store import MAX_PAGE
 
 router = APIRouter(route_class=HtmlRoute, include_in_schema=False)
 
@@ -95,8 +94,7 @@ def cancel_job(action: Acting, api: Api, job_id: Id) -> Response:
 def schedules_page(request: Request, visitor: SignedIn, api: Api) -> Response:
     """The tenant's schedules, each with its next occurrences (paused ones too: what they
     would fire once resumed)."""
-    # One page of the largest size: a page of rows, each with its occurrences, not a report.
-    schedules = api.scheduler.list_schedules(tenant=visitor.tenant, limit=MAX_PAGE).schedules
+    schedules = api.services.list_schedules(visitor.tenant)
     rows = [(s, api.scheduler.upcoming(s, UPCOMING)) for s in schedules]
     return render(request, "schedules.html", {"visitor": visitor, "nav": "schedules", "rows": rows})
 
