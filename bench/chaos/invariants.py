@@ -1,0 +1,223 @@
+"""The invariants a chaos run must keep, checked by machine over its `Snapshot`. Each check
+gives its figure and the first offenders; the run fails if any check fails.
+
+- charges per (invoice, attempt) ≤ 1, at the gateway (money moved under one key);
+- at most one successful charge per invoice, at the gateway and in the receiver's ledger;
+- no charge after an invoice was paid another way;
+- no planned attempt lost: each attempt of each invoice ran to an outcome, was cancelled, or
+  is still open with a live job; an invoice not final has a live job;
+- no job left `running` past its lease;
+- run logs complete: every finished job has one run per attempt it started, the last one
+  with the job's outcome;
+- every killed worker found dead and its jobs handed back (none still leased by it);
+- Recoup knows of every charge the ledger holds (its attempt succeeded, or is still open);
+- the system drained (nothing due, nothing running) and the load was delivered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.chaos.snapshot import Snapshot
+from recoup.demo.audit import count_double_charges
+from recoup.dunning.invoice import AttemptState, InvoiceState, job_group
+from recoup.jobs.model import JobState, RunOutcome
+
+SHOWN = 5  # offenders listed per failed check
+
+_FINAL_ATTEMPT = (AttemptState.SUCCEEDED, AttemptState.FAILED, AttemptState.ERRORED)
+_OPEN_ATTEMPT = (AttemptState.SCHEDULED, AttemptState.PENDING)
+_RUN_OF_JOB = {JobState.SUCCEEDED: RunOutcome.SUCCEEDED, JobState.FAILED: RunOutcome.FAILED}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Check:
+    name: str
+    figure: str
+    offenders: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.offenders
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "passed": self.passed,
+            "figure": self.figure,
+            "offenders": len(self.offenders),
+            "first_offenders": self.offenders[:SHOWN],
+        }
+
+
+def check_all(
+    snap: Snapshot,
+    *,
+    paid_out_of_band: Iterable[str],
+    killed: Sequence[str],
+    rescued: Iterable[str],
+    drained: bool,
+    undelivered: Sequence[str],
+) -> list[Check]:
+    return [
+        charges_per_attempt(snap),
+        one_charge_per_invoice(snap),
+        no_charge_after_paid(snap, paid_out_of_band),
+        no_attempt_lost(snap),
+        no_expired_lease(snap),
+        run_logs_complete(snap),
+        killed_workers_rescued(snap, killed, set(rescued)),
+        recoup_knows_every_charge(snap),
+        Check(
+            name="drained: nothing due or running at the end",
+            figure="yes" if drained else "no",
+            offenders=[] if drained else ["jobs were still due or running at the deadline"],
+        ),
+        Check(
+            name="every customer event delivered through the chaos",
+            figure=f"{len(undelivered)} undelivered",
+            offenders=list(undelivered),
+        ),
+    ]
+
+
+def charges_per_attempt(snap: Snapshot) -> Check:
+    per_key: dict[str, int] = snap.gateway["charges_per_key"]
+    attempts = {k: n for k, n in per_key.items() if k.startswith("charge:")}
+    most = max(attempts.values(), default=0)
+    return Check(
+        name="charges per (invoice, attempt) ≤ 1",
+        figure=f"max {most} over {len(attempts)} attempt keys charged",
+        offenders=sorted(f"{k}: {n}" for k, n in attempts.items() if n > 1),
+    )
+
+
+def one_charge_per_invoice(snap: Snapshot) -> Check:
+    doubles = count_double_charges(snap.gateway, snap.ledger, ())
+    twice = sorted(set(doubles.gateway_invoices) | set(doubles.ledger_invoices))
+    return Check(
+        name="at most one successful charge per invoice (gateway and ledger)",
+        figure=f"{doubles.money_moved} charges moved money, {len(twice)} invoices twice",
+        offenders=twice,
+    )
+
+
+def no_charge_after_paid(snap: Snapshot, paid_out_of_band: Iterable[str]) -> Check:
+    paid = set(paid_out_of_band)
+    doubles = count_double_charges(snap.gateway, snap.ledger, paid)
+    return Check(
+        name="no charge after an invoice was paid another way",
+        figure=f"{len(paid)} paid another way while open, "
+        f"{len(doubles.paid_out_of_band_and_charged)} of them charged",
+        offenders=doubles.paid_out_of_band_and_charged,
+    )
+
+
+def no_attempt_lost(snap: Snapshot) -> Check:
+    offenders: list[str] = []
+    attempts = 0
+    live_groups = {j.group for j in snap.jobs.values() if j.state.is_live}
+    for invoice in snap.invoices:
+        for a in invoice.attempts:
+            attempts += 1
+            job = snap.jobs.get(a.job_id)
+            where = f"{invoice.invoice_id} attempt {a.attempt} ({a.state})"
+            if job is None:
+                if a.state is not AttemptState.CANCELLED:
+                    offenders.append(f"{where}: no job")
+                continue
+            if a.state in _OPEN_ATTEMPT and not job.state.is_live:
+                offenders.append(f"{where}: open, but its job is {job.state}")
+            elif a.state in _FINAL_ATTEMPT and job.state.is_live:
+                offenders.append(f"{where}: has its outcome, but its job is {job.state}")
+        if not invoice.state.is_final:
+            if job_group(invoice.invoice_id) not in live_groups:
+                offenders.append(f"{invoice.invoice_id} ({invoice.state}): no live job")
+    return Check(
+        name="no planned attempt lost (ran, cancelled, or open with a live job)",
+        figure=f"{attempts} attempts of {len(snap.invoices)} invoices",
+        offenders=offenders,
+    )
+
+
+def no_expired_lease(snap: Snapshot) -> Check:
+    running = [j for j in snap.jobs.values() if j.state is JobState.RUNNING]
+    expired = [
+        f"{j.id} leased by {j.leased_by} until {j.lease_expires_at}"
+        for j in running
+        if j.lease_expires_at is None or j.lease_expires_at < snap.now
+    ]
+    return Check(
+        name="no job running past its lease",
+        figure=f"{len(running)} running at the end, {len(expired)} past the lease",
+        offenders=expired,
+    )
+
+
+def run_logs_complete(snap: Snapshot) -> Check:
+    offenders: list[str] = []
+    finished = 0
+    for job in snap.jobs.values():
+        if job.state not in _RUN_OF_JOB or job.attempts == 0:
+            continue
+        finished += 1
+        runs = snap.runs.get(job.id, [])
+        numbers = sorted(r.attempt for r in runs)
+        if numbers != list(range(1, job.attempts + 1)):
+            offenders.append(f"{job.name}: {job.attempts} attempts, runs {numbers}")
+        elif max(runs, key=lambda r: r.attempt).outcome is not _RUN_OF_JOB[job.state]:
+            offenders.append(f"{job.name}: {job.state}, last run {runs[-1].outcome}")
+    return Check(
+        name="run logs complete (one run per attempt of every finished job)",
+        figure=f"{finished} finished jobs, {sum(len(r) for r in snap.runs.values())} runs",
+        offenders=offenders,
+    )
+
+
+def killed_workers_rescued(snap: Snapshot, killed: Sequence[str], rescued: set[str]) -> Check:
+    dead = set(killed)
+    offenders = [f"{w}: still registered" for w in killed if w in snap.workers]
+    offenders += [
+        f"{j.name} still leased by the killed {j.leased_by}"
+        for j in snap.jobs.values()
+        if j.state is JobState.RUNNING and j.leased_by in dead
+    ]
+    return Check(
+        name="every killed worker found dead, its jobs handed back",
+        figure=f"{len(killed)} kills, {len(dead & rescued)} sessions seen removed",
+        offenders=offenders,
+    )
+
+
+def recoup_knows_every_charge(snap: Snapshot) -> Check:
+    by_id = {i.invoice_id: i for i in snap.invoices}
+    offenders: list[str] = []
+    charged = 0
+    for invoice_id, numbers in snap.ledger.succeeded.items():
+        invoice = by_id.get(invoice_id)
+        if invoice is None:
+            continue  # a renewal paid at its first charge: never in dunning
+        for n in numbers:
+            charged += 1
+            a = invoice.attempt(n)
+            known = a is not None and (
+                a.state is AttemptState.SUCCEEDED
+                or (a.state in _OPEN_ATTEMPT and invoice.state is InvoiceState.RETRYING)
+            )
+            if not known:
+                state = "no such attempt" if a is None else f"attempt {a.state}"
+                others = ", ".join(f"{b.attempt} {b.state}" for b in invoice.attempts)
+                offenders.append(
+                    f"{invoice_id} charged by attempt {n}: Recoup has {state} (invoice "
+                    f"{invoice.state} by {invoice.recovered_by}; attempts {others})"
+                )
+    return Check(
+        name="Recoup knows every charge the ledger holds",
+        figure=f"{charged} charges in the ledger",
+        offenders=offenders,
+    )
+
+
+__all__ = ["Check", "check_all"]
