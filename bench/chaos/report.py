@@ -35,10 +35,10 @@ def render(result: ChaosResult) -> str:
         "checks:",
     ]
     for check in result.checks:
-        mark = "ok  " if check.passed else "FAIL"
+        mark = "ok  " if check.passed else ("FAIL" if check.binding else "NOTE")
         lines.append(f"  {mark} {check.name}: {check.figure}")
         lines += [f"         {o}" for o in check.offenders[:5]]
-    lines.append("PASSED" if result.passed else "FAILED")
+    lines.append("PASSED (every invariant held)" if result.passed else "FAILED")
     return "\n".join(lines)
 
 

@@ -24,6 +24,7 @@ class Snapshot:
     gateway: dict[str, Any]  # the simulated gateway's stats
     ledger: Ledger
     workers: list[str]  # ids in the workers table
+    double_charge_alarms: list[str]  # invoices with an `invoice.double_charged` event
 
 
 def read_recoup(
@@ -49,4 +50,15 @@ def read_recoup(
     return invoices, jobs, runs
 
 
-__all__ = ["Snapshot", "read_recoup"]
+def double_charge_alarms(store: Store, tenant: str, invoices: list[Invoice]) -> list[str]:
+    """The invoices Recoup told the tenant were charged twice (`invoice.double_charged`)."""
+    return [
+        i.invoice_id
+        for i in invoices
+        if any(
+            e.type == "invoice.double_charged" for e in store.invoice_events(tenant, i.invoice_id)
+        )
+    ]
+
+
+__all__ = ["Snapshot", "double_charge_alarms", "read_recoup"]
