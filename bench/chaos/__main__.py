@@ -3,7 +3,7 @@ terminated and the gateway is down; every invariant checked at the end.
 
     .venv/bin/python -m bench.chaos --backend postgres|sqlite [--failures 2000]
         [--duration 60] [--seed 7] [--drain-timeout 120] [--json FILE] [--logs DIR]
-        [--dsn postgresql://postgres@127.0.0.1:5432/test]
+        [--dsn postgresql://postgres@127.0.0.1:5432/test] [--keep-db]
 
 `--backend` may be given twice (or `all`). Prints the figures and the checks per backend;
 exits 1 if any invariant failed on any backend. PostgreSQL runs get a database of their own
@@ -34,6 +34,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the figures and checks here")
     parser.add_argument("--logs", type=Path, help="keep the processes' logs in this directory")
     parser.add_argument("--dsn", default=DEFAULT_POSTGRES_URL)
+    parser.add_argument(
+        "--keep-db", action="store_true", help="leave the PostgreSQL database for a look"
+    )
     args = parser.parse_args(argv)
     if args.failures < 1 or args.duration <= 0:
         parser.error("--failures and --duration must be positive")
@@ -52,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
             outage_seconds=args.outage,
             postgres_url=args.dsn,
             log_dir=None if args.logs is None else args.logs / backend,
+            keep_database=args.keep_db,
         )
         result = run_chaos(options)
         print(render(result), flush=True)

@@ -24,9 +24,12 @@ class Database:
 
 
 @contextmanager
-def fresh_database(backend: str, directory: Path, postgres_url: str) -> Iterator[Database]:
+def fresh_database(
+    backend: str, directory: Path, postgres_url: str, *, keep: bool = False
+) -> Iterator[Database]:
     """A new empty database of `backend` (SQLite: a file in `directory`; PostgreSQL: created
-    on the server of `postgres_url`, dropped with FORCE afterwards)."""
+    on the server of `postgres_url`, dropped with FORCE afterwards unless `keep`, for a look
+    at what a failed run left)."""
     if backend == "sqlite":
         url = f"sqlite:///{directory / 'recoup.db'}"
         yield Database(backend=backend, url=url, harness_url=url)
@@ -49,8 +52,9 @@ def fresh_database(backend: str, directory: Path, postgres_url: str) -> Iterator
             name=name,
         )
     finally:
-        with psycopg.connect(postgres_url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if not keep:
+            with psycopg.connect(postgres_url, autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 __all__ = ["HARNESS_APP_NAME", "Database", "fresh_database"]

@@ -66,6 +66,7 @@ class ChaosOptions:
     pg_terminations: int = 2
     postgres_url: str = DEFAULT_POSTGRES_URL
     log_dir: Path | None = None  # the processes' logs are kept there (default: thrown away)
+    keep_database: bool = False  # PostgreSQL: leave the run's database for a look afterwards
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,7 +95,9 @@ def run_chaos(options: ChaosOptions) -> ChaosResult:
         work.mkdir(parents=True, exist_ok=True)
         for left in [*work.glob("*.db*"), *work.glob("*.log")]:
             left.unlink()  # a kept log directory used again: every run starts from nothing
-        db = stack.enter_context(fresh_database(options.backend, work, options.postgres_url))
+        db = stack.enter_context(
+            fresh_database(options.backend, work, options.postgres_url, keep=options.keep_database)
+        )
         store = open_store(db.harness_url)  # migrates before any process starts
         stack.callback(store.close)
         return _run(options, store, db, work, began)
@@ -197,6 +200,7 @@ def _run(options: ChaosOptions, store: Store, db: Any, work: Path, began: float)
     checks.append(_chaos_ran(options, log, plan))
     figures = {
         "backend": options.backend,
+        "database": db.url if options.keep_database else None,
         "failures_generated": len(customers),
         "failures_reported": len(loaded.reported),
         "customer_events": dict(sorted(loaded.counts.items())),
