@@ -3,6 +3,8 @@ gives its figure and the first offenders; the run fails if any check fails.
 
 - charges per (invoice, attempt) ≤ 1, at the gateway (money moved under one key);
 - at most one successful charge per invoice, at the gateway and in the receiver's ledger;
+- the ledger and the gateway agree: a booked charge moved money under its key, and money
+  moved under a key is booked unless its attempt is still open;
 - no charge after an invoice was paid another way;
 - no planned attempt lost: each attempt of each invoice ran to an outcome, was cancelled, or
   is still open with a live job; an invoice not final has a live job;
@@ -72,6 +74,7 @@ def check_all(
     return [
         charges_per_attempt(snap),
         one_charge_per_invoice(snap),
+        ledger_charges_moved_money(snap),
         no_charge_after_paid(snap, paid_out_of_band),
         no_attempt_lost(snap),
         no_expired_lease(snap),
@@ -110,6 +113,32 @@ def one_charge_per_invoice(snap: Snapshot) -> Check:
         name="at most one successful charge per invoice (gateway and ledger)",
         figure=f"{doubles.money_moved} charges moved money, {len(twice)} invoices twice",
         offenders=twice,
+    )
+
+
+def ledger_charges_moved_money(snap: Snapshot) -> Check:
+    """Both ways: a booked charge moved money under its key; money moved under a key is
+    booked, unless its attempt is still open (a timed-out charge the receiver reconciles
+    when the attempt is asked again)."""
+    per_key: dict[str, int] = snap.gateway["charges_per_key"]
+    booked = {f"charge:{i}:{n}" for i, numbers in snap.ledger.succeeded.items() for n in numbers}
+    moved = {k for k, times in per_key.items() if k.startswith("charge:") and times > 0}
+    offenders = sorted(f"{k}: booked, no money moved" for k in booked - moved)
+    open_keys = {
+        f"charge:{i.invoice_id}:{a.attempt}"
+        for i in snap.invoices
+        for a in i.attempts
+        if a.state in _OPEN_ATTEMPT
+    }
+    unbooked = moved - booked
+    offenders += sorted(
+        f"{k}: money moved, not booked, attempt closed" for k in unbooked - open_keys
+    )
+    return Check(
+        name="the ledger and the gateway agree on every charge",
+        figure=f"{len(booked)} booked, {len(moved)} keys moved money, "
+        f"{len(unbooked & open_keys)} not booked yet (their attempt still open)",
+        offenders=offenders,
     )
 
 

@@ -23,6 +23,7 @@ import httpx
 
 START_TIMEOUT = 60.0  # seconds for the API to import, migrate and listen
 STOP_TIMEOUT = 15.0  # seconds a process gets after SIGTERM before SIGKILL
+WORKER_GRACE = 5.0  # seconds a stopping worker gives its running attempts
 ROOT = Path(__file__).resolve().parents[2]  # the repository: `python -m` finds recoup there
 
 
@@ -115,6 +116,9 @@ class Processes:
         self.incarnations[slot] = n + 1
         worker_id = f"{slot}.{n}"
         args = ["worker", *self.db_args, "--worker-id", worker_id, "--allow-private-targets"]
+        # A graceful stop well inside STOP_TIMEOUT: an attempt still running then is given
+        # back, not cut off by the SIGKILL that would follow.
+        args += ["--grace-seconds", str(WORKER_GRACE)]
         self.workers[slot] = self._spawn(f"worker-{worker_id}", args)
         return worker_id
 
@@ -131,6 +135,12 @@ class Processes:
 
     def workers_alive(self) -> list[str]:
         return [self.worker_id(slot) for slot, proc in self.workers.items() if proc.alive]
+
+    def stop_workers(self) -> None:
+        """SIGTERM the running workers and wait for them: they finish or give back what they
+        hold and leave the workers table (a graceful shutdown)."""
+        for proc in self.workers.values():
+            proc.stop()
 
     def stop_all(self) -> None:
         """SIGTERM every process still running (workers first: they finish their attempts),

@@ -168,6 +168,11 @@ def _run(options: ChaosOptions, store: Store, db: Any, work: Path, began: float)
             time.sleep(0.5)  # the watch's last looks
         finally:
             watch.stop()
+        # Nothing may move while the two sides are read: a job whose backoff ends between
+        # reading the invoices and the jobs, or the gateway and the ledger, would make them
+        # disagree. The workers stop gracefully first (what they hold is finished or given
+        # back); the billing app stops before its ledger is read.
+        procs.stop_workers()
         with GatewayClient(f"{billing_url}/gateway") as gateway:
             gateway_stats = gateway.stats()
         invoices, jobs, runs = read_recoup(store, TENANT)

@@ -204,3 +204,14 @@ def test_findings_are_reported_without_failing_the_run() -> None:
         "finding: every invoice.double_charged event is a real double charge",
     }
     assert all(not c.binding for c in found.values() if not c.passed)
+
+
+def test_the_ledger_and_the_gateway_must_agree_on_every_charge() -> None:
+    phantom = Ledger(succeeded={"inv_1": [2, 1]}, paid={"inv_1"}, paid_without_charge=set())
+    assert "the ledger and the gateway agree on every charge" in failed(
+        replace(CLEAN, ledger=phantom)
+    )
+    unbooked = {**CLEAN.gateway, "charges_per_key": {"charge:inv_1:1": 1, "charge:inv_1:2": 1}}
+    assert "the ledger and the gateway agree on every charge" in failed(
+        replace(CLEAN, gateway=unbooked)
+    )
