@@ -70,6 +70,16 @@ class WorkersWatch:
                 raise RuntimeError(f"workers {list(worker_ids)} did not register in {timeout:g} s")
             time.sleep(POLL)
 
+    def wait_rescued(self, worker_ids: Sequence[str], timeout: float) -> bool:
+        """Wait until every one of `worker_ids` that registered is gone from the table (or
+        `timeout` passes: the check of the run then names those left)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if all(self.rescued(w) for w in worker_ids if self.registered(w)):
+                return True
+            time.sleep(POLL)
+        return False
+
     def rescued(self, worker_id: str) -> bool:
         return worker_id in self.gone_at
 

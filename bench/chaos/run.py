@@ -51,6 +51,7 @@ TENANT = "chaos"
 POLICY = "business-days"
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 START_TIMEOUT = 60.0  # seconds for the workers to register
+RESCUE_TIMEOUT = 30.0  # seconds the last kills get to be found dead after the chaos
 QUIET = 1.0  # seconds with nothing due and nothing running that count as drained
 
 
@@ -164,6 +165,9 @@ def _run(options: ChaosOptions, store: Store, db: Any, work: Path, began: float)
             finally:
                 chaos.stop()
             chaos_seconds = time.monotonic() - started
+            # A worker killed in the last seconds is found dead a few seconds later (PostgreSQL:
+            # ~3 s): the live workers get that long before they stop.
+            watch.wait_rescued([k.worker_id for k in chaos.log.kills], RESCUE_TIMEOUT)
             drained, drain_seconds = _drain(store, options.drain_timeout)
             time.sleep(0.5)  # the watch's last looks
         finally:
