@@ -169,7 +169,8 @@ def test_a_surrogate_in_a_path_segment_never_reaches_a_handler(api: Api, path: s
         ("/v1/jobs", "name_prefix"),
         ("/v1/jobs", "group"),
         ("/v1/jobs", "cursor"),
-        ("/v1/schedules", "name_prefix"),
+        ("/v1/schedules", "name"),
+        ("/v1/schedules", "cursor"),
         ("/v1/dunning/invoices", "customer_id"),
         ("/v1/dunning/invoices", "cursor"),
     ],
@@ -183,6 +184,13 @@ def test_a_surrogate_in_a_query_parameter_never_reaches_a_handler(
     assert response.status_code in (200, 422), response.text
     if response.status_code == 422:  # a cursor that is not one of ours
         assert_problem(response, 422, param)
+    assert SURROGATE not in response.text
+
+
+def test_a_surrogate_in_an_unknown_query_parameter_is_named_not_echoed_raw(api: Api) -> None:
+    http = api.http(api.tenant())
+    response = http.get("/v1/schedules?name_prefix=a%ED%A0%80b")
+    assert_problem(response, 400, "name_prefix")
     assert SURROGATE not in response.text
 
 
