@@ -171,6 +171,8 @@ def test_the_report_as_one_html_page(served: Served) -> None:
     ("params", "field"),
     [
         ({"since": "2026-06-01T00:00:00"}, "since"),  # no offset
+        ({"until": "0.5"}, "until"),  # not read as Unix time (found by fuzzing)
+        ({"since": "1780000000"}, "since"),
         ({"since": "2026-06-10T00:00:00Z", "until": "2026-06-01T00:00:00Z"}, "until"),
         ({"min_volume": 0}, "min_volume"),
         ({"format": "pdf"}, "format"),

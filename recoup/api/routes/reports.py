@@ -11,7 +11,7 @@ import json
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query
-from pydantic import AwareDatetime
+from pydantic import AwareDatetime, BeforeValidator
 from starlette.responses import HTMLResponse, Response
 
 from recoup.analytics.recovery import render_html, report_json
@@ -28,8 +28,24 @@ router = APIRouter(
 )
 
 MerchantId = Annotated[str, Path(min_length=1, max_length=100, pattern=NO_NUL)]
+
+
+def _not_a_number(value: Any) -> Any:
+    """Pydantic reads "0.5" as Unix time; an instant here is written out (found by fuzzing)."""
+    if isinstance(value, str):
+        try:
+            float(value)
+        except ValueError:
+            return value
+        raise ValueError(
+            "expected ISO 8601 with an offset, e.g. 2026-06-01T00:00:00Z, not a number"
+        )
+    return value
+
+
 Instant = Annotated[
     AwareDatetime | None,
+    BeforeValidator(_not_a_number),
     Query(description="ISO 8601 with an offset, e.g. 2026-06-01T00:00:00Z."),
 ]
 MinVolume = Annotated[
