@@ -9,7 +9,10 @@ Rules, in the order `transition` applies them:
 
 - A message about an attempt that already has a final outcome changes nothing (duplicates and
   late copies), except a success reported for an attempt that was cancelled: the charge
-  happened after all, so it is recorded as a double charge (`invoice.double_charged`).
+  happened after all. If the invoice was recovered by the charge endpoint's `already_handled`
+  and no attempt is credited yet, it is the charge the endpoint had seen (the endpoint charges
+  an invoice only while it is open, under its lock): the attempt is credited with the recovery
+  (`note.recovery_credited`). Otherwise it is a double charge (`invoice.double_charged`).
 - `succeeded` → recovered; every open attempt is cancelled. `already_handled` on an open
   attempt means the charge side holds the invoice as settled → recovered as well.
 - `pending` (ambiguous provider answer) and `awaiting_report` (202) keep the attempt open.
@@ -166,7 +169,7 @@ def _on_attempt(b: Builder, msg: AttemptReported, planning: Planning) -> bool:
             # The attempt was cancelled (paid meanwhile, recovered by another attempt) while
             # its request was in flight, and the charge went through. Recorded once: the
             # attempt is now `succeeded`.
-            _double_charged(b, record, msg.at)
+            _late_success(b, record, msg.at)
             return True
         return False
     match msg.outcome:
@@ -178,8 +181,8 @@ def _on_attempt(b: Builder, msg: AttemptReported, planning: Planning) -> bool:
             b.event(f"note.attempt_{msg.outcome}", msg.at, attempt=n)
             return True
         case "succeeded":
-            if inv.state is InvoiceState.RECOVERED:  # paid out of band while it ran
-                _double_charged(b, record, msg.at)
+            if inv.state is InvoiceState.RECOVERED:  # recovered otherwise while it ran
+                _late_success(b, record, msg.at)
                 return True
             b.set_attempt(replace(record, state=AttemptState.SUCCEEDED, reported_at=msg.at))
             recover(b, msg.at, by=f"attempt:{n}", attempt=n)
@@ -200,6 +203,20 @@ def _on_attempt(b: Builder, msg: AttemptReported, planning: Planning) -> bool:
             return _on_failed(b, record, msg, planning)
         case _:
             assert_never(msg.outcome)
+
+
+def _late_success(b: Builder, record: AttemptRecord, at: datetime) -> None:
+    """A success for an invoice already recovered: the charge the endpoint's `already_handled`
+    stood for (credited), or a second charge."""
+    inv = b.invoice
+    credited = any(a.state is AttemptState.SUCCEEDED for a in b.attempts.values())
+    if inv.recovered_by != "charge_endpoint" or credited:
+        _double_charged(b, record, at)
+        return
+    b.set_attempt(replace(record, state=AttemptState.SUCCEEDED, reported_at=at))
+    b.changes["recovered_by"] = f"attempt:{record.attempt}"
+    b.changes["reason"] = "recovered by attempt"
+    b.event("note.recovery_credited", at, attempt=record.attempt)
 
 
 def _double_charged(b: Builder, record: AttemptRecord, at: datetime) -> None:

@@ -236,6 +236,24 @@ def test_already_handled_means_the_charge_side_holds_it_settled() -> None:
     assert run.invoice.recovered_by == "charge_endpoint"
 
 
+def test_the_charge_behind_already_handled_is_credited_not_called_a_double_charge() -> None:
+    # Found by the chaos run: two attempts of one invoice ran together; the endpoint charged
+    # one and answered `already_handled` to the other, whose report came first.
+    run = Run(*opened())
+    run.send(AttemptReported(attempt=2, outcome="already_handled", at=at(1)))
+    assert run.invoice.recovered_by == "charge_endpoint"
+    run.send(AttemptReported(attempt=1, outcome="succeeded", at=at(1.01)))
+    assert run.invoice.state is InvoiceState.RECOVERED
+    assert run.invoice.recovered_by == "attempt:1"
+    assert run.invoice.attempt(1).state is AttemptState.SUCCEEDED  # type: ignore[union-attr]
+    assert run.types()[-1] == "note.recovery_credited"
+    assert "invoice.double_charged" not in run.types()
+    # A second success is a second charge.
+    run.send(AttemptReported(attempt=3, outcome="succeeded", at=at(1.02)))
+    assert run.types()[-1] == "invoice.double_charged"
+    assert run.invoice.recovered_by == "attempt:1"
+
+
 def test_an_unknown_attempt_is_not_found() -> None:
     run = Run(*opened())
     with pytest.raises(NotFound, match="attempt 9"):
