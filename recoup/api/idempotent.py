@@ -33,7 +33,7 @@ from pydantic import BaseModel
 from starlette.responses import Response
 
 from recoup.api.problems import ApiProblem, FieldError, problem_for, problem_response
-from recoup.errors import InvalidInput, RecoupError
+from recoup.errors import InvalidInput, RecoupError, StorageError
 from recoup.idempotency import (
     IdempotencyStore,
     InProgress,
@@ -50,6 +50,7 @@ from recoup.timekeeping.clock import Clock
 
 REPLAYED_HEADER = "Idempotent-Replayed"
 JSON = "application/json"
+RELEASE_TRIES = 4  # a pool's dropped connections met in turn before a fresh one (see _release)
 
 
 def json_response(status: int, model: BaseModel) -> Response:
@@ -112,10 +113,10 @@ class PostContext:
             response = problem_response(problem_for(exc))
             keep = _worth_keeping(exc)
         except BaseException:
-            self.store.release(tenant=self.tenant, key=self.key, locked_at=locked_at)
+            self._release(locked_at)
             raise
         if not keep:
-            self.store.release(tenant=self.tenant, key=self.key, locked_at=locked_at)
+            self._release(locked_at)
         else:
             self._complete(locked_at, response)
         return response
@@ -156,6 +157,20 @@ class PostContext:
             now=self.clock.now(),
             lock_timeout=self.lock_timeout,
         )
+
+    def _release(self, locked_at: datetime) -> None:
+        """Free the key, asking again when the database fails: an operation that failed on a
+        dropped connection (a restarted or terminated server) meets the pool's other dropped
+        connections here, and a key left locked refuses the client's retry with 409 until its
+        lock times out. Each failed connection leaves the pool, so a later try gets a fresh one."""
+        assert self.key is not None
+        for attempt in range(1, RELEASE_TRIES + 1):
+            try:
+                self.store.release(tenant=self.tenant, key=self.key, locked_at=locked_at)
+                return
+            except StorageError:
+                if attempt == RELEASE_TRIES:
+                    raise
 
     def _complete(self, locked_at: datetime, response: Response) -> None:
         assert self.key is not None

@@ -769,3 +769,35 @@ def test_metrics_without_a_token_answer_loopback_clients_only(api: Api) -> None:
     refused = asyncio.run(from_afar())
     assert refused.status_code == 403
     assert "--metrics-token" in refused.json()["detail"]
+
+
+def test_a_key_is_freed_even_when_its_first_release_meets_a_dropped_connection(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by the chaos run: after pg_terminate_backend, the operation failed and so did the
+    # release on the pool's next dropped connection, leaving the key locked (409) for 60 s.
+    http = api.http(api.tenant())
+    services = api.app.state.services
+    tables, scheduler = services.tables, services.scheduler
+    release = tables.release
+    failures = iter([StorageError("server closed the connection")] * 2)
+
+    def dropped(*args: Any, **kwargs: Any) -> Any:
+        raise StorageError("terminating connection due to administrator command")
+
+    def flaky_release(*args: Any, **kwargs: Any) -> Any:
+        failure = next(failures, None)
+        if failure is not None:
+            raise failure
+        return release(*args, **kwargs)
+
+    monkeypatch.setattr(scheduler, "cancel_by_prefix", dropped)
+    monkeypatch.setattr(tables, "release", flaky_release)
+    body = {"name_prefix": "night"}
+    failed = http.post("/v1/jobs/cancel", json=body, headers={"Idempotency-Key": "k-drop"})
+    assert failed.status_code == 503, failed.text
+    assert next(failures, None) is None  # both failed releases were tried again
+    monkeypatch.undo()
+    again = http.post("/v1/jobs/cancel", json=body, headers={"Idempotency-Key": "k-drop"})
+    assert again.status_code == 200, again.text
+    assert "Idempotent-Replayed" not in again.headers
