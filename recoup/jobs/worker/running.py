@@ -12,6 +12,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 
+from recoup.jobs.handler_attempts import run_handler, run_inline
 from recoup.jobs.handlers import HandlerRegistry
 from recoup.jobs.model import HttpTarget, PythonTarget
 from recoup.jobs.targets import (
@@ -19,8 +20,6 @@ from recoup.jobs.targets import (
     AttemptResult,
     HttpExecutor,
     describe,
-    run_handler,
-    run_inline,
     timed_out,
 )
 from recoup.jobs.worker.clocks import Elapsed, Timer

@@ -14,6 +14,7 @@ import aiohttp
 import pytest
 from standardwebhooks import Webhook
 
+from recoup.jobs.handler_attempts import run_handler, run_inline
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry, PermanentError
 from recoup.jobs.model import (
     RESPONSE_EXCERPT_LIMIT,
@@ -31,8 +32,6 @@ from recoup.jobs.targets import (
     classify_exception,
     classify_status,
     encode_body,
-    run_handler,
-    run_inline,
     tls_context,
 )
 from tests.jobs.engine.support import SECRET, Receiver, Reply
