@@ -329,6 +329,7 @@ class Dunning:
         policy = tenant_policies(settings).for_invoice(current.policy)
         history = self._history(tenant, current.card_fingerprint, now)
         planning = Planning(policy=policy, history=history)
+        done: list[Transition] = []  # what `change` decided under the lock
 
         def change(invoice: Invoice) -> InvoiceChange | None:
             seq = self.store.event_count(tenant, invoice_id)
@@ -339,14 +340,12 @@ class Dunning:
             return InvoiceChange(invoice=found.invoice, events=found.events)
 
         def unit() -> Transition | None:
-            done.clear()
             if self.store.change_invoice(tenant, invoice_id, change) is None:
                 return None
             t = done[-1]
             self._carry_out(t.invoice, t.commands, t.events, event_url=settings.event_url, now=now)
             return t
 
-        done: list[Transition] = []
         changed = self.store.atomically(unit)
         return self.get(tenant, invoice_id) if changed is None else changed.invoice
 
