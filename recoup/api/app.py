@@ -78,6 +78,7 @@ def create_app(
             count_by_state=store.count_by_state,
             due_backlog=services.due_backlog,
             count_live=store.count_live,
+            count_by_tenant=store.count_by_tenant,
         ),
         test_clock=test_clock,
         limiter=limiter

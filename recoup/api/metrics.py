@@ -13,6 +13,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from recoup.jobs.metrics import FINAL_TTL, LIVE_TTL, JobMetrics
 from recoup.jobs.model import JobState
+from recoup.jobs.tenant_metrics import MAX_TENANT_LABELS
 
 
 class ApiMetrics(JobMetrics):
@@ -24,6 +25,8 @@ class ApiMetrics(JobMetrics):
         count_by_state: Callable[[], Mapping[JobState, int]],
         due_backlog: Callable[[], int] | None = None,
         count_live: Callable[[], Mapping[JobState, int]] | None = None,
+        count_by_tenant: Callable[[], Mapping[str, Mapping[JobState, int]]] | None = None,
+        max_tenant_labels: int = MAX_TENANT_LABELS,
         live_ttl: float = LIVE_TTL,
         final_ttl: float = FINAL_TTL,
         monotonic: Callable[[], float] = time.monotonic,
@@ -32,6 +35,8 @@ class ApiMetrics(JobMetrics):
             count_by_state=count_by_state,
             due_backlog=due_backlog,
             count_live=count_live,
+            count_by_tenant=count_by_tenant,
+            max_tenant_labels=max_tenant_labels,
             live_ttl=live_ttl,
             final_ttl=final_ttl,
             monotonic=monotonic,

@@ -128,6 +128,7 @@ def serve_command(
         count_by_state=store.count_by_state,
         due_backlog=lambda: store.due_backlog(clock.now()),
         count_live=store.count_live,
+        count_by_tenant=store.count_by_tenant,
     )
     scheduler = Scheduler(store, clock=clock, ssrf=guard)
     settings = ApiSettings(

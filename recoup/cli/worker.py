@@ -118,6 +118,7 @@ def worker_command(
             count_by_state=store.count_by_state,
             due_backlog=lambda: store.due_backlog(clock.now()),
             count_live=store.count_live,
+            count_by_tenant=store.count_by_tenant,
         )
         on_attempt = metrics.observe_attempt
         metrics_server, _ = start_http_server(

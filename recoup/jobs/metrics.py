@@ -9,8 +9,11 @@ worker --metrics-port` serves them; the HTTP API adds its request metrics (`reco
   `due_backlog`, which walk the partial indexes of live jobs, every `LIVE_TTL`; the final states
   need a count of every finished row, so they are re-read only every `FINAL_TTL`. With tens of
   millions of jobs a scrape still answers from memory nearly always;
-- `recoup_firing_lag_seconds` (histogram) and `recoup_attempts_total{outcome}`: observed by the
-  worker that runs in the same process, through its `on_attempt` hook (`observe_attempt`).
+- `recoup_firing_lag_seconds{tenant}` (histogram) and `recoup_attempts_total{outcome,tenant}`:
+  observed by the worker that runs in the same process, through its `on_attempt` hook
+  (`observe_attempt`);
+- `recoup_tenant_jobs{tenant,state}`, given `count_by_tenant`: every state per tenant, re-read
+  every `FINAL_TTL`. Tenant labels are bounded (`recoup.jobs.tenant_metrics`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from recoup.jobs.model import Job, JobState, Run
+from recoup.jobs.tenant_metrics import MAX_TENANT_LABELS, TenantJobsCollector, TenantLabels
 
 log = logging.getLogger("recoup.metrics")
 
@@ -111,6 +115,8 @@ class JobMetrics:
         count_by_state: Callable[[], Mapping[JobState, int]],
         due_backlog: Callable[[], int] | None = None,
         count_live: Callable[[], Mapping[JobState, int]] | None = None,
+        count_by_tenant: Callable[[], Mapping[str, Mapping[JobState, int]]] | None = None,
+        max_tenant_labels: int = MAX_TENANT_LABELS,
         live_ttl: float = LIVE_TTL,
         final_ttl: float = FINAL_TTL,
         monotonic: Callable[[], float] = time.monotonic,
@@ -126,23 +132,33 @@ class JobMetrics:
                 monotonic=monotonic,
             )
         )
+        if count_by_tenant is not None:
+            self.registry.register(
+                TenantJobsCollector(
+                    count_by_tenant, limit=max_tenant_labels, ttl=final_ttl, monotonic=monotonic
+                )
+            )
+        self.tenant_label = TenantLabels(max_tenant_labels)
         self.firing_lag = Histogram(
             "recoup_firing_lag_seconds",
-            "Delay between a job's run_at and the start of its attempt.",
+            "Delay between a job's run_at and the start of its attempt, by tenant.",
+            ["tenant"],
             buckets=LAG_BUCKETS,
             registry=self.registry,
         )
         self.attempts = Counter(
             "recoup_attempts",
-            "Attempts by outcome.",
-            ["outcome"],
+            "Attempts by tenant and outcome.",
+            ["tenant", "outcome"],
             registry=self.registry,
         )
 
     def observe_attempt(self, job: Job, run: Run) -> None:
         """Record one attempt: a `Worker`'s `on_attempt` hook."""
-        self.attempts.labels(run.outcome.value).inc()
-        self.firing_lag.observe(max(0.0, (run.started_at - job.run_at).total_seconds()))
+        tenant = self.tenant_label(job.tenant)
+        self.attempts.labels(tenant, run.outcome.value).inc()
+        lag = max(0.0, (run.started_at - job.run_at).total_seconds())
+        self.firing_lag.labels(tenant).observe(lag)
 
 
 __all__ = ["FINAL_TTL", "LAG_BUCKETS", "LIVE_TTL", "JobMetrics"]

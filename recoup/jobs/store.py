@@ -321,6 +321,11 @@ class JobStore(Protocol):
         index (finished rows, however many, are never read)."""
         ...
 
+    def count_by_tenant(self) -> dict[str, dict[JobState, int]]:
+        """Every tenant's count of jobs in each state it has; reads every job (the metrics
+        read it rarely, see `recoup.jobs.metrics`)."""
+        ...
+
     # Retention
     def prune(self, *, now: datetime, keep_runs_for: timedelta, limit: int = 10_000) -> PruneResult:
         """Delete final jobs past their `keep_for`, and runs older than `keep_runs_for`

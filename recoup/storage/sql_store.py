@@ -255,6 +255,14 @@ class SqlStore:
             rows = conn.execute(self.Q["count_live"]).fetchall()
         return {JobState(state): int(count) for state, count in rows}
 
+    def count_by_tenant(self) -> dict[str, dict[JobState, int]]:
+        with self.read() as conn:
+            rows = conn.execute(self.Q["count_by_tenant"]).fetchall()
+        counts: dict[str, dict[JobState, int]] = {}
+        for tenant, state, count in rows:
+            counts.setdefault(tenant, {})[JobState(state)] = int(count)
+        return counts
+
     # Retention
 
     def prune(self, *, now: datetime, keep_runs_for: timedelta, limit: int = 10_000) -> PruneResult:

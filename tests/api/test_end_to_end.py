@@ -136,6 +136,6 @@ def test_a_job_that_fails_twice_then_succeeds_logs_three_signed_attempts(
     assert receiver.refused == []
     assert len(receiver.verified) == 3
     assert {h["webhook-id"] for h in receiver.verified} == {job.id}  # one id for every retry
-    assert 'recoup_attempts_total{outcome="succeeded"} 1.0' in metrics
-    assert 'recoup_attempts_total{outcome="retry"} 2.0' in metrics
-    assert "recoup_firing_lag_seconds_count 3.0" in metrics
+    assert 'recoup_attempts_total{outcome="succeeded",tenant="e2e"} 1.0' in metrics
+    assert 'recoup_attempts_total{outcome="retry",tenant="e2e"} 2.0' in metrics
+    assert 'recoup_firing_lag_seconds_count{tenant="e2e"} 3.0' in metrics

@@ -564,6 +564,22 @@ def test_due_backlog_counts_scheduled_jobs_due_by_now_across_tenants(store: Stor
     assert store.due_backlog(T0 + SECOND) == 4
 
 
+def test_count_by_tenant_counts_each_tenants_states_apart(store: Store) -> None:
+    assert store.count_by_tenant() == {}
+    store.insert_many(
+        [job(), job(), job(tenant="other"), job(tenant="third", run_at=T0 + SECOND)],
+        now=T0,
+    )
+    (claimed, *_) = claim(store, limit=1)
+    store.complete_many([report(claimed, RunOutcome.SUCCEEDED)], now=T0)
+    counts = store.count_by_tenant()
+    assert set(counts) == {"default", "other", "third"}
+    assert counts["third"] == {JobState.SCHEDULED: 1}
+    assert sum(counts[claimed.tenant].values()) == (2 if claimed.tenant == "default" else 1)
+    assert counts[claimed.tenant][JobState.SUCCEEDED] == 1
+    assert sum(n for states in counts.values() for n in states.values()) == 4
+
+
 # Cancelling
 
 

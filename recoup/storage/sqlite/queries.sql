@@ -334,6 +334,9 @@ SELECT 'running', count(*) FROM jobs WHERE state = 'running'
 -- count_by_state_of_tenant --
 SELECT state, count(*) FROM jobs WHERE tenant = :tenant GROUP BY state
 
+-- count_by_tenant --
+SELECT tenant, state, count(*) FROM jobs GROUP BY tenant, state
+
 -- due_backlog --
 -- Served by the partial index of scheduled jobs on run_at.
 -- Held jobs (of disabled tenants) are not: nothing fires them.

@@ -107,8 +107,8 @@ def test_job_metrics_count_attempts_and_firing_lag_through_the_hook(jobstore: An
     worker.drain()
 
     text = generate_latest(metrics.registry).decode()
-    assert 'recoup_attempts_total{outcome="succeeded"} 1.0' in text
-    assert 'recoup_attempts_total{outcome="retry"} 1.0' in text
-    assert "recoup_firing_lag_seconds_count 2.0" in text
-    assert 'recoup_firing_lag_seconds_bucket{le="0.01"} 0.0' in text
-    assert 'recoup_firing_lag_seconds_bucket{le="0.025"} 2.0' in text
+    assert 'recoup_attempts_total{outcome="succeeded",tenant="default"} 1.0' in text
+    assert 'recoup_attempts_total{outcome="retry",tenant="default"} 1.0' in text
+    assert 'recoup_firing_lag_seconds_count{tenant="default"} 2.0' in text
+    assert 'recoup_firing_lag_seconds_bucket{le="0.01",tenant="default"} 0.0' in text
+    assert 'recoup_firing_lag_seconds_bucket{le="0.025",tenant="default"} 2.0' in text

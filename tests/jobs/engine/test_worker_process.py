@@ -215,10 +215,11 @@ def test_a_worker_alone_serves_its_attempt_metrics_with_metrics_port(
 
     # The completion is written before the hook runs: wait for the counter, not the state.
     assert wait_until(
-        lambda: 'recoup_attempts_total{outcome="succeeded"} 1.0' in scraped(), DEADLINE
+        lambda: 'recoup_attempts_total{outcome="succeeded",tenant="default"} 1.0' in scraped(),
+        DEADLINE,
     ), worker.output()
     text = scraped()
-    assert "recoup_firing_lag_seconds_count 1.0" in text
+    assert 'recoup_firing_lag_seconds_count{tenant="default"} 1.0' in text
     assert "recoup_jobs_due 0.0" in text
     assert 'recoup_jobs{state="succeeded"} 1.0' in text
     worker.process.send_signal(signal.SIGTERM)
