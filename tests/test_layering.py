@@ -40,7 +40,8 @@ ALLOWED: dict[str, set[str]] = {
     "logs": PURE,  # the long-running commands' log format, chosen at the edge
     "cli": PURE
     | {"dunning", "jobs", "idempotency", "payments", "analytics", "tenancy", "recovery"}
-    | {"storage", "api", "demo", "logs"},  # `recoup serve` serves the app; `recoup demo` …
+    | {"storage", "api", "demo", "logs"}  # `recoup serve` serves the app; `recoup demo` …
+    | {"receiver"},  # `recoup listen` checks signatures as a user's receiver would
     "__main__": {"cli"},
     "__init__": {"jobs", "storage", "dunning", "recovery", "timekeeping", "errors"},
 }
