@@ -20,6 +20,7 @@ from recoup.client import Client, Unprocessable
 from recoup.dunning.planner import Failure, plan_retries
 from recoup.dunning.policy import preset
 from recoup.storage import Store
+from recoup.tenancy import disable_tenant, enable_tenant
 from tests.api.conftest import Api
 from tests.recovery.stripe_payloads import (
     BASIL,
@@ -322,6 +323,18 @@ def test_no_intake_without_a_secret_and_for_no_tenant_look_the_same(
     ]
     assert [a.status_code for a in answers] == [404, 404, 404]
     assert len({a.text for a in answers}) == 1
+
+
+def test_a_disabled_tenants_events_are_refused_until_it_is_enabled(intake: Intake) -> None:
+    disable_tenant(intake.store, intake.tenant, now=datetime.now(UTC))
+    refused = intake.send(failed())
+    assert refused.status_code == 403 and refused.json()["type"].endswith("tenant-disabled")
+    forged = intake.send(failed(), secret="whsec_" + "n0tTh3S3cr3t" * 3)
+    assert forged.status_code == 400  # the signature first: the unsigned learn nothing
+    assert intake.store.get_invoice(intake.tenant, INVOICE) is None
+    enable_tenant(intake.store, intake.tenant, now=datetime.now(UTC))
+    # Stripe's next delivery of the same event is taken whole.
+    assert intake.send(failed()).json()["outcome"] == "dunning_opened"
 
 
 def test_the_secret_is_write_only_kept_when_left_out_and_removed_by_null(intake: Intake) -> None:

@@ -12,9 +12,11 @@ the secret nothing. Nothing is read or written before the signature holds.
 Answers: 200 with what was done (a replay: the first delivery's answer, `replayed: true` and
 `Idempotent-Replayed: true`); 200 `ignored` for an event the intake does not act on (Stripe
 retries anything but a 2xx); 400 for a missing or wrong signature, a timestamp outside the
-tolerance, or a body that is no event; 404 as above; 409 while another delivery of the same
-event is at work (`Retry-After`); 422 when the tenant cannot take the failure (no charge URL:
-set one, and Stripe's retry succeeds); 503 without the `stripe` package (`recoup[stripe]`).
+tolerance, or a body that is no event; 403 for a disabled tenant (after the signature holds;
+Stripe retries the event, so it is taken once the tenant is enabled); 404 as above; 409 while
+another delivery of the same event is at work (`Retry-After`); 422 when the tenant cannot
+take the failure (no charge URL: set one, and Stripe's retry succeeds); 503 without the
+`stripe` package (`recoup[stripe]`).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ _RESPONSES: dict[int | str, dict[str, Any]] = {
     for code, text in {
         400: "No or a wrong `Stripe-Signature`, a timestamp outside the tolerance, or a body "
         "that is no Stripe event.",
+        403: "The tenant is disabled (Stripe retries: the event is taken once it is enabled).",
         404: "No Stripe intake at this path (no such tenant, or no endpoint secret set).",
         409: "Another delivery of this event is being processed (`Retry-After`).",
         413: "The body is over the size limit.",
@@ -139,6 +142,17 @@ async def stripe_webhook(
             "with a Stripe endpoint secret set",
         )
     event = verify(await request.body(), stripe_signature, secret)
+    # After the signature: only Stripe learns that the tenant is disabled. A 4xx, because
+    # Stripe delivers the event again for up to three days: nothing is lost if the tenant is
+    # enabled within them, and nothing acts for a tenant its operator stopped.
+    found = await run_in_threadpool(api.services.scheduler.store.get_tenant, tenant)
+    if found is not None and found.disabled_at is not None:
+        raise ApiProblem(
+            403,
+            "tenant-disabled",
+            f"tenant {tenant!r} is disabled: the event is not taken (Stripe delivers it again "
+            "until the tenant is enabled, for up to three days)",
+        )
     try:
         answer = await run_in_threadpool(api.intake.receive, tenant, event)
     except EventInProgress as exc:
