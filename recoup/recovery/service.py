@@ -387,7 +387,11 @@ class Dunning:
                 case ScheduleAttempt():
                     jobs.append(attempt_job(invoice, command.attempt.attempt))
                 case CancelAttempt():
-                    self.store.cancel(invoice.tenant, command.attempt.job_id, now=now)
+                    # An attempt whose request is in flight is left to finish: the charge may
+                    # go through, and its answer must be heard (credited, or flagged).
+                    self.store.cancel(
+                        invoice.tenant, command.attempt.job_id, now=now, running=False
+                    )
                 case ScheduleDeadline():
                     jobs.append(deadline_job(invoice, command.at))
         if jobs:
@@ -434,7 +438,7 @@ class Dunning:
             if ref.attempt.state is AttemptState.SCHEDULED:
                 self.store.insert(attempt_job(invoice, ref.attempt.attempt), now=now)
             else:
-                self.store.cancel(ref.tenant, ref.attempt.job_id, now=now)
+                self.store.cancel(ref.tenant, ref.attempt.job_id, now=now, running=False)
             fixed += 1
         return fixed
 

@@ -166,6 +166,16 @@ def test_paid_while_an_attempt_is_in_flight_reports_the_double_charge(runtime: R
     types = runtime.side.event_types("inv_1")
     assert types.count("invoice.double_charged") == 1
     assert runtime.side.gateway.charges_per_key() == {"charge:inv_1:1": 1}
+    # The attempt's job was left to finish, not cancelled under it: a worker holding it is
+    # never told to drop it (its heartbeat still holds it), so the answer is heard.
+    first = next(a for a in invoice.attempts if a.attempt == 1)
+    assert first.state is AttemptState.SUCCEEDED
+    job = runtime.store.get("default", first.job_id)
+    assert job is not None and job.state is JobState.SUCCEEDED
+    later = [a for a in invoice.attempts if a.attempt > 1]
+    assert later and all(
+        runtime.store.get("default", a.job_id).state is JobState.CANCELLED for a in later
+    )
 
 
 def test_an_expired_card_then_a_card_update_gets_one_prompt_retry(runtime: Runtime) -> None:

@@ -345,6 +345,19 @@ UNION ALL
 SELECT {job_columns} FROM jobs
 WHERE tenant = %(tenant)s AND id = %(id)s AND NOT EXISTS (SELECT 1 FROM cancelled)
 
+-- cancel_unstarted_job --
+-- As cancel_job, but a running job is left to finish (and returned as it is).
+WITH cancelled AS (
+    UPDATE jobs
+    {_cancel_set}
+    WHERE tenant = %(tenant)s AND id = %(id)s AND state = 'scheduled'
+    RETURNING {job_columns}
+)
+SELECT * FROM cancelled
+UNION ALL
+SELECT {job_columns} FROM jobs
+WHERE tenant = %(tenant)s AND id = %(id)s AND NOT EXISTS (SELECT 1 FROM cancelled)
+
 -- cancel_by_name --
 UPDATE jobs
 {_cancel_set}

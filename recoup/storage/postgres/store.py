@@ -426,11 +426,12 @@ class PostgresStore(
 
     # Cancelling
 
-    def cancel(self, tenant: str, job_id: str, *, now: datetime) -> Job | None:
+    def cancel(
+        self, tenant: str, job_id: str, *, now: datetime, running: bool = True
+    ) -> Job | None:
+        query = Q["cancel_job" if running else "cancel_unstarted_job"]
         with self._conn() as conn:
-            row = conn.execute(
-                Q["cancel_job"], {"tenant": tenant, "id": job_id, "now": now}
-            ).fetchone()
+            row = conn.execute(query, {"tenant": tenant, "id": job_id, "now": now}).fetchone()
         return None if row is None else row_decoding.job_from_row(row, aware_utc)
 
 

@@ -245,6 +245,12 @@ UPDATE jobs
 {_cancel_set}
 WHERE tenant = :tenant AND id = :id AND state IN ('scheduled', 'running')
 
+-- cancel_unstarted_job --
+-- As cancel_job, but a running job is left to finish.
+UPDATE jobs
+{_cancel_set}
+WHERE tenant = :tenant AND id = :id AND state = 'scheduled'
+
 -- cancel_by_name --
 UPDATE jobs
 {_cancel_set}

@@ -388,9 +388,12 @@ class SqliteStore(
 
     # Cancelling
 
-    def cancel(self, tenant: str, job_id: str, *, now: datetime) -> Job | None:
+    def cancel(
+        self, tenant: str, job_id: str, *, now: datetime, running: bool = True
+    ) -> Job | None:
+        query = Q["cancel_job" if running else "cancel_unstarted_job"]
         with self._write() as conn:
-            conn.execute(Q["cancel_job"], {"tenant": tenant, "id": job_id, "now": micros(now)})
+            conn.execute(query, {"tenant": tenant, "id": job_id, "now": micros(now)})
             row = conn.execute(Q["get_job"], {"tenant": tenant, "id": job_id}).fetchone()
         return None if row is None else row_decoding.job_from_row(row, from_micros)
 
