@@ -280,12 +280,11 @@ class JobStore(Protocol):
         ...
 
     # Cancelling
-    def cancel(
-        self, tenant: str, job_id: str, *, now: datetime, running: bool = True
-    ) -> Job | None:
+    def cancel(self, tenant: str, job_id: str, *, now: datetime, begun: bool = True) -> Job | None:
         """Cancel a live job (idempotent: a final job is returned unchanged); None if absent.
-        `running=False` leaves a job whose attempt has started to finish (returned running):
-        for work whose answer must be heard once it was asked, such as a charge request."""
+        `begun=False` cancels only a job never claimed: one running, or scheduled again after
+        an attempt (a retry, a rescue), is left to finish and returned as it is. For work
+        whose answer must be heard once it was asked, such as a charge request."""
         ...
 
     def cancel_by_name(self, tenant: str, name: str, *, now: datetime) -> int: ...

@@ -2,9 +2,11 @@
 endpoint for one charge; a deadline ends the wait for a customer.
 
 An attempt re-checks its invoice first: an attempt no longer open, or an invoice recovered or
-exhausted, asks for nothing (the backstop behind cancellation). Then it POSTs the charge
-request, signed with Standard Webhooks and keyed `retry:{invoice}:{n}`, and turns the answer
-into a lifecycle message:
+exhausted, asks for nothing (the backstop behind cancellation), unless the attempt's request
+already went out: its job is then never cancelled under it, and a cancelled attempt on a later
+try is asked once more, so that a charge made before a crash is heard and credited. Then it
+POSTs the charge request, signed with Standard Webhooks and keyed `retry:{invoice}:{n}`, and
+turns the answer into a lifecycle message:
 
 | the endpoint answered                               | the attempt                        |
 |-----------------------------------------------------|------------------------------------|
@@ -126,9 +128,14 @@ class AttemptRunner:
         record = invoice.attempt(n)
         if record is None:
             raise PermanentError(f"invoice {invoice_id!r} has no attempt {n}")
-        if invoice.state.is_final or record.state not in (
-            AttemptState.SCHEDULED,
-            AttemptState.PENDING,
+        # An attempt cancelled after its request went out (its job is on a later try: a
+        # retry, or a rescue after a crash) is asked once more, to hear what became of that
+        # request: the endpoint replays its answer under the same key, or says the invoice is
+        # settled, and charges nothing new for an invoice no longer open.
+        owed = record.state is AttemptState.CANCELLED and ctx.attempt > 1
+        if not owed and (
+            invoice.state.is_final
+            or record.state not in (AttemptState.SCHEDULED, AttemptState.PENDING)
         ):
             return f"not asked: attempt {record.state}, invoice {invoice.state}"
         if tenant is not None and tenant.disabled:

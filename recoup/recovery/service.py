@@ -387,11 +387,10 @@ class Dunning:
                 case ScheduleAttempt():
                     jobs.append(attempt_job(invoice, command.attempt.attempt))
                 case CancelAttempt():
-                    # An attempt whose request is in flight is left to finish: the charge may
-                    # go through, and its answer must be heard (credited, or flagged).
-                    self.store.cancel(
-                        invoice.tenant, command.attempt.job_id, now=now, running=False
-                    )
+                    # An attempt already asked (in flight, or to be asked again after a
+                    # retry or a crash) is left to finish: its charge may have gone through,
+                    # and its answer must be heard (credited, or flagged).
+                    self.store.cancel(invoice.tenant, command.attempt.job_id, now=now, begun=False)
                 case ScheduleDeadline():
                     jobs.append(deadline_job(invoice, command.at))
         if jobs:
@@ -438,7 +437,7 @@ class Dunning:
             if ref.attempt.state is AttemptState.SCHEDULED:
                 self.store.insert(attempt_job(invoice, ref.attempt.attempt), now=now)
             else:
-                self.store.cancel(ref.tenant, ref.attempt.job_id, now=now, running=False)
+                self.store.cancel(ref.tenant, ref.attempt.job_id, now=now, begun=False)
             fixed += 1
         return fixed
 

@@ -172,8 +172,8 @@ class DunningStore(Protocol):
 
     def attempts_out_of_sync(self, *, limit: int = 500) -> list[AttemptRef]:
         """Attempts of every tenant whose job disagrees: `scheduled` with no job of that id,
-        or `cancelled` whose job is still scheduled (a running one is left to finish: a charge
-        request in flight must be heard)."""
+        or `cancelled` whose job is scheduled and was never claimed (one already asked is left
+        to finish: the answer to a charge request must be heard)."""
         ...
 
     def card_history(self, tenant: str, card: str, *, since: datetime) -> list[CardAttempt]:

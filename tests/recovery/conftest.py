@@ -35,7 +35,8 @@ START = datetime(2026, 6, 23, 15, 0, tzinfo=UTC)  # a Tuesday, 10:00 in Chicago
 @dataclass
 class ChargeSide:
     """The user's side: a charge endpoint (find by key before charging, as a receiver must)
-    and an event receiver. `before_charge` runs inside a request, before the charge."""
+    and an event receiver. `before_charge` runs inside a request, before the charge;
+    `after_charge` may replace the answer (an answer lost on the way back)."""
 
     gateway: SimulatedGateway
     secret: Callable[[], str]
@@ -44,6 +45,7 @@ class ChargeSide:
     requests: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     before_charge: Callable[[dict[str, Any]], None] | None = None
+    after_charge: Callable[[dict[str, Any], JSONResponse], JSONResponse] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def verified(self, request: Request, body: bytes) -> dict[str, Any]:
@@ -56,7 +58,8 @@ class ChargeSide:
         assert request.headers["idempotency-key"] == data["idempotency_key"]
         with self.lock:
             self.requests.append(data)
-        return await asyncio.to_thread(self._charge, data)
+        answer = await asyncio.to_thread(self._charge, data)
+        return answer if self.after_charge is None else self.after_charge(data, answer)
 
     def _charge(self, data: dict[str, Any]) -> JSONResponse:
         key = data["charge_idempotency_key"]

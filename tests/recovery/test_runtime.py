@@ -11,6 +11,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from starlette.responses import JSONResponse
 
 from recoup.dunning.invoice import AttemptState, InvoiceState
 from recoup.dunning.lifecycle import Opening, open_invoice
@@ -176,6 +177,61 @@ def test_paid_while_an_attempt_is_in_flight_reports_the_double_charge(runtime: R
     assert later and all(
         runtime.store.get("default", a.job_id).state is JobState.CANCELLED for a in later
     )
+
+
+def test_a_charge_whose_answer_was_lost_is_heard_after_a_sibling_recovered_the_invoice(
+    runtime: Runtime,
+) -> None:
+    lost: list[int] = []
+
+    def lose_the_first_answer(data: dict[str, Any], answer: Any) -> Any:
+        if not lost:  # charged at the gateway, but the answer never reaches Recoup
+            lost.append(data["attempt"])
+            return JSONResponse({"error": "connection reset"}, status_code=503)
+        return answer
+
+    runtime.side.after_charge = lose_the_first_answer
+    invoice = runtime.fail("inv_1", "fp_ok")
+    first, second = invoice.attempts[0], invoice.attempts[1]
+    runtime.advance(first.at - START + timedelta(seconds=1))
+    assert lost == [1] and runtime.side.gateway.charges_per_key() == {"charge:inv_1:1": 1}
+    # Another attempt's request finds the invoice settled: recovered by the charge endpoint,
+    # and the attempts still open are cancelled, but not attempt 1's job, already asked.
+    runtime.dunning.report_outcome("default", "inv_1", second.attempt, "already_handled")
+    assert runtime.store.get("default", first.job_id).state is JobState.SCHEDULED
+    for other in invoice.attempts[2:]:
+        assert runtime.store.get("default", other.job_id).state is JobState.CANCELLED
+    runtime.advance(DAY)
+    # Asked once more, the endpoint replays the charge it made: credited to attempt 1.
+    after = runtime.invoice("inv_1")
+    assert after.state is InvoiceState.RECOVERED and after.recovered_by == "attempt:1"
+    assert after.attempt(1).state is AttemptState.SUCCEEDED
+    assert runtime.side.gateway.charges_per_key() == {"charge:inv_1:1": 1}
+    assert [r["attempt"] for r in runtime.side.requests] == [1, 1]  # attempt 2: not asked
+    types = runtime.side.event_types("inv_1")
+    assert "invoice.double_charged" not in types
+    assert runtime.store.get("default", first.job_id).state is JobState.SUCCEEDED
+
+
+def test_an_attempt_asked_before_and_cancelled_asks_again_but_charges_nothing(
+    runtime: Runtime,
+) -> None:
+    answers = iter([JSONResponse({"error": "busy"}, status_code=503)])
+    runtime.side.before_charge = None
+    runtime.side.after_charge = lambda data, answer: next(answers, answer)
+    runtime.side.gateway.add_card("fp_nsf", Scenario.soft(clears_after=timedelta(days=30)))
+    invoice = runtime.fail("inv_1", "fp_nsf")
+    first = invoice.attempts[0]
+    runtime.advance(first.at - START + timedelta(seconds=1))
+    charged = dict(runtime.side.gateway.charges_per_key())
+    runtime.dunning.mark_paid("default", "inv_1")  # paid another way while it waits to retry
+    runtime.advance(DAY)
+    asked = [r["attempt"] for r in runtime.side.requests]
+    assert asked == [1, 1]  # heard once more, under the same keys
+    assert runtime.side.gateway.charges_per_key() == charged  # and nothing charged again
+    after = runtime.invoice("inv_1")
+    assert after.recovered_by == "paid_out_of_band"
+    assert "invoice.double_charged" not in runtime.side.event_types("inv_1")
 
 
 def test_an_expired_card_then_a_card_update_gets_one_prompt_retry(runtime: Runtime) -> None:

@@ -598,15 +598,15 @@ def test_cancel_of_unstarted_work_only_leaves_a_running_job_to_finish(store: Sto
     running = store.insert(job(name="in-flight"), now=T0)
     (claimed,) = claim(store)
     waiting = store.insert(job(name="later", run_at=T0 + timedelta(days=1)), now=T0)
-    left = store.cancel("default", running.id, now=T0 + SECOND, running=False)
+    left = store.cancel("default", running.id, now=T0 + SECOND, begun=False)
     assert left is not None and left.state is JobState.RUNNING
     held = store.heartbeat(
         "w1", [claimed.id], lease_until=T0 + 30 * SECOND, attempts=[claimed.attempts]
     )
     assert held == [claimed.id]  # its worker still holds it: nothing interrupts the attempt
-    cancelled = store.cancel("default", waiting.id, now=T0 + SECOND, running=False)
+    cancelled = store.cancel("default", waiting.id, now=T0 + SECOND, begun=False)
     assert cancelled is not None and cancelled.state is JobState.CANCELLED
-    assert store.cancel("default", new_id(), now=T0, running=False) is None
+    assert store.cancel("default", new_id(), now=T0, begun=False) is None
 
 
 def test_cancel_leaves_a_finished_job_unchanged(store: Store) -> None:

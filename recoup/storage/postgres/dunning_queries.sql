@@ -125,8 +125,9 @@ WHERE id = ANY(%(ids)s::text[]) AND dispatched_at IS NULL
 
 -- attempts_out_of_sync --
 -- Scheduled attempts with no job of their id (through invoice_attempts_scheduled: few at any
--- time), then cancelled attempts whose job is still scheduled (through invoice_attempts_job;
--- a running one is left to finish, so its answer is heard), oldest first.
+-- time), then cancelled attempts whose job is scheduled and was never claimed (through
+-- invoice_attempts_job; one already asked is left to finish, so its answer is heard), oldest
+-- first.
 SELECT * FROM (
     SELECT a.tenant, a.invoice_id, {a_attempt_columns}
     FROM invoice_attempts a
@@ -136,7 +137,7 @@ SELECT * FROM (
     SELECT a.tenant, a.invoice_id, {a_attempt_columns}
     FROM jobs j
     JOIN invoice_attempts a ON a.job_id = j.id AND a.tenant = j.tenant
-    WHERE j.state = 'scheduled' AND a.state = 'cancelled'
+    WHERE j.state = 'scheduled' AND j.attempts = 0 AND a.state = 'cancelled'
 ) AS found
 ORDER BY at, tenant, invoice_id, attempt
 LIMIT %(limit)s

@@ -345,12 +345,13 @@ UNION ALL
 SELECT {job_columns} FROM jobs
 WHERE tenant = %(tenant)s AND id = %(id)s AND NOT EXISTS (SELECT 1 FROM cancelled)
 
--- cancel_unstarted_job --
--- As cancel_job, but a running job is left to finish (and returned as it is).
+-- cancel_unbegun_job --
+-- As cancel_job, for a job never claimed: one running, or back to scheduled after an attempt
+-- (a retry, a rescue), is left to finish and returned as it is.
 WITH cancelled AS (
     UPDATE jobs
     {_cancel_set}
-    WHERE tenant = %(tenant)s AND id = %(id)s AND state = 'scheduled'
+    WHERE tenant = %(tenant)s AND id = %(id)s AND state = 'scheduled' AND attempts = 0
     RETURNING {job_columns}
 )
 SELECT * FROM cancelled

@@ -426,10 +426,8 @@ class PostgresStore(
 
     # Cancelling
 
-    def cancel(
-        self, tenant: str, job_id: str, *, now: datetime, running: bool = True
-    ) -> Job | None:
-        query = Q["cancel_job" if running else "cancel_unstarted_job"]
+    def cancel(self, tenant: str, job_id: str, *, now: datetime, begun: bool = True) -> Job | None:
+        query = Q["cancel_job" if begun else "cancel_unbegun_job"]
         with self._conn() as conn:
             row = conn.execute(query, {"tenant": tenant, "id": job_id, "now": now}).fetchone()
         return None if row is None else row_decoding.job_from_row(row, aware_utc)

@@ -245,11 +245,12 @@ UPDATE jobs
 {_cancel_set}
 WHERE tenant = :tenant AND id = :id AND state IN ('scheduled', 'running')
 
--- cancel_unstarted_job --
--- As cancel_job, but a running job is left to finish.
+-- cancel_unbegun_job --
+-- As cancel_job, for a job never claimed: one running, or back to scheduled after an attempt
+-- (a retry, a rescue), is left to finish and returned as it is.
 UPDATE jobs
 {_cancel_set}
-WHERE tenant = :tenant AND id = :id AND state = 'scheduled'
+WHERE tenant = :tenant AND id = :id AND state = 'scheduled' AND attempts = 0
 
 -- cancel_by_name --
 UPDATE jobs

@@ -388,10 +388,8 @@ class SqliteStore(
 
     # Cancelling
 
-    def cancel(
-        self, tenant: str, job_id: str, *, now: datetime, running: bool = True
-    ) -> Job | None:
-        query = Q["cancel_job" if running else "cancel_unstarted_job"]
+    def cancel(self, tenant: str, job_id: str, *, now: datetime, begun: bool = True) -> Job | None:
+        query = Q["cancel_job" if begun else "cancel_unbegun_job"]
         with self._write() as conn:
             conn.execute(query, {"tenant": tenant, "id": job_id, "now": micros(now)})
             row = conn.execute(Q["get_job"], {"tenant": tenant, "id": job_id}).fetchone()
