@@ -14,8 +14,8 @@ gives its figure and the first offenders; the run fails if any check fails.
 - every killed worker found dead and its jobs handed back (none still leased by it);
 - the system drained (nothing due, nothing running) and the load was delivered.
 
-Two more checks compare Recoup's records with the money, and are reported as findings (they
-do not fail the run: what they measure is the accuracy of Recoup's account, not a charge):
+Two more compare Recoup's records with the money (the accuracy of its account, which the
+recovery report and the merchant's refunds rely on):
 
 - Recoup credits each charge to the attempt that made it (that attempt succeeded, or is
   still open);
@@ -45,7 +45,7 @@ class Check:
     name: str
     figure: str
     offenders: list[str] = field(default_factory=list)
-    binding: bool = True  # False: a finding, reported, that does not fail the run
+    binding: bool = True  # False: a finding, reported, that does not fail the run (none now)
 
     @property
     def passed(self) -> bool:
@@ -252,10 +252,9 @@ def charges_credited_to_their_attempt(snap: Snapshot) -> Check:
                     f"{invoice.state} by {invoice.recovered_by}; attempts {others})"
                 )
     return Check(
-        name="finding: Recoup credits each charge to the attempt that made it",
+        name="Recoup credits each charge to the attempt that made it",
         figure=f"{charged} charges in the ledger, {len(offenders)} credited elsewhere",
         offenders=offenders,
-        binding=False,
     )
 
 
@@ -263,12 +262,11 @@ def double_charge_alarms_are_real(snap: Snapshot) -> Check:
     doubles = count_double_charges(snap.gateway, snap.ledger, ())
     real = set(doubles.gateway_invoices) | set(doubles.ledger_invoices)
     return Check(
-        name="finding: every invoice.double_charged event is a real double charge",
+        name="every invoice.double_charged event is a real double charge",
         figure=f"{len(snap.double_charge_alarms)} invoices flagged, {len(real)} charged twice",
         offenders=[
             f"{i}: flagged, charged once" for i in snap.double_charge_alarms if i not in real
         ],
-        binding=False,
     )
 
 
