@@ -16,7 +16,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.concurrency import run_in_threadpool
 
-from recoup.api import dashboard, docs_page, problems
+from recoup.api import dashboard, docs_page, error_handlers, problems
 from recoup.api.metrics import ApiMetrics, MetricsMiddleware
 from recoup.api.qstash import router as qstash_router
 from recoup.api.rate_limits import TenantRateLimiter
@@ -95,7 +95,7 @@ def create_app(
     )
     app.state.api = state
     app.state.services = services  # as before the split: tests reach the scheduler here
-    problems.install(app)
+    error_handlers.install(app)
     # Outermost last: metrics see the final status, including the catch-all's 500.
     app.add_middleware(problems.BodyLimitMiddleware, limit=settings.max_body_bytes)
     app.add_middleware(problems.CatchAllMiddleware)

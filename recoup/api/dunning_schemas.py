@@ -5,10 +5,18 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictFloat, StrictInt
+from pydantic import BaseModel, ConfigDict, Field
 
 from recoup.api.schemas.codes import Country, Currency, TimeZone
-from recoup.api.schemas.common import Instant, OutboundUrl, PolicyToml, StrictModel, Text
+from recoup.api.schemas.common import (
+    Instant,
+    Integer,
+    Number,
+    OutboundUrl,
+    PolicyToml,
+    StrictModel,
+    Text,
+)
 from recoup.api.schemas.stated import Stated, one_of
 from recoup.dunning.invoice import AttemptState, Invoice, InvoiceEvent, InvoiceState
 from recoup.jobs.model import Run
@@ -23,16 +31,8 @@ Id = Field(min_length=1, max_length=100)
 MAX_POLICY_LENGTH = 8 * 1024
 
 
-def _integral(value: object) -> object:
-    """JSON Schema's `integer` is any number with no fractional part, `1999.0` too; strings and
-    fractions stay refused (StrictInt)."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
 # Minor units: an integer, as the document's `integer` means it.
-Amount = Annotated[StrictInt, BeforeValidator(_integral)]
+Amount = Integer
 Code = Field(default=None, min_length=1, max_length=100)
 
 
@@ -261,7 +261,7 @@ class SettingsIn(StrictModel):
         description="The experiment's second policy (arm b) as TOML text; `policy` is arm a. "
         "Its name must differ from arm a's.",
     )
-    experiment_share: StrictFloat | None = Field(
+    experiment_share: Number | None = Field(
         default=None, gt=0, lt=1, description="The share of new invoices planned with arm b."
     )
     # Checked by the intake settings, which never quote it in an error.
@@ -311,8 +311,9 @@ class ClockIn(StrictModel):
     model_config = ConfigDict(
         json_schema_extra=one_of({"advance_seconds": "number"}, {"to": "string"})
     )
+    exactly_one = (("advance_seconds", "to"),)
 
-    advance_seconds: StrictInt | float | None = Field(default=None, ge=0, le=10 * 366 * 86400)
+    advance_seconds: Number | None = Field(default=None, ge=0, le=10 * 366 * 86400)
     to: Instant | None = None
 
 

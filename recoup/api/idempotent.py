@@ -32,6 +32,7 @@ from fastapi import Request
 from pydantic import BaseModel
 from starlette.responses import Response
 
+from recoup.api.echoes import echo_header
 from recoup.api.problems import ApiProblem, FieldError, problem_for, problem_response
 from recoup.errors import InvalidInput, RecoupError, StorageError
 from recoup.idempotency import (
@@ -210,7 +211,7 @@ class PostContext:
                         FieldError(
                             field="Idempotency-Key",
                             message="already used for a different request",
-                            value=self.key,
+                            value=echo_header(self.key or ""),
                         )
                     ],
                 )
@@ -244,10 +245,15 @@ async def post_context(
     if header is not None:
         try:
             key = parse_key(header)
-        except RecoupError as exc:
-            problem = problem_for(exc)
+        except InvalidInput as exc:
+            # Echoed as `echo_header` reads it: UTF-8 (not the latin-1 Starlette decodes
+            # header bytes as), printable, and cut with its length said.
+            shown = echo_header(header)
             raise ApiProblem(
-                400, "invalid-idempotency-key", problem.detail, errors=problem.errors
+                400,
+                "invalid-idempotency-key",
+                f"Idempotency-Key: {shown} is not valid; {exc.allowed}",
+                errors=[FieldError(field="Idempotency-Key", message=exc.allowed, value=shown)],
             ) from None
     body = await request.body()  # cached by Starlette: the body parser reads the same bytes
     path = request.url.path

@@ -1,8 +1,10 @@
-"""RFC 9457 problem details: the one error shape of the API, and the handlers that produce it.
+"""RFC 9457 problem details: the one error shape of the API, and the middleware that ends
+every request in it.
 
 Every error leaves as `application/problem+json` with `type`, `title`, `status`, `detail` and
 `errors` (one entry per invalid field, naming it). Domain errors (`recoup.errors`) map to their
-`http_status`; FastAPI's request validation errors and Starlette's 404/405 are reshaped; any
+`http_status` here (`problem_for`); the handlers that answer the framework's own errors are in
+`recoup.api.error_handlers`, the wording of validation errors in `recoup.api.validation`. Any
 other exception becomes a 500 that says nothing of the internals and is logged with its
 traceback on the server side only.
 
@@ -17,19 +19,15 @@ from __future__ import annotations
 import json
 import logging
 import math
-import re
 from collections.abc import Mapping, Sequence
 from http import HTTPStatus
-from typing import Any
 
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, Field, JsonValue, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
-from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from recoup.api.echoes import ECHO_LIMIT, echo
 from recoup.errors import Conflict, InvalidInput, NotFound, RecoupError, StorageError
 from recoup.jobs.ssrf import TargetRefused
 
@@ -37,19 +35,9 @@ PROBLEM_MEDIA_TYPE = "application/problem+json"
 TYPE_BASE = "urn:recoup:problem:"  # problem types are URNs: stable names, nothing to fetch
 
 SURROGATE_MESSAGE = "expected no lone UTF-16 surrogates (\\ud800-\\udfff)"
-ECHO_LIMIT = 200  # characters of a client's value (or key) echoed back in a problem
 DETAIL_LIMIT = 1000  # characters of a detail, which may quote a value and names the fields
 
 log = logging.getLogger("recoup.api")
-
-_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")  # what JSON can carry and UTF-8 cannot
-
-
-def echo(text: str, limit: int = ECHO_LIMIT) -> str:
-    """`text` fit to be echoed: lone surrogates replaced by U+FFFD, and at most `limit`
-    characters (the last an ellipsis when it was cut)."""
-    text = _LONE_SURROGATE.sub("\ufffd", text)
-    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
 
 class FieldError(BaseModel):
@@ -174,91 +162,6 @@ def problem_for(exc: RecoupError) -> Problem:
     return Problem(
         type=TYPE_BASE + kind, title=HTTPStatus(status).phrase, status=status, detail=detail
     )
-
-
-def _field_of(loc: Sequence[int | str]) -> str:
-    parts = list(loc)
-    if parts and parts[0] in ("body", "query", "path", "header", "cookie"):
-        where = parts.pop(0)
-        if not parts:
-            return str(where)
-    return ".".join(str(p) for p in parts)
-
-
-def validation_problem(errors: Sequence[Any]) -> Problem:
-    fields: list[FieldError] = []
-    for error in errors:
-        loc = error.get("loc", ())
-        kind = error.get("type", "")
-        if kind == "json_invalid":
-            fields.append(FieldError(field="body", message="the body is not valid JSON"))
-            continue
-        value = None if kind == "missing" else _short(error.get("input"))
-        # pydantic's own refusal of a lone surrogate (where a field's str reaches its core)
-        # says the same as the `Text` validator's where it does not.
-        message = SURROGATE_MESSAGE if kind == "string_unicode" else error.get("msg", "")
-        fields.append(FieldError(field=_field_of(loc), message=message, value=value))
-    names = ", ".join(dict.fromkeys(f.field for f in fields)) or "the request"
-    return Problem(
-        type=TYPE_BASE + "invalid-input",
-        title=HTTPStatus.UNPROCESSABLE_ENTITY.phrase,
-        status=422,
-        detail=f"invalid: {names}",
-        errors=fields,
-    )
-
-
-def install(app: FastAPI) -> None:
-    """Register the handlers that turn every error into problem+json."""
-
-    async def on_api_problem(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, ApiProblem)
-        return problem_response(exc.problem, exc.headers)
-
-    async def on_recoup_error(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, RecoupError)
-        return problem_response(problem_for(exc))
-
-    async def on_validation(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, RequestValidationError)
-        return problem_response(validation_problem(exc.errors()))
-
-    async def on_http(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, StarletteHTTPException)
-        status = exc.status_code
-        headers = exc.headers
-        if status == 405:
-            # Starlette's Allow names only the first route on the path; RFC 9110 asks for
-            # every method the resource serves, which OPTIONS answers too (204, no body).
-            allow = {"Allow": ", ".join(served_methods(request.app, request.scope))}
-            if request.method == "OPTIONS":
-                return Response(status_code=204, headers=allow)
-            headers = {**(headers or {}), **allow}
-        phrase = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else ""
-        detail = exc.detail if isinstance(exc.detail, str) else phrase
-        # A chunked body cut off by `BodyLimitMiddleware` arrives here: the same problem type
-        # as a body refused by its Content-Length.
-        kind = TYPE_BASE + "body-too-large" if isinstance(exc, BodyTooLarge) else "about:blank"
-        problem = Problem(type=kind, title=phrase, status=status, detail=detail)
-        return problem_response(problem, headers)
-
-    app.add_exception_handler(ApiProblem, on_api_problem)
-    app.add_exception_handler(RecoupError, on_recoup_error)
-    app.add_exception_handler(RequestValidationError, on_validation)
-    app.add_exception_handler(StarletteHTTPException, on_http)
-
-
-_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")  # OPTIONS: answered by `on_http`
-
-
-def served_methods(app: FastAPI, scope: Scope) -> list[str]:
-    """The methods some route of `app` serves at the path of `scope`, then OPTIONS."""
-    served = [
-        method
-        for method in _METHODS
-        if any(route.matches({**scope, "method": method})[0] == Match.FULL for route in app.routes)
-    ]
-    return [*served, "OPTIONS"]
 
 
 INTERNAL_ERROR = Problem(

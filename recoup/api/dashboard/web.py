@@ -23,7 +23,7 @@ from starlette.responses import RedirectResponse, Response
 
 from recoup.api.dashboard.sessions import SESSION_COOKIE, Session, Sessions
 from recoup.api.deps import Api
-from recoup.api.problems import echo
+from recoup.api.echoes import echo
 from recoup.errors import InvalidInput, NotFound
 
 E = TypeVar("E", bound=StrEnum)

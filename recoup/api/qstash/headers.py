@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
+from recoup.api.echoes import echo_header
 from recoup.api.problems import ApiProblem, FieldError
 from recoup.jobs.model import HTTP_METHODS, BackoffPolicy
 
@@ -69,12 +70,14 @@ _UNSUPPORTED: Final = {
 
 
 def refuse(header: str, value: object, allowed: str, *, slug: str = "invalid-header") -> ApiProblem:
-    """The 400 for one header (or field): names it, echoes the value, says what is allowed."""
+    """The 400 for one header (or field): names it, echoes the value (as `echo_header` makes
+    it safe: UTF-8, printable, cut with its length), says what is allowed."""
+    shown = echo_header(str(value))
     return ApiProblem(
         400,
         f"qstash-{slug}",
-        f"{header}: {value!r} is not accepted; {allowed}",
-        errors=[FieldError(field=header, message=allowed, value=str(value))],
+        f"{header}: {shown!r} is not accepted; {allowed}",
+        errors=[FieldError(field=header, message=allowed, value=shown)],
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from typing import Annotated, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AfterValidator,
@@ -15,8 +15,15 @@ from pydantic import (
     ConfigDict,
     Field,
     JsonValue,
+    ModelWrapValidatorHandler,
     NaiveDatetime,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    ValidationError,
+    model_validator,
 )
+from pydantic_core import InitErrorDetails, PydanticCustomError
 from typing_extensions import TypeAliasType
 
 from recoup.api.problems import SURROGATE_MESSAGE
@@ -133,6 +140,21 @@ LocalDateTime = Annotated[
     NaiveDatetime, BeforeValidator(_local_text), Stated(format=None, pattern=LOCAL_DATE_TIME)
 ]
 
+
+def _integral(value: object) -> object:
+    """JSON Schema's `integer` is any number with no fractional part, `1999.0` too; strings and
+    fractions stay refused (StrictInt)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+# Numbers and flags as JSON types them, never from a string: `"60"` for 60 is a 422 naming the
+# field, not a guess (pydantic's lax mode would take it). A number may be written as an integer.
+Number = StrictFloat
+Integer = Annotated[StrictInt, BeforeValidator(_integral)]
+Flag = StrictBool
+
 # Every string an API body carries.
 Text = Annotated[str, AfterValidator(_storable), Stated(pattern=NO_NUL)]
 # A job's or a schedule's name: no '@' either (the scheduler refuses it, naming `name`), since
@@ -171,10 +193,52 @@ StorableJson = TypeAliasType(  # type: ignore[misc]
 MIN_TIMEOUT_SECONDS = 0.001
 
 
+# The pydantic error type of a rule between fields (`StrictModel.rules_between_fields`).
+BETWEEN_FIELDS = "between_fields"
+
+
 class StrictModel(BaseModel):
-    """A request body: an unknown or misspelt field is an error naming it."""
+    """A request body: an unknown or misspelt field is an error naming it.
+
+    Rules between fields (exactly one of two, a field that needs another) are checked on the
+    body as sent, beside pydantic's checks of each field, and reported with them: a body with a
+    bad `timeout_seconds` and neither `run_at` nor `delay_seconds` hears of both at once."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    # Groups of fields of which exactly one must be given (present and not null).
+    exactly_one: ClassVar[tuple[tuple[str, ...], ...]] = ()
+
+    @classmethod
+    def rules_between_fields(cls, data: dict[str, Any]) -> list[tuple[str, str]]:
+        """(field, what is expected) for each rule between fields that `data` breaks."""
+        broken: list[tuple[str, str]] = []
+        for group in cls.exactly_one:
+            if sum(data.get(name) is not None for name in group) != 1:
+                message = ExactlyOne(*group).allowed
+                broken += [(name, message) for name in group]
+        return broken
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _with_rules_between_fields(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        broken = [
+            InitErrorDetails(
+                type=PydanticCustomError(BETWEEN_FIELDS, message),
+                loc=(name,),
+                input=data.get(name),
+            )
+            for name, message in (cls.rules_between_fields(data) if isinstance(data, dict) else [])
+        ]
+        try:
+            model = handler(data)
+        except ValidationError as exc:
+            if not broken:
+                raise
+            errors = [*exc.errors(), *broken]
+            raise ValidationError.from_exception_data(exc.title, errors) from None  # type: ignore[arg-type]
+        if broken:
+            raise ValidationError.from_exception_data(cls.__name__, broken)
+        return model
 
 
 class TargetIn(StrictModel):
@@ -218,10 +282,12 @@ class RetryIn(StrictModel):
     """How a job is retried. `max_backoff_seconds` must be at least `min_backoff_seconds`
     (defaults included), a rule between two fields that JSON Schema cannot state."""
 
-    max_attempts: int = Field(default=5, ge=1, le=100, description="Every attempt, the first too.")
+    max_attempts: Integer = Field(
+        default=5, ge=1, le=100, description="Every attempt, the first too."
+    )
     # At least 0.1 s: a zero backoff retries at once, which is no backoff at all.
-    min_backoff_seconds: float = Field(default=1.0, ge=0.1, le=7 * 86_400)
-    max_backoff_seconds: float = Field(default=3600.0, ge=0.1, le=7 * 86_400)
+    min_backoff_seconds: Number = Field(default=1.0, ge=0.1, le=7 * 86_400)
+    max_backoff_seconds: Number = Field(default=3600.0, ge=0.1, le=7 * 86_400)
 
     def to_policy(self) -> BackoffPolicy:
         return BackoffPolicy(
@@ -274,10 +340,13 @@ __all__ = [
     "MIN_TIMEOUT_SECONDS",
     "Cron",
     "ExactlyOne",
+    "Flag",
     "Health",
     "Instant",
+    "Integer",
     "LocalDateTime",
     "Name",
+    "Number",
     "OutboundUrl",
     "PolicyToml",
     "RetryIn",

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from recoup.api.schemas.common import (
     MIN_TIMEOUT_SECONDS,
     ExactlyOne,
+    Flag,
     Instant,
     Name,
+    Number,
     RetryIn,
     RetryOut,
     StrictModel,
@@ -19,9 +21,15 @@ from recoup.api.schemas.common import (
     Text,
 )
 from recoup.api.schemas.stated import one_of
+from recoup.errors import InvalidInput
 from recoup.jobs.model import Job, JobState, Run
 
 MAX_DELAY_SECONDS = 10 * 366 * 86_400  # ten years: further out is a typo, not a plan
+# How far in the past a `run_at` may be without `allow_past`. A client that computes "now"
+# on its own clock (a little behind the server's) or retries a lost request for a while sends
+# an instant seconds old; five minutes covers that and still catches every real mistake: a
+# wrong year or date, or a wrong UTC offset (offsets differ by 15 minutes at least).
+PAST_TOLERANCE = timedelta(minutes=5)
 
 
 class JobIn(StrictModel):
@@ -30,8 +38,9 @@ class JobIn(StrictModel):
     model_config = ConfigDict(
         json_schema_extra=one_of({"run_at": "string"}, {"delay_seconds": "number"})
     )
+    exactly_one = (("run_at", "delay_seconds"),)
     run_at: Instant | None = Field(default=None, description="RFC 3339, with an offset.")
-    delay_seconds: float | None = Field(default=None, ge=0, le=MAX_DELAY_SECONDS)
+    delay_seconds: Number | None = Field(default=None, ge=0, le=MAX_DELAY_SECONDS)
     target: TargetIn
     name: Name | None = Field(default=None, min_length=1, max_length=200)
     group: Text | None = Field(
@@ -41,16 +50,39 @@ class JobIn(StrictModel):
         description="Jobs that belong together: listed and cancelled by this exact value.",
     )
     retry: RetryIn = Field(default_factory=RetryIn)
-    timeout_seconds: float = Field(default=30.0, ge=MIN_TIMEOUT_SECONDS, le=3600)
+    timeout_seconds: Number = Field(default=30.0, ge=MIN_TIMEOUT_SECONDS, le=3600)
+    allow_past: Flag = Field(
+        default=False,
+        description="Accept a `run_at` more than 5 minutes before the server's clock (the job "
+        "then runs at once). Without it such a `run_at` is a 422: most likely a mistake.",
+    )
 
     def instant(self, now: datetime) -> datetime:
-        """When the job runs; `InvalidInput` unless exactly one of the two fields is given."""
+        """When the job runs; `InvalidInput` unless exactly one of the two fields is given,
+        or for a `run_at` before `now` less `PAST_TOLERANCE` without `allow_past`."""
         if (self.run_at is None) == (self.delay_seconds is None):
             raise ExactlyOne("run_at", "delay_seconds")
         if self.run_at is not None:
+            check_not_past("run_at", self.run_at, now=now, allowed=self.allow_past)
             return self.run_at
         assert self.delay_seconds is not None
         return now + timedelta(seconds=self.delay_seconds)
+
+
+def check_not_past(field: str, instant: datetime, *, now: datetime, allowed: bool) -> None:
+    """`InvalidInput` naming `field`, its value and the earliest instant allowed, when
+    `instant` is before `now` less `PAST_TOLERANCE` and the caller did not allow it."""
+    earliest = now - PAST_TOLERANCE
+    if allowed or instant >= earliest:
+        return
+    minutes = int(PAST_TOLERANCE.total_seconds() // 60)
+    raise InvalidInput(
+        field,
+        instant.isoformat(),
+        f"expected an instant no earlier than {earliest.astimezone(UTC).isoformat()} (the "
+        f"server's clock less {minutes} minutes); to run a past instant at once, send "
+        '"allow_past": true',
+    )
 
 
 class CancelIn(StrictModel):
@@ -60,6 +92,7 @@ class CancelIn(StrictModel):
     model_config = ConfigDict(
         json_schema_extra=one_of({"name": "string"}, {"name_prefix": "string"}, {"group": "string"})
     )
+    exactly_one = (("name", "name_prefix", "group"),)
     name: Text | None = Field(default=None, min_length=1, max_length=200)
     name_prefix: Text | None = Field(default=None, min_length=1, max_length=200)
     group: Text | None = Field(default=None, min_length=1, max_length=200)
@@ -146,6 +179,7 @@ class CancelledOut(BaseModel):
 
 __all__ = [
     "MAX_DELAY_SECONDS",
+    "PAST_TOLERANCE",
     "CancelIn",
     "CancelledOut",
     "JobIn",
@@ -153,4 +187,5 @@ __all__ = [
     "JobPageOut",
     "RunOut",
     "RunsOut",
+    "check_not_past",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -13,8 +13,10 @@ from recoup.api.schemas.common import (
     MIN_TIMEOUT_SECONDS,
     Cron,
     ExactlyOne,
+    Integer,
     LocalDateTime,
     Name,
+    Number,
     RetryIn,
     RetryOut,
     StrictModel,
@@ -29,6 +31,8 @@ from recoup.timekeeping.recurrence import RESTRICT_MAX_DAY
 
 # The days every month has (1 to `recurrence.RESTRICT_MAX_DAY`), as a day-of-month pattern.
 EVERY_MONTHS_DAY = "(?:" + "|".join(f"{d:02d}" for d in range(1, RESTRICT_MAX_DAY + 1)) + ")"
+NEEDS_TIMEZONE = "a cron schedule needs a timezone"
+ZONE_IN_ANCHOR = "expected no timezone beside an anchor: it carries its zone in anchor.timezone"
 _ON_EVERY_MONTHS_DAY = f"^[0-9]{{4}}-[0-9]{{2}}-{EVERY_MONTHS_DAY}T"
 
 
@@ -52,7 +56,7 @@ class AnchorIn(StrictModel):
     local: LocalDateTime = Field(description="Wall-clock time of occurrence 0, no offset.")
     timezone: TimeZone
     every: Literal["day", "week", "month", "year"] = "month"
-    interval: int = Field(default=1, ge=1, le=1000)
+    interval: Integer = Field(default=1, ge=1, le=1000)
     end_of_month: Literal["clamp", "roll-forward", "last-day", "restrict"] = "clamp"
 
 
@@ -66,6 +70,8 @@ class ScheduleIn(StrictModel):
             {"anchor": "object", "timezone": "null", "cron": "null"},
         )
     )
+    exactly_one = (("cron", "anchor"),)
+
     name: Name | None = Field(default=None, min_length=1, max_length=MAX_SCHEDULE_NAME)
     cron: Cron | None = Field(
         default=None,
@@ -81,8 +87,17 @@ class ScheduleIn(StrictModel):
     anchor: AnchorIn | None = None
     target: TargetIn
     retry: RetryIn = Field(default_factory=RetryIn)
-    timeout_seconds: float = Field(default=30.0, ge=MIN_TIMEOUT_SECONDS, le=3600)
+    timeout_seconds: Number = Field(default=30.0, ge=MIN_TIMEOUT_SECONDS, le=3600)
     missed: Literal["skip", "run_once", "run_all"] = "skip"
+
+    @classmethod
+    def rules_between_fields(cls, data: dict[str, Any]) -> list[tuple[str, str]]:
+        broken = super().rules_between_fields(data)
+        if data.get("cron") is not None and data.get("timezone") is None:
+            broken.append(("timezone", NEEDS_TIMEZONE))
+        if data.get("anchor") is not None and data.get("timezone") is not None:
+            broken.append(("timezone", ZONE_IN_ANCHOR))
+        return broken
 
     def rule(self) -> CronRule | AnchorRule:
         """The stored rule; `InvalidInput` unless exactly one of `cron` and `anchor`."""
@@ -90,13 +105,11 @@ class ScheduleIn(StrictModel):
             raise ExactlyOne("cron", "anchor")
         if self.cron is not None:
             if self.timezone is None:
-                raise InvalidInput("timezone", None, "a cron schedule needs a timezone")
+                raise InvalidInput("timezone", None, NEEDS_TIMEZONE)
             return CronRule(expression=self.cron, timezone=self.timezone)
         assert self.anchor is not None
         if self.timezone is not None:
-            raise InvalidInput(
-                "timezone", self.timezone, "an anchor carries its zone in anchor.timezone"
-            )
+            raise InvalidInput("timezone", self.timezone, ZONE_IN_ANCHOR)
         a = self.anchor
         return AnchorRule(
             local=a.local,
