@@ -12,15 +12,9 @@ that times out, cannot connect, or gets a 5xx is retried with the *same* key, a 
 of times with exponential backoff and jitter, so a retried POST never creates a second job.
 A 409 "key in use" (the first try is still being processed) is waited out the same way.
 
-Errors raise `ApiError` subclasses carrying the RFC 9457 problem details:
-
-    ApiError(RecoupError)
-    ├── Unauthorized         401
-    ├── NotFoundError        404
-    ├── ConflictError        409
-    ├── Unprocessable        422 (and the other 4xx: `InvalidRequest`)
-    ├── ServerError          5xx, after the retries
-    └── TransportFailure     no HTTP answer (timeouts, refused connections), after the retries
+Errors raise `ApiError` subclasses carrying the RFC 9457 problem details, their message the
+problem's `detail` (`recoup.client_errors` draws the hierarchy). Instants are aware datetimes
+or RFC 3339 text, as the API takes them; a naive datetime is a `ValueError` naming the field.
 """
 
 from __future__ import annotations
@@ -33,7 +27,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from types import TracebackType
 from typing import Any, TypeVar
-from urllib.parse import quote
 
 import httpx
 from pydantic import BaseModel
@@ -49,7 +42,19 @@ from recoup.api.schemas import (
     UpcomingOut,
 )
 from recoup.client_dunning import DunningCalls
-from recoup.errors import Conflict, NotFound, RecoupError
+from recoup.client_errors import (
+    ApiError,
+    ConflictError,
+    FieldProblem,
+    InvalidRequest,
+    NotFoundError,
+    ServerError,
+    TransportFailure,
+    Unauthorized,
+    Unprocessable,
+    error_of,
+)
+from recoup.client_shapes import instant, put, seg, target
 
 __all__ = [
     "ApiError",
@@ -71,105 +76,6 @@ BACKOFF_CAP = 8.0  # seconds; also the longest Retry-After honoured
 MAX_PAGE_SIZE = 1000  # records per page: the API's bound on `limit`, for reads of every page
 
 M = TypeVar("M", bound=BaseModel)
-
-
-@dataclass(frozen=True)
-class FieldProblem:
-    field: str
-    message: str
-    value: Any = None
-
-
-class ApiError(RecoupError):
-    """An error answer of the API (or no answer at all: `status` is then None)."""
-
-    def __init__(
-        self,
-        status: int | None,
-        detail: str,
-        *,
-        type: str = "about:blank",
-        title: str = "",
-        errors: list[FieldProblem] | None = None,
-        problem: Mapping[str, Any] | None = None,
-    ) -> None:
-        super().__init__(f"{status}: {detail}" if status else detail)
-        self.status = status
-        self.detail = detail
-        self.type = type
-        self.title = title
-        self.errors = errors or []
-        self.problem = dict(problem or {})
-
-    @property
-    def fields(self) -> list[str]:
-        return [e.field for e in self.errors]
-
-
-class Unauthorized(ApiError):
-    http_status = 401
-
-
-class NotFoundError(ApiError, NotFound):
-    """404 from the server: also a `recoup.errors.NotFound`, so code written against the
-    in-process API catches it unchanged."""
-
-    http_status = 404
-
-
-class ConflictError(ApiError, Conflict):
-    """409 from the server: also a `recoup.errors.Conflict`."""
-
-    http_status = 409
-
-
-class InvalidRequest(ApiError):
-    http_status = 400
-
-
-class Unprocessable(InvalidRequest):
-    http_status = 422
-
-
-class ServerError(ApiError):
-    http_status = 500
-
-
-class TransportFailure(ApiError):
-    http_status = 503
-
-
-_BY_STATUS: dict[int, type[ApiError]] = {
-    401: Unauthorized,
-    404: NotFoundError,
-    409: ConflictError,
-    422: Unprocessable,
-}
-
-
-def _error_of(response: httpx.Response) -> ApiError:
-    problem: dict[str, Any] = {}
-    try:
-        parsed = response.json()
-        if isinstance(parsed, dict):
-            problem = parsed
-    except ValueError:
-        pass
-    status = response.status_code
-    cls = _BY_STATUS.get(status) or (ServerError if status >= 500 else InvalidRequest)
-    errors = [
-        FieldProblem(str(e.get("field", "")), str(e.get("message", "")), e.get("value"))
-        for e in problem.get("errors") or []
-        if isinstance(e, dict)
-    ]
-    return cls(
-        status,
-        str(problem.get("detail") or response.reason_phrase or "error"),
-        type=str(problem.get("type", "about:blank")),
-        title=str(problem.get("title", "")),
-        errors=errors,
-        problem=problem,
-    )
 
 
 @dataclass
@@ -212,7 +118,7 @@ class Client(DunningCalls):
         self,
         url: str,
         *,
-        run_at: datetime | None = None,
+        run_at: datetime | str | None = None,
         delay_seconds: float | None = None,
         method: str = "POST",
         headers: Mapping[str, str] | None = None,
@@ -222,19 +128,24 @@ class Client(DunningCalls):
         retry: Mapping[str, float] | None = None,
         timeout_seconds: float | None = None,
         idempotency_key: str | None = None,
+        allow_past: bool = False,
     ) -> JobOut:
-        """Schedule a one-off job at `run_at` or after `delay_seconds` (exactly one)."""
-        payload: dict[str, Any] = {"target": _target(url, method, headers, body)}
+        """Schedule a one-off job at `run_at` (an aware datetime or RFC 3339 text) or after
+        `delay_seconds` (exactly one). A `run_at` more than 5 minutes past is refused unless
+        `allow_past` (the job then runs at once)."""
+        payload: dict[str, Any] = {"target": target(url, method, headers, body)}
         if run_at is not None:
-            payload["run_at"] = run_at.isoformat()
+            payload["run_at"] = instant("run_at", run_at)
+        if allow_past:
+            payload["allow_past"] = True
         if delay_seconds is not None:
             payload["delay_seconds"] = delay_seconds
-        _put(payload, name=name, group=group, retry=dict(retry) if retry else None)
-        _put(payload, timeout_seconds=timeout_seconds)
+        put(payload, name=name, group=group, retry=dict(retry) if retry else None)
+        put(payload, timeout_seconds=timeout_seconds)
         return self._post(JobOut, "/v1/jobs", payload, idempotency_key)
 
     def get_job(self, job_id: str) -> JobOut:
-        return self._get(JobOut, f"/v1/jobs/{_seg(job_id)}")
+        return self._get(JobOut, f"/v1/jobs/{seg(job_id)}")
 
     def list_jobs(
         self,
@@ -282,7 +193,7 @@ class Client(DunningCalls):
         cursor: str | None = None
         while True:
             params = {"limit": MAX_PAGE_SIZE, "cursor": cursor}
-            page = self._get(RunsOut, f"/v1/jobs/{_seg(job_id)}/runs", params)
+            page = self._get(RunsOut, f"/v1/jobs/{seg(job_id)}/runs", params)
             found.extend(page.runs)
             if page.next_cursor is None:
                 return found
@@ -290,7 +201,7 @@ class Client(DunningCalls):
 
     def cancel_job(self, job_id: str) -> JobOut:
         """Cancel a job (idempotent: a job that already ended comes back as it is)."""
-        return JobOut.model_validate(self._send("DELETE", f"/v1/jobs/{_seg(job_id)}").json())
+        return JobOut.model_validate(self._send("DELETE", f"/v1/jobs/{seg(job_id)}").json())
 
     def cancel_jobs(
         self,
@@ -303,7 +214,7 @@ class Client(DunningCalls):
         """Cancel the live job named `name`, all whose names start with `name_prefix`, or
         all of exactly `group` (give one of the three)."""
         payload: dict[str, Any] = {}
-        _put(payload, name=name, name_prefix=name_prefix, group=group)
+        put(payload, name=name, name_prefix=name_prefix, group=group)
         return self._post(CancelledOut, "/v1/jobs/cancel", payload, idempotency_key).cancelled
 
     # Schedules
@@ -326,14 +237,14 @@ class Client(DunningCalls):
     ) -> ScheduleOut:
         """A recurring schedule: `cron` with `timezone`, or `anchor` ({local, timezone, every,
         interval, end_of_month})."""
-        payload: dict[str, Any] = {"target": _target(url, method, headers, body)}
-        _put(payload, cron=cron, timezone=timezone, anchor=dict(anchor) if anchor else None)
-        _put(payload, name=name, retry=dict(retry) if retry else None, missed=missed)
-        _put(payload, timeout_seconds=timeout_seconds)
+        payload: dict[str, Any] = {"target": target(url, method, headers, body)}
+        put(payload, cron=cron, timezone=timezone, anchor=dict(anchor) if anchor else None)
+        put(payload, name=name, retry=dict(retry) if retry else None, missed=missed)
+        put(payload, timeout_seconds=timeout_seconds)
         return self._post(ScheduleOut, "/v1/schedules", payload, idempotency_key)
 
     def get_schedule(self, schedule_id: str) -> ScheduleOut:
-        return self._get(ScheduleOut, f"/v1/schedules/{_seg(schedule_id)}")
+        return self._get(ScheduleOut, f"/v1/schedules/{seg(schedule_id)}")
 
     def list_schedules(
         self, *, state: str | None = None, name: str | None = None
@@ -350,22 +261,22 @@ class Client(DunningCalls):
             cursor = page.next_cursor
 
     def delete_schedule(self, schedule_id: str) -> None:
-        self._send("DELETE", f"/v1/schedules/{_seg(schedule_id)}")
+        self._send("DELETE", f"/v1/schedules/{seg(schedule_id)}")
 
     def pause_schedule(
         self, schedule_id: str, *, idempotency_key: str | None = None
     ) -> ScheduleOut:
-        path = f"/v1/schedules/{_seg(schedule_id)}/pause"
+        path = f"/v1/schedules/{seg(schedule_id)}/pause"
         return self._post(ScheduleOut, path, None, idempotency_key)
 
     def resume_schedule(
         self, schedule_id: str, *, idempotency_key: str | None = None
     ) -> ScheduleOut:
-        path = f"/v1/schedules/{_seg(schedule_id)}/resume"
+        path = f"/v1/schedules/{seg(schedule_id)}/resume"
         return self._post(ScheduleOut, path, None, idempotency_key)
 
     def upcoming(self, schedule_id: str, count: int = 5) -> list[datetime]:
-        path = f"/v1/schedules/{_seg(schedule_id)}/upcoming"
+        path = f"/v1/schedules/{seg(schedule_id)}/upcoming"
         return self._get(UpcomingOut, path, {"count": count}).upcoming
 
     # Operations
@@ -421,7 +332,7 @@ class Client(DunningCalls):
             if retryable and not last:
                 self._pause(attempt, response.headers.get("Retry-After"))
                 continue
-            raise _error_of(response)
+            raise error_of(response)
         raise AssertionError("unreachable")  # the loop returns or raises
 
     def _pause(self, attempt: int, retry_after: str | None) -> None:
@@ -434,20 +345,7 @@ class Client(DunningCalls):
         time.sleep(delay)
 
 
-def _target(url: str, method: str, headers: Mapping[str, str] | None, body: Any) -> dict[str, Any]:
-    target: dict[str, Any] = {"url": url, "method": method}
-    if headers:
-        target["headers"] = dict(headers)
-    if body is not None:
-        target["body"] = body
-    return target
-
-
-def _put(payload: dict[str, Any], **values: Any) -> None:
-    """Set the fields that were given (absent fields take the server's defaults)."""
-    payload.update({k: v for k, v in values.items() if v is not None})
-
-
-def _seg(value: str) -> str:
-    """An id as one path segment (an id with a '/' must not reach another route)."""
-    return quote(value, safe="")
+# The errors live in `recoup.client_errors`, but `recoup.client` is where users import them
+# from: their reprs, tracebacks and pickles name it (as httpx does for its own split modules).
+for _name in __all__:
+    globals()[_name].__module__ = __name__

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
-from urllib.parse import quote
 
 import httpx
 from pydantic import BaseModel
@@ -18,6 +17,7 @@ from recoup.api.dunning_schemas import (
     TimelineOut,
 )
 from recoup.api.report_schemas import ReviewQueueOut, TagOut
+from recoup.client_shapes import instant, seg
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -54,7 +54,7 @@ class DunningCalls:
         customer_id: str,
         amount: int,
         currency: str,
-        failed_at: datetime,
+        failed_at: datetime | str,
         timezone: str,
         country: str | None = None,
         decline_code: str | None = None,
@@ -72,7 +72,7 @@ class DunningCalls:
             "customer_id": customer_id,
             "amount": amount,
             "currency": currency,
-            "failed_at": failed_at.isoformat(),
+            "failed_at": instant("failed_at", failed_at),
             "timezone": timezone,
         }
         card = {"fingerprint": card_fingerprint, "network": card_network}
@@ -90,7 +90,7 @@ class DunningCalls:
         return self._post(InvoiceOut, "/v1/dunning/failures", payload, idempotency_key)
 
     def get_invoice(self, invoice_id: str) -> TimelineOut:
-        return self._get(TimelineOut, f"/v1/dunning/invoices/{_seg(invoice_id)}")
+        return self._get(TimelineOut, f"/v1/dunning/invoices/{seg(invoice_id)}")
 
     def list_invoices(
         self,
@@ -104,13 +104,13 @@ class DunningCalls:
         return self._get(InvoicePageOut, "/v1/dunning/invoices", params)
 
     def mark_paid(self, invoice_id: str, *, idempotency_key: str | None = None) -> InvoiceOut:
-        path = f"/v1/dunning/invoices/{_seg(invoice_id)}/paid"
+        path = f"/v1/dunning/invoices/{seg(invoice_id)}/paid"
         return self._post(InvoiceOut, path, {}, idempotency_key)
 
     def payment_method_updated(
         self, invoice_id: str, *, idempotency_key: str | None = None
     ) -> InvoiceOut:
-        path = f"/v1/dunning/invoices/{_seg(invoice_id)}/payment-method-updated"
+        path = f"/v1/dunning/invoices/{seg(invoice_id)}/payment-method-updated"
         return self._post(InvoiceOut, path, {}, idempotency_key)
 
     def report_outcome(
@@ -123,7 +123,7 @@ class DunningCalls:
         advice_code: str | None = None,
         idempotency_key: str | None = None,
     ) -> InvoiceOut:
-        path = f"/v1/dunning/invoices/{_seg(invoice_id)}/attempts/{attempt}/outcome"
+        path = f"/v1/dunning/invoices/{seg(invoice_id)}/attempts/{attempt}/outcome"
         payload = {"outcome": outcome, "decline_code": decline_code, "advice_code": advice_code}
         return self._post(InvoiceOut, path, payload, idempotency_key)
 
@@ -189,11 +189,11 @@ class DunningCalls:
     def tag_merchant(self, merchant_id: str, tag: str, *, note: str = "") -> TagOut:
         """Tag a merchant id (seasonal, new, other): the review queue leaves it out until its
         data contradicts the tag."""
-        path = f"/v1/dunning/merchants/{_seg(merchant_id)}/tag"
+        path = f"/v1/dunning/merchants/{seg(merchant_id)}/tag"
         return self._put_json(TagOut, path, {"tag": tag, "note": note})
 
     def untag_merchant(self, merchant_id: str) -> None:
-        self._send("DELETE", f"/v1/dunning/merchants/{_seg(merchant_id)}/tag")
+        self._send("DELETE", f"/v1/dunning/merchants/{seg(merchant_id)}/tag")
 
     def review_queue(self, *, min_volume: int | None = None) -> ReviewQueueOut:
         return self._get(ReviewQueueOut, "/v1/dunning/review-queue", {"min_volume": min_volume})
@@ -203,13 +203,15 @@ class DunningCalls:
         return self._get(ClockOut, "/v1/clock")
 
     def advance_clock(
-        self, *, seconds: float | None = None, to: datetime | None = None
+        self, *, seconds: float | None = None, to: datetime | str | None = None
     ) -> ClockOut:
         """Move the test clock by `seconds` or to `to`; returns once every job due up to then
         has run. Sent as an absolute instant, so a retry after a lost answer moves nothing."""
         if (seconds is None) == (to is None):
             raise ValueError("give seconds or to, not both")
-        target = to if to is not None else self.clock().now + timedelta(seconds=seconds or 0)
+        if to is not None:
+            return self._post(ClockOut, "/v1/clock", {"to": instant("to", to)}, None)
+        target = self.clock().now + timedelta(seconds=seconds or 0)
         return self._post(ClockOut, "/v1/clock", {"to": target.isoformat()}, None)
 
 
@@ -224,10 +226,6 @@ def _report_params(
         "until": None if until is None else until.isoformat(),
         "min_volume": min_volume,
     }
-
-
-def _seg(value: str) -> str:
-    return quote(value, safe="")
 
 
 __all__ = ["DunningCalls"]

@@ -46,7 +46,12 @@ ALLOWED: dict[str, set[str]] = {
     "__init__": {"jobs", "storage", "dunning", "recovery", "timekeeping", "errors"},
 }
 # Modules at the top of the package that belong to a layer of their own name.
-ALIASES = {"client_dunning": "client", "tenancy": "tenancy"}
+ALIASES = {
+    "client_dunning": "client",
+    "client_errors": "client",
+    "client_shapes": "client",
+    "tenancy": "tenancy",
+}
 
 
 def layer_of(module: str) -> str:

@@ -177,3 +177,57 @@ def test_client_errors_are_the_domain_errors_too() -> None:
 
     assert issubclass(NotFoundError, NotFound) and issubclass(ConflictError, Conflict)
     assert NotFoundError(404, "no job").status == 404
+
+
+# -- What the API accepts, the client accepts; what the API says, the client's errors say ----
+
+
+def test_run_at_may_be_rfc_3339_text_as_the_api_takes_it(api: Api) -> None:
+    with Client(api.url, api.tenant().token) as recoup:
+        job = recoup.create_job(TARGET, run_at="2030-01-01T09:00:00+01:00")
+        assert job.run_at == datetime(2030, 1, 1, 8, 0, tzinfo=UTC)
+        past = recoup.create_job(TARGET, run_at="2001-01-01T00:00:00Z", allow_past=True)
+        assert past.run_at == datetime(2001, 1, 1, tzinfo=UTC)
+
+
+def test_a_naive_run_at_is_a_value_error_naming_the_field_before_any_request() -> None:
+    sent: list[httpx.Request] = []
+    transport = httpx.MockTransport(lambda request: sent.append(request) or httpx.Response(500))
+    with Client("http://recoup.invalid", "rcp_x", transport=transport) as recoup:
+        with pytest.raises(ValueError, match=r"^run_at: expected an aware datetime"):
+            recoup.create_job(TARGET, run_at=datetime(2030, 1, 1, 9, 0))
+        with pytest.raises(ValueError, match=r"^failed_at: expected an aware datetime"):
+            recoup.report_failure(
+                invoice_id="i",
+                customer_id="c",
+                amount=100,
+                currency="usd",
+                failed_at=datetime(2030, 1, 1),
+                timezone="UTC",
+            )
+    assert sent == []
+
+
+def test_the_error_message_carries_the_problems_detail(api: Api) -> None:
+    with Client(api.url, api.tenant().token) as recoup:
+        with pytest.raises(Unprocessable) as refused:
+            recoup.create_job(TARGET, delay_seconds=60, timeout_seconds=-1)
+        assert str(refused.value) == "422: timeout_seconds: expected a number ≥ 0.001, got -1"
+        with pytest.raises(Unprocessable) as past:
+            recoup.create_job(TARGET, run_at="2001-01-01T00:00:00Z")
+        assert "run_at" in str(past.value) and "allow_past" in str(past.value)
+
+
+def test_a_reason_only_in_errors_still_reaches_the_message() -> None:
+    # A server from before details said why: "invalid: run_at", the reason in errors[].
+    answer = {
+        "type": "urn:recoup:problem:invalid-input",
+        "status": 422,
+        "detail": "invalid: run_at",
+        "errors": [{"field": "run_at", "message": "Value error, expected RFC 3339"}],
+    }
+    transport = httpx.MockTransport(lambda request: httpx.Response(422, json=answer))
+    with Client("http://recoup.invalid", "rcp_x", transport=transport) as recoup:
+        with pytest.raises(Unprocessable) as refused:
+            recoup.create_job(TARGET, delay_seconds=1)
+    assert str(refused.value) == "422: invalid: run_at; run_at: expected RFC 3339"
