@@ -10,9 +10,11 @@ from typing import Any
 
 import httpx
 import pytest
+from pydantic import ValidationError
 
 from recoup.api.app import create_app
 from recoup.api.problems import PROBLEM_MEDIA_TYPE
+from recoup.api.schemas.common import BETWEEN_FIELDS, StrictModel
 from recoup.storage import Store
 from recoup.timekeeping.clock import VirtualClock
 from tests.api.conftest import TARGET, Api, api_settings
@@ -239,3 +241,31 @@ def test_json_nested_too_deeply_is_a_problem_saying_so(api: Api) -> None:
     response = http.post("/v1/jobs", content=text, headers={"Content-Type": "application/json"})
     body = problem(response, 400)
     assert body["type"] == URN + "malformed-body" and "nested" in body["detail"]
+
+
+class _Inner(StrictModel):
+    exactly_one = (("a", "b"),)
+    a: int | None = None
+    b: int | None = None
+
+
+class _Outer(StrictModel):
+    exactly_one = (("x", "y"),)
+    inner: _Inner
+    x: int | None = None
+    y: int | None = None
+    z: int = 0
+
+
+def test_rules_between_fields_of_nested_bodies_are_all_reported() -> None:
+    # The outer model raises its rule's errors again with the inner model's (custom) ones.
+    with pytest.raises(ValidationError) as refused:
+        _Outer.model_validate({"inner": {"a": 1, "b": 2}, "z": "q"})
+    found = [(e["loc"], e["type"]) for e in refused.value.errors()]
+    assert found == [
+        (("inner", "a"), BETWEEN_FIELDS),
+        (("inner", "b"), BETWEEN_FIELDS),
+        (("z",), "int_parsing"),
+        (("x",), BETWEEN_FIELDS),
+        (("y",), BETWEEN_FIELDS),
+    ]

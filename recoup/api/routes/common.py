@@ -17,13 +17,16 @@ MAX_ID_LENGTH = 100
 
 def _error_responses() -> dict[int | str, dict[str, Any]]:
     reasons = {
-        400: "An unknown query parameter (each named), or a malformed Idempotency-Key.",
+        400: "An unknown query parameter (each named), a malformed Idempotency-Key, or a "
+        "JSON body nested deeper than the parser allows.",
         401: "Missing, unknown or revoked bearer token (or its tenant deleted).",
         403: "The token's tenant is disabled.",
         404: "No such resource for this tenant.",
         409: "A live job or schedule holds that name, or the Idempotency-Key is in flight.",
         413: "The body is over the size limit.",
-        422: "Invalid input (each field named), a refused target, or a reused key.",
+        415: "The body was not sent with `Content-Type: application/json`.",
+        422: "Invalid input (every field named, with what is allowed), a `run_at` in the past "
+        "without `allow_past`, a refused target, or a reused key.",
         429: "The tenant is over its rate limit; Retry-After says when to try again.",
         500: "An unexpected error; logged, nothing of it disclosed.",
         503: "The database is unavailable.",

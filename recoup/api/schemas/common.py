@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import (
     AfterValidator,
@@ -23,7 +23,8 @@ from pydantic import (
     ValidationError,
     model_validator,
 )
-from pydantic_core import InitErrorDetails, PydanticCustomError
+from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
+from pydantic_core.core_schema import ErrorType
 from typing_extensions import TypeAliasType
 
 from recoup.api.problems import SURROGATE_MESSAGE
@@ -195,6 +196,20 @@ MIN_TIMEOUT_SECONDS = 0.001
 
 # The pydantic error type of a rule between fields (`StrictModel.rules_between_fields`).
 BETWEEN_FIELDS = "between_fields"
+_BUILT_IN_ERRORS = frozenset(get_args(ErrorType))
+
+
+def _again(error: ErrorDetails) -> InitErrorDetails:
+    """A reported error as one to raise again: pydantic rebuilds its own types by name, a
+    custom type (a nested model's rule between fields) needs its message given back."""
+    kind = error["type"]
+    if kind not in _BUILT_IN_ERRORS:
+        custom = PydanticCustomError(kind, error["msg"])
+        return InitErrorDetails(type=custom, loc=error["loc"], input=error["input"])
+    again = InitErrorDetails(type=kind, loc=error["loc"], input=error["input"])
+    if "ctx" in error:
+        again["ctx"] = error["ctx"]
+    return again
 
 
 class StrictModel(BaseModel):
@@ -234,8 +249,8 @@ class StrictModel(BaseModel):
         except ValidationError as exc:
             if not broken:
                 raise
-            errors = [*exc.errors(), *broken]
-            raise ValidationError.from_exception_data(exc.title, errors) from None  # type: ignore[arg-type]
+            errors = [_again(error) for error in exc.errors()]
+            raise ValidationError.from_exception_data(exc.title, [*errors, *broken]) from None
         if broken:
             raise ValidationError.from_exception_data(cls.__name__, broken)
         return model
