@@ -232,7 +232,7 @@ def killed_workers_rescued(snap: Snapshot, killed: Sequence[str], rescued: set[s
 def charges_credited_to_their_attempt(snap: Snapshot) -> Check:
     by_id = {i.invoice_id: i for i in snap.invoices}
     offenders: list[str] = []
-    charged = 0
+    charged = owed = 0
     for invoice_id, numbers in snap.ledger.succeeded.items():
         invoice = by_id.get(invoice_id)
         if invoice is None:
@@ -240,9 +240,21 @@ def charges_credited_to_their_attempt(snap: Snapshot) -> Check:
         for n in numbers:
             charged += 1
             a = invoice.attempt(n)
+            # Cancelled after its request went out, with its job still live: asked once more
+            # on its next try (after a backoff the run may not wait for), then credited.
+            job = snap.jobs.get(a.job_id) if a is not None else None
+            to_be_heard = (
+                a is not None
+                and a.state is AttemptState.CANCELLED
+                and job is not None
+                and job.state in (JobState.SCHEDULED, JobState.RUNNING)
+                and job.attempts >= 1
+            )
+            owed += to_be_heard
             known = a is not None and (
                 a.state is AttemptState.SUCCEEDED
                 or (a.state in _OPEN_ATTEMPT and invoice.state is InvoiceState.RETRYING)
+                or to_be_heard
             )
             if not known:
                 state = "no such attempt" if a is None else f"attempt {a.state}"
@@ -253,7 +265,8 @@ def charges_credited_to_their_attempt(snap: Snapshot) -> Check:
                 )
     return Check(
         name="Recoup credits each charge to the attempt that made it",
-        figure=f"{charged} charges in the ledger, {len(offenders)} credited elsewhere",
+        figure=f"{charged} charges in the ledger, {len(offenders)} credited elsewhere, "
+        f"{owed} still to be heard (their attempt's job asks again after its backoff)",
         offenders=offenders,
     )
 

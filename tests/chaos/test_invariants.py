@@ -206,6 +206,29 @@ def test_a_charge_credited_elsewhere_and_a_false_double_charge_alarm_fail_the_ru
     assert all(c.binding for c in found.values() if not c.passed)
 
 
+def test_a_charge_on_a_cancelled_attempt_still_to_be_asked_again_is_not_credited_elsewhere() -> (
+    None
+):
+    cancelled_after_asking = replace(
+        INVOICE,
+        recovered_by="charge_endpoint",
+        attempts=(
+            INVOICE.attempts[0],
+            replace(INVOICE.attempts[1], state=AttemptState.CANCELLED),
+            INVOICE.attempts[2],
+        ),
+    )
+    name = "Recoup credits each charge to the attempt that made it"
+    # Its job lost its answer and waits for its backoff: the next try hears the charge.
+    waiting = {**CLEAN.jobs, "j2": job("j2", JobState.SCHEDULED, 1)}
+    snap = replace(CLEAN, invoices=[cancelled_after_asking], jobs=waiting)
+    assert name not in failed(snap)
+    assert "1 still to be heard" in checks(snap)[name].figure
+    # Never claimed (cancelled before it ran), it will never ask: the charge is not its own.
+    never_asked = {**CLEAN.jobs, "j2": job("j2", JobState.SCHEDULED, 0)}
+    assert name in failed(replace(snap, jobs=never_asked))
+
+
 def test_the_ledger_and_the_gateway_must_agree_on_every_charge() -> None:
     phantom = Ledger(succeeded={"inv_1": [2, 1]}, paid={"inv_1"}, paid_without_charge=set())
     assert "the ledger and the gateway agree on every charge" in failed(
