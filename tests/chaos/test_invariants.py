@@ -111,6 +111,19 @@ CLEAN = Snapshot(
 )
 
 
+# Attempt 2 charged, but Recoup shows it cancelled: the invoice recovered by another attempt's
+# `already_handled` before attempt 2's answer was heard.
+CHARGED_ON_CANCELLED = replace(
+    INVOICE,
+    recovered_by="charge_endpoint",
+    attempts=(
+        INVOICE.attempts[0],
+        replace(INVOICE.attempts[1], state=AttemptState.CANCELLED),
+        INVOICE.attempts[2],
+    ),
+)
+
+
 def checks(snap: Snapshot, **more: Any) -> dict[str, Check]:
     options: dict[str, Any] = dict(
         paid_out_of_band=(), killed=["w1.0"], rescued=["w1.0"], drained=True, undelivered=[]
@@ -188,16 +201,7 @@ def test_a_killed_worker_still_registered_or_holding_a_job_is_caught() -> None:
 
 
 def test_a_charge_credited_elsewhere_and_a_false_double_charge_alarm_fail_the_run() -> None:
-    credited_elsewhere = replace(
-        INVOICE,
-        recovered_by="charge_endpoint",
-        attempts=(
-            INVOICE.attempts[0],
-            replace(INVOICE.attempts[1], state=AttemptState.CANCELLED),
-            INVOICE.attempts[2],
-        ),
-    )
-    snap = replace(CLEAN, invoices=[credited_elsewhere], double_charge_alarms=["inv_1"])
+    snap = replace(CLEAN, invoices=[CHARGED_ON_CANCELLED], double_charge_alarms=["inv_1"])
     found = checks(snap)
     assert {n for n, c in found.items() if not c.passed} == {
         "Recoup credits each charge to the attempt that made it",
@@ -209,19 +213,10 @@ def test_a_charge_credited_elsewhere_and_a_false_double_charge_alarm_fail_the_ru
 def test_a_charge_on_a_cancelled_attempt_still_to_be_asked_again_is_not_credited_elsewhere() -> (
     None
 ):
-    cancelled_after_asking = replace(
-        INVOICE,
-        recovered_by="charge_endpoint",
-        attempts=(
-            INVOICE.attempts[0],
-            replace(INVOICE.attempts[1], state=AttemptState.CANCELLED),
-            INVOICE.attempts[2],
-        ),
-    )
     name = "Recoup credits each charge to the attempt that made it"
     # Its job lost its answer and waits for its backoff: the next try hears the charge.
     waiting = {**CLEAN.jobs, "j2": job("j2", JobState.SCHEDULED, 1)}
-    snap = replace(CLEAN, invoices=[cancelled_after_asking], jobs=waiting)
+    snap = replace(CLEAN, invoices=[CHARGED_ON_CANCELLED], jobs=waiting)
     assert name not in failed(snap)
     assert "1 still to be heard" in checks(snap)[name].figure
     # Never claimed (cancelled before it ran), it will never ask: the charge is not its own.
