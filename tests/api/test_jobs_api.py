@@ -665,7 +665,8 @@ def test_an_unexpected_error_is_a_bare_logged_500(
 
 
 def test_health_readiness_and_metrics(api: Api) -> None:
-    http = api.http(api.tenant())
+    caller = api.tenant()
+    http = api.http(caller)
     assert api.http().get("/healthz").json() == {"status": "ok"}
     assert api.http().get("/readyz").json() == {"status": "ok"}
     http.post("/v1/jobs", json=job_body(delay_seconds=0))
@@ -673,7 +674,9 @@ def test_health_readiness_and_metrics(api: Api) -> None:
     text = api.http().get("/metrics").text
     assert 'recoup_jobs{state="scheduled"} 1.0' in text
     assert "recoup_jobs_due 1.0" in text
-    assert "recoup_firing_lag_seconds_bucket" in text
+    # Labelled by tenant: declared at once, a series per tenant once its jobs fire.
+    assert "# TYPE recoup_firing_lag_seconds histogram" in text
+    assert f'recoup_tenant_jobs{{state="scheduled",tenant="{caller.tenant}"}} 1.0' in text
     assert 'recoup_http_requests_total{method="POST",route="/v1/jobs",status="201"} 1.0' in text
     assert (
         'recoup_http_requests_total{method="GET",route="/v1/jobs/{job_id}",status="404"} 1.0'
