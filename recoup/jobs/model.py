@@ -83,6 +83,9 @@ def new_id() -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
+MAX_ATTEMPTS = 100  # the most attempts a job can make, the first included (a CHECK in storage)
+
+
 @dataclass(frozen=True, kw_only=True)
 class BackoffPolicy:
     """How a job's target is retried: exponential backoff with full jitter, capped.
@@ -135,6 +138,11 @@ class HttpTarget:
     # published through the QStash-compatible API, QStash's own (`Upstash-Signature`,
     # `Upstash-Message-Id`, …: `recoup.jobs.qstash_signing`), so QStash receivers verify them.
     delivery: Literal["standard-webhooks", "qstash"] = "standard-webhooks"
+    # Where the job's end is reported (`recoup.jobs.callbacks`): `callback` once it succeeded,
+    # `failure_callback` once it failed for good (never per retried attempt, never on
+    # cancellation). Each report is a job of its own, created with the job's final state.
+    callback: str | None = None
+    failure_callback: str | None = None
     kind: Literal["http"] = "http"
 
 
@@ -247,6 +255,10 @@ class Completion:
     run: Run
     worker_id: str
     retry_at: datetime | None = None  # set when run.outcome is RETRY
+    # The job that reports this attempt's end to the target's callback URL
+    # (`recoup.jobs.callbacks`): inserted in the same transaction as the completion, and only
+    # if the job ends with it (succeeded, or failed for good), never when it is retried.
+    callback: NewJob | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,9 +18,10 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from recoup.errors import InvalidInput, NotFound
+from recoup.errors import Conflict, InvalidInput, NotFound
 from recoup.jobs.model import (
     DEFAULT_TENANT,
+    MAX_ATTEMPTS,
     BackoffPolicy,
     HttpTarget,
     Job,
@@ -41,7 +42,7 @@ from recoup.jobs.schedules import (
     validate_schedule_name,
 )
 from recoup.jobs.signing import new_signing_secret
-from recoup.jobs.ssrf import SsrfGuard
+from recoup.jobs.ssrf import SsrfGuard, TargetRefused
 from recoup.jobs.store import (
     MAX_PAGE,
     JobFilter,
@@ -120,7 +121,24 @@ class Scheduler:
             check_url_text(target.url)
             check_headers(target.headers)
             self.ssrf.check_url(target.url)
+            for field, url in (
+                ("callback", target.callback),
+                ("failure_callback", target.failure_callback),
+            ):
+                if url is not None:
+                    self._check_callback_url(field, url)
         return target
+
+    def _check_callback_url(self, field: str, url: str) -> None:
+        """A callback URL passes the target URL's checks (characters, scheme, the SSRF
+        guard); a refusal names `field`."""
+        try:
+            check_url_text(url)
+            self.ssrf.check_url(url)
+        except TargetRefused as exc:
+            raise TargetRefused(exc.value, exc.rule, exc.reason, field=field) from None
+        except InvalidInput as exc:
+            raise InvalidInput(field, exc.value, exc.allowed) from None
 
     def enqueue(
         self,
@@ -264,6 +282,25 @@ class Scheduler:
         if job is None:
             raise NotFound(f"no job {job_id!r}")
         return job
+
+    def redrive(self, job_id: str, *, tenant: str = DEFAULT_TENANT) -> Job:
+        """Schedule a job that failed for good again, now, with a fresh budget of attempts
+        (`JobStore.redrive`); its run log is kept. `Conflict` unless it failed, or when it has
+        spent the ceiling of attempts or a live job holds its name."""
+        job = self.store.redrive(tenant, job_id, now=self.clock.now())
+        if job is None:
+            raise NotFound(f"no job {job_id!r}")
+        if job.state is JobState.SCHEDULED:
+            return job
+        if job.state is not JobState.FAILED:
+            raise Conflict(f"job {job_id!r} is {job.state.value}; only a failed job can be retried")
+        if job.attempts >= MAX_ATTEMPTS:
+            raise Conflict(
+                f"job {job_id!r} has made {job.attempts} attempts, the most a job can make"
+            )
+        raise Conflict(
+            f"job {job_id!r} cannot be retried while the live job {job.name!r} holds its name"
+        )
 
     def cancel_by_name(self, name: str, *, tenant: str = DEFAULT_TENANT) -> int:
         return self.store.cancel_by_name(tenant, name, now=self.clock.now())

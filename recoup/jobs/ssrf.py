@@ -55,6 +55,7 @@ class TargetRefused(InvalidInput):
 
     def __init__(self, value: object, rule: str, reason: str, *, field: str = "target.url"):
         self.rule = rule
+        self.reason = reason
         super().__init__(field, value, f"refused by the SSRF guard ({rule}): {reason}")
 
 

@@ -195,6 +195,8 @@ class JobStore(Protocol):
     def claim_due(self, params: ClaimParams) -> list[Job]: ...
     def complete_many(self, completions: Sequence[Completion], *, now: datetime) -> list[str]:
         """Apply each completion by compare-and-set and log its run; return the ids applied.
+        A completion's `callback` is inserted in the same transaction if the job ended with
+        it (succeeded, or failed for good), skipped if its idempotency key is taken.
 
         RETRY moves the job back to scheduled at `retry_at` (now if None), or to failed when its
         attempts are spent (the run is then logged as FAILED). A completion for a job cancelled
@@ -285,6 +287,18 @@ class JobStore(Protocol):
         `begun=False` cancels only a job never claimed: one running, or scheduled again after
         an attempt (a retry, a rescue), is left to finish and returned as it is. For work
         whose answer must be heard once it was asked, such as a charge request."""
+        ...
+
+    # Dead letters: jobs that failed for good (listed with `JobFilter(state=FAILED)`)
+    def redrive(self, tenant: str, job_id: str, *, now: datetime) -> Job | None:
+        """Schedule a failed job again now with a fresh budget of attempts (as many again as
+        it had, up to the ceiling of 100; its attempt numbers and run log continue) and return
+        it. A job that is not failed, has spent the ceiling, or whose name a live job holds
+        meanwhile is returned unchanged; None if absent."""
+        ...
+
+    def delete_failed(self, tenant: str, job_id: str) -> bool:
+        """Delete a failed job (its run log stays until pruned); False unless it was one."""
         ...
 
     def cancel_by_name(self, tenant: str, name: str, *, now: datetime) -> int: ...

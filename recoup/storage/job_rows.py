@@ -159,6 +159,10 @@ def target_to_dict(target: Target) -> dict[str, Any]:
         }
         if target.delivery != "standard-webhooks":  # rows of ordinary jobs stay as they were
             encoded["delivery"] = target.delivery
+        if target.callback is not None:
+            encoded["callback"] = target.callback
+        if target.failure_callback is not None:
+            encoded["failure_callback"] = target.failure_callback
         return encoded
     return {"kind": "python", "handler": target.handler}
 

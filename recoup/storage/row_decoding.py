@@ -45,6 +45,8 @@ def target_from_dict(data: dict[str, Any]) -> Target:
             headers=dict(data.get("headers") or {}),
             body=data.get("body"),
             delivery=data.get("delivery", "standard-webhooks"),
+            callback=data.get("callback"),
+            failure_callback=data.get("failure_callback"),
         )
     if kind == "python":
         return PythonTarget(handler=data["handler"])

@@ -22,14 +22,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from recoup.errors import Conflict, InvalidInput
-from recoup.jobs.model import Completion, Job, JobState, NewJob, RunOutcome
+from recoup.jobs.model import MAX_ATTEMPTS, Completion, Job, JobState, NewJob, RunOutcome
 from recoup.jobs.schedule_model import NewSchedule
 from recoup.jobs.store import MAX_PAGE, JobPage, latest_per_job
 from recoup.storage.job_rows import encode_cursor
 
 # The schema's ceiling on max_attempts (CHECK max_attempts BETWEEN 1 AND 100, as `BackoffPolicy`
 # validates it): the most attempts a rescue may grant a job whose workers keep vanishing.
-ATTEMPTS_CEILING = 100
+ATTEMPTS_CEILING = MAX_ATTEMPTS
 LOST_ERROR = "lease expired: worker {worker} stopped heartbeating"
 LOST_SESSION_ERROR = "worker {worker} is gone: its session ended"
 
@@ -128,6 +128,11 @@ FINAL_STATE_OF = {
 }
 
 
+# The states in which a job has ended and reports it (`recoup.jobs.callbacks`): a cancelled
+# job reports nothing.
+ENDED = frozenset({JobState.SUCCEEDED.value, JobState.FAILED.value})
+
+
 def latest_completions(completions: Sequence[Completion]) -> list[Completion]:
     """The completions a batch applies: one per job, its latest attempt
     (`recoup.jobs.store.latest_per_job`)."""
@@ -182,6 +187,7 @@ def attempt_keys(job_ids: Sequence[str], attempts: Sequence[int] | None) -> list
 
 __all__ = [
     "ATTEMPTS_CEILING",
+    "ENDED",
     "FINAL_STATE_OF",
     "LOST_ERROR",
     "LOST_SESSION_ERROR",

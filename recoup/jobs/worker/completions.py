@@ -11,7 +11,8 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from recoup.jobs.backoff import backoff_delay
-from recoup.jobs.model import Completion, Job, Run, RunOutcome, trusted
+from recoup.jobs.callbacks import callback_job
+from recoup.jobs.model import Completion, HttpTarget, Job, JobState, Run, RunOutcome, trusted
 from recoup.jobs.store import latest_per_job
 from recoup.jobs.targets import AttemptOutcome, AttemptResult
 from recoup.jobs.worker.attempt_log import log_attempts
@@ -36,7 +37,8 @@ def completion_for(
     """The completion to write for `job`'s attempt (the job as claimed: `job.attempts` is this
     attempt's number) that ended at `finished_at` (due time) with `result`: SUCCEEDED; RETRY at
     `finished_at` + the backoff (jitter drawn from `rng`, `Retry-After` honoured) while
-    attempts remain; FAILED otherwise, a spent RETRY saying so in its error. No I/O."""
+    attempts remain; FAILED otherwise, a spent RETRY saying so in its error; with the job that
+    reports its end to the target's callback URL, if any (`recoup.jobs.callbacks`). No I/O."""
     retry_at: datetime | None = None
     error = result.error
     if result.outcome is AttemptOutcome.SUCCEEDED:
@@ -68,7 +70,18 @@ def completion_for(
         run = Run(**fields)
     else:
         run = trusted(Run, fields)
-    return trusted(Completion, {"run": run, "worker_id": worker_id, "retry_at": retry_at})
+    callback = None
+    target = job.target
+    # Only jobs with a callback pay for one: the check is two attribute reads.
+    if isinstance(target, HttpTarget) and (target.callback or target.failure_callback):
+        # A RETRY carries the failure report too: the store applies it only if the job ends
+        # with this attempt (its attempts spent), never when it is retried.
+        ends = JobState.SUCCEEDED if outcome is RunOutcome.SUCCEEDED else JobState.FAILED
+        callback = callback_job(job, run, state=ends)
+    return trusted(
+        Completion,
+        {"run": run, "worker_id": worker_id, "retry_at": retry_at, "callback": callback},
+    )
 
 
 class Ended(NamedTuple):

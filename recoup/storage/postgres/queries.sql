@@ -134,7 +134,8 @@ SELECT set_config('enable_bitmapscan', 'off', true),
 -- complete_many --
 -- One statement for a whole batch: each row applies by compare-and-set (still running, same
 -- worker, same attempt); the run log gets the applied ones, plus attempts whose job was
--- cancelled while they ran (logged as cancelled, the job left alone).
+-- cancelled while they ran (logged as cancelled, the job left alone). Returns each applied
+-- job's id and its run's outcome ('succeeded' or 'failed': the job ended).
 -- %(rows)s is one jsonb object, job id → [0 tenant, 1 attempt, 2 worker, 3 outcome, 4 retry,
 -- 5 final_state, 6 retry_at, 7 error, 8 started_at, 9 finished_at, 10 status_code,
 -- 11 duration_ms, 12 excerpt, 13 run_worker]: one text parameter from the C JSON encoder,
@@ -193,7 +194,7 @@ logged AS (
           SELECT id, v, outcome FROM cancelled_meanwhile) AS r
     ON CONFLICT DO NOTHING
 )
-SELECT id FROM applied
+SELECT id, outcome FROM applied
 
 -- heartbeat --
 -- %(keys)s: 'id:attempt' per held attempt (NULL: any attempt); a lapsed attempt whose job was
@@ -514,3 +515,29 @@ LIMIT %(limit)s
 UPDATE schedules
 SET next_fire_at = %(new_next)s, updated_at = %(now)s
 WHERE id = %(id)s AND next_fire_at = %(expected_next)s AND NOT paused AND deleted_at IS NULL
+
+-- redrive_job --
+-- A job that failed for good, scheduled again now with a fresh budget of attempts: as many
+-- again as it had, up to the ceiling (its attempt numbers and run log continue). Nothing
+-- (no row) unless it failed, is below the ceiling and its name is free among live jobs.
+UPDATE jobs
+SET state = 'scheduled',
+    max_attempts = least(attempts + max_attempts, {attempts_ceiling}),
+    run_at = %(now)s,
+    lease_expires_at = NULL,
+    leased_by = NULL,
+    attempt_started_at = NULL,
+    updated_at = %(now)s,
+    finished_at = NULL,
+    expires_at = NULL
+WHERE tenant = %(tenant)s AND id = %(id)s AND state = 'failed'
+  AND attempts < {attempts_ceiling}
+  AND (name IS NULL OR NOT EXISTS (
+      SELECT 1 FROM jobs AS live
+      WHERE live.tenant = %(tenant)s AND live.name = jobs.name
+        AND live.state IN ('scheduled', 'running')))
+RETURNING {job_columns}
+
+-- delete_failed_job --
+-- A job that failed for good, removed (QStash's DLQ delete); its run log stays until pruned.
+DELETE FROM jobs WHERE tenant = %(tenant)s AND id = %(id)s AND state = 'failed'

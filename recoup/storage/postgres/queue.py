@@ -16,11 +16,12 @@ import psycopg
 from psycopg import sql
 
 from recoup.errors import StorageError
-from recoup.jobs.model import ERROR_LIMIT, RESPONSE_EXCERPT_LIMIT, Completion, Job
+from recoup.jobs.model import ERROR_LIMIT, RESPONSE_EXCERPT_LIMIT, Completion, Job, NewJob
 from recoup.jobs.store import ClaimParams
 from recoup.storage import job_rows, row_decoding
 from recoup.storage.job_rows import aware_utc
 from recoup.storage.rules import (
+    ENDED,
     FINAL_STATE_OF,
     attempt_keys,
     clip,
@@ -49,6 +50,11 @@ class PostgresQueue:
     def _connect_kwargs(self) -> dict[str, Any]:
         """The options of every connection, the listener's too (`PostgresStore`)."""
         raise NotImplementedError
+
+    def _insert_rows(
+        self, conn: psycopg.Connection[Any], jobs: Sequence[NewJob], now: datetime
+    ) -> int:
+        raise NotImplementedError  # `PostgresStore`: insert jobs, skipping clashes
 
     def claim_due(self, params: ClaimParams) -> list[Job]:
         if params.limit <= 0:
@@ -79,8 +85,11 @@ class PostgresQueue:
             return []
         # One jsonb object, job id → values (see `complete_many` in queries.sql).
         rows: dict[str, list[Any]] = {}
+        callbacks: dict[str, NewJob] = {}
         for completion in latest_completions(completions):
             run = completion.run
+            if completion.callback is not None:
+                callbacks[run.job_id] = completion.callback
             outcome_value, retry, final_state = _OUTCOME_COLUMNS[run.outcome]
             retry_at = completion.retry_at
             rows[run.job_id] = [
@@ -105,6 +114,13 @@ class PostgresQueue:
             found = conn.execute(
                 Q["complete_many"], {"rows": job_rows.dumps(rows), "now": now}, prepare=False
             ).fetchall()
+            if callbacks:
+                # The reports of the jobs that ended, in the same transaction (a clash on their
+                # idempotency key, a report already made, is skipped).
+                ended = {job_id for job_id, outcome in found if outcome in ENDED}
+                reports = [job for job_id, job in callbacks.items() if job_id in ended]
+                if reports:
+                    self._insert_rows(conn, reports, now)
         return [row[0] for row in found]
 
     def heartbeat(

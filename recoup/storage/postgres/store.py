@@ -50,6 +50,7 @@ from recoup.storage import (
     row_decoding,
     valid_schema_name,
 )
+from recoup.storage.dead_letters import SqlDeadLetters
 from recoup.storage.dunning_reports import SqlDunningReports
 from recoup.storage.dunning_tables import EXPANSIONS, SqlDunningTables
 from recoup.storage.intake_tables import SqlIntakeTables
@@ -134,6 +135,7 @@ class PostgresStore(
     SqlDunningReports,
     SqlTenantTables,
     SqlIntakeTables,
+    SqlDeadLetters,
 ):
     """Every store protocol (`recoup.storage.Store`) on PostgreSQL, every table in `schema`."""
 

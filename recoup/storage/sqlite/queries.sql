@@ -405,3 +405,28 @@ LIMIT :limit
 UPDATE schedules
 SET next_fire_at = :new_next, updated_at = :now
 WHERE id = :id AND next_fire_at = :expected_next AND paused = 0 AND deleted_at IS NULL
+
+-- redrive_job --
+-- A job that failed for good, scheduled again now with a fresh budget of attempts: as many
+-- again as it had, up to the ceiling (its attempt numbers and run log continue). Nothing
+-- (no row) unless it failed, is below the ceiling and its name is free among live jobs.
+UPDATE jobs
+SET state = 'scheduled',
+    max_attempts = min(attempts + max_attempts, {attempts_ceiling}),
+    run_at = :now,
+    lease_expires_at = NULL,
+    leased_by = NULL,
+    attempt_started_at = NULL,
+    updated_at = :now,
+    finished_at = NULL,
+    expires_at = NULL
+WHERE tenant = :tenant AND id = :id AND state = 'failed' AND attempts < {attempts_ceiling}
+  AND (name IS NULL OR NOT EXISTS (
+      SELECT 1 FROM jobs AS live
+      WHERE live.tenant = :tenant AND live.name = jobs.name
+        AND live.state IN ('scheduled', 'running')))
+RETURNING {job_columns}
+
+-- delete_failed_job --
+-- A job that failed for good, removed (QStash's DLQ delete); its run log stays until pruned.
+DELETE FROM jobs WHERE tenant = :tenant AND id = :id AND state = 'failed'

@@ -24,6 +24,7 @@ from recoup.jobs.model import (
     Completion,
     Job,
     JobState,
+    NewJob,
     Run,
     RunOutcome,
 )
@@ -31,6 +32,7 @@ from recoup.jobs.store import ClaimParams
 from recoup.storage import row_decoding
 from recoup.storage.job_rows import ONE_US, from_micros, micros
 from recoup.storage.rules import (
+    ENDED,
     FINAL_STATE_OF,
     attempt_keys,
     clip,
@@ -83,6 +85,13 @@ class SqliteQueue:
         """One `BEGIN IMMEDIATE` write transaction (`SqliteStore` opens it)."""
         raise NotImplementedError
 
+    def _prepare_jobs(self, jobs: Sequence[NewJob], now: datetime) -> list[tuple[Any, ...]]:
+        raise NotImplementedError  # `SqliteStore`: new jobs as rows
+
+    @staticmethod
+    def _insert_rows(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> int:
+        raise NotImplementedError  # `SqliteStore`: insert rows, skipping clashes
+
     def claim_due(self, params: ClaimParams) -> list[Job]:
         if params.limit <= 0:
             return []
@@ -109,6 +118,7 @@ class SqliteQueue:
         now_us = micros(now)
         applied: list[str] = []
         runs: list[tuple[Any, ...]] = []
+        callbacks: list[NewJob] = []
         with self._write() as conn:
             for completion in latest_completions(completions):
                 run = completion.run
@@ -132,11 +142,20 @@ class SqliteQueue:
                     if retry and row[0] == JobState.FAILED:
                         outcome = RunOutcome.FAILED  # attempts spent: no further attempt
                     runs.append(_run_values(run, outcome))
+                    if completion.callback is not None and row[0] in ENDED:
+                        callbacks.append(completion.callback)
                 elif conn.execute(Q["was_cancelled_during_attempt"], key).fetchone():
                     # Cancelled while this attempt ran: the attempt happened, so log it, but
                     # leave the job cancelled.
                     runs.append(_run_values(run, RunOutcome.CANCELLED))
             conn.executemany(Q["insert_run"], runs)
+            # The reports of the jobs that ended, in the same transaction (a clash on their
+            # idempotency key, a report already made, is skipped).
+            reported = (
+                self._insert_rows(conn, self._prepare_jobs(callbacks, now)) if callbacks else 0
+            )
+        if reported:
+            self._wakeups.notify()
         return applied
 
     def heartbeat(

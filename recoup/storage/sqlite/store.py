@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from recoup.errors import InvalidInput, StorageError
 from recoup.jobs.model import Job, NewJob
 from recoup.storage import job_rows, row_decoding
+from recoup.storage.dead_letters import SqlDeadLetters
 from recoup.storage.dunning_reports import SqlDunningReports
 from recoup.storage.dunning_tables import EXPANSIONS, SqlDunningTables
 from recoup.storage.intake_tables import SqlIntakeTables
@@ -95,6 +96,7 @@ class SqliteStore(
     SqlDunningReports,
     SqlTenantTables,
     SqlIntakeTables,
+    SqlDeadLetters,
 ):
     """Every store protocol (`recoup.storage.Store`) on one SQLite file (or `:memory:`)."""
 
