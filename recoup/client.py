@@ -129,10 +129,13 @@ class Client(DunningCalls):
         timeout_seconds: float | None = None,
         idempotency_key: str | None = None,
         allow_past: bool = False,
+        callback: str | None = None,
+        failure_callback: str | None = None,
     ) -> JobOut:
         """Schedule a one-off job at `run_at` (an aware datetime or RFC 3339 text) or after
         `delay_seconds` (exactly one). A `run_at` more than 5 minutes past is refused unless
-        `allow_past` (the job then runs at once)."""
+        `allow_past` (the job then runs at once). Its end is reported to `callback`
+        (succeeded) or `failure_callback` (failed for good)."""
         payload: dict[str, Any] = {"target": target(url, method, headers, body)}
         if run_at is not None:
             payload["run_at"] = instant("run_at", run_at)
@@ -142,6 +145,7 @@ class Client(DunningCalls):
             payload["delay_seconds"] = delay_seconds
         put(payload, name=name, group=group, retry=dict(retry) if retry else None)
         put(payload, timeout_seconds=timeout_seconds)
+        put(payload, callback=callback, failure_callback=failure_callback)
         return self._post(JobOut, "/v1/jobs", payload, idempotency_key)
 
     def get_job(self, job_id: str) -> JobOut:
@@ -202,6 +206,11 @@ class Client(DunningCalls):
     def cancel_job(self, job_id: str) -> JobOut:
         """Cancel a job (idempotent: a job that already ended comes back as it is)."""
         return JobOut.model_validate(self._send("DELETE", f"/v1/jobs/{seg(job_id)}").json())
+
+    def retry_job(self, job_id: str, *, idempotency_key: str | None = None) -> JobOut:
+        """Redrive a job that failed for good: scheduled again now with a fresh budget of
+        attempts (409 `ApiError` unless it failed)."""
+        return self._post(JobOut, f"/v1/jobs/{seg(job_id)}/retry", None, idempotency_key)
 
     def cancel_jobs(
         self,

@@ -93,7 +93,12 @@ def target_text(target: Target) -> str:
 
 def _target_json(target: Target) -> dict[str, Any]:
     if isinstance(target, HttpTarget):
-        return {"kind": "http", "method": target.method.upper(), "url": target.url}
+        found: dict[str, Any] = {"kind": "http", "method": target.method.upper(), "url": target.url}
+        if target.callback is not None:
+            found["callback"] = target.callback
+        if target.failure_callback is not None:
+            found["failure_callback"] = target.failure_callback
+        return found
     return {"kind": "python", "handler": target.handler}
 
 

@@ -1,4 +1,4 @@
-"""`recoup jobs …`: list, show, read the run log of, and cancel a tenant's jobs.
+"""`recoup jobs …`: list, show, read the run log of, cancel and retry a tenant's jobs.
 
 Contract:
 
@@ -12,6 +12,9 @@ Contract:
     recoup jobs cancel (JOB_ID | --name N) [--tenant T] [--json]
         → by id: the job (one that already ended is left as it is);
           by name: {"cancelled": n}, the live jobs of that name cancelled
+    recoup jobs retry JOB_ID [--tenant T] [--json]
+        → the job, scheduled again now with a fresh budget of attempts (a failed job only:
+          any other is refused, exit 1)
 
 `default` is the embedded tenant. Bad input: one line naming the option, the value and what is
 allowed, exit 2; an unknown job or tenant: one line, exit 1.
@@ -44,7 +47,7 @@ if TYPE_CHECKING:
     from recoup.jobs.scheduler import Scheduler
 
 jobs_app = typer.Typer(
-    help="A tenant's jobs: list, show, their run log, cancel.", no_args_is_help=True
+    help="A tenant's jobs: list, show, their run log, cancel, retry.", no_args_is_help=True
 )
 app.add_typer(jobs_app, name="jobs")
 
@@ -166,6 +169,28 @@ def cancel_job(
         typer.echo(f"job {job.id} had already ended ({job.state.value}); left as it is")
     else:
         typer.echo(f"job {job.id}: {job.state.value}")
+
+
+@jobs_app.command("retry")
+def retry_job(
+    job_id: Annotated[str, typer.Argument(help="The failed job's id.", show_default=False)],
+    tenant: TenantOption = DEFAULT_TENANT,
+    db: DbOption = "sqlite:///recoup.db",
+    schema: SchemaOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Redrive a job that failed for good (`recoup jobs list --state failed`): scheduled
+    again now with a fresh budget of attempts, its run log kept. Refused (exit 1) unless it
+    failed."""
+    with opened_scheduler(db, schema, tenant) as scheduler:
+        job = scheduler.redrive(job_id, tenant=tenant)
+    if json:
+        print_json(job_json(job))
+    else:
+        typer.echo(
+            f"job {job.id}: {job.state.value} again, attempts {job.attempts}/"
+            f"{job.retry.max_attempts}"
+        )
 
 
 def _find(scheduler: Scheduler, tenant: str, job_id: str | None, name: str | None) -> Job:

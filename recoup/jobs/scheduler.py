@@ -287,11 +287,10 @@ class Scheduler:
         """Schedule a job that failed for good again, now, with a fresh budget of attempts
         (`JobStore.redrive`); its run log is kept. `Conflict` unless it failed, or when it has
         spent the ceiling of attempts or a live job holds its name."""
-        job = self.store.redrive(tenant, job_id, now=self.clock.now())
-        if job is None:
-            raise NotFound(f"no job {job_id!r}")
-        if job.state is JobState.SCHEDULED:
-            return job
+        redriven = self.store.redrive(tenant, job_id, now=self.clock.now())
+        if redriven is not None:
+            return redriven
+        job = self.get(job_id, tenant=tenant)  # NotFound if absent; else why it was refused
         if job.state is not JobState.FAILED:
             raise Conflict(f"job {job_id!r} is {job.state.value}; only a failed job can be retried")
         if job.attempts >= MAX_ATTEMPTS:

@@ -293,8 +293,8 @@ class JobStore(Protocol):
     def redrive(self, tenant: str, job_id: str, *, now: datetime) -> Job | None:
         """Schedule a failed job again now with a fresh budget of attempts (as many again as
         it had, up to the ceiling of 100; its attempt numbers and run log continue) and return
-        it. A job that is not failed, has spent the ceiling, or whose name a live job holds
-        meanwhile is returned unchanged; None if absent."""
+        it. None, changing nothing, for a job that is absent, not failed, has spent the
+        ceiling, or whose name a live job holds meanwhile."""
         ...
 
     def delete_failed(self, tenant: str, job_id: str) -> bool:

@@ -24,13 +24,9 @@ class SqlDeadLetters(SqlStore):
         params = {"tenant": tenant, "id": job_id, "now": self._encode_instant(now)}
         with self.write() as conn:
             row = conn.execute(self.Q["redrive_job"], params).fetchone()
-            if row is not None:
-                self._wake_workers(conn)
-            else:
-                row = conn.execute(self.Q["get_job"], params).fetchone()
-                if row is None:
-                    return None
-                return row_decoding.job_from_row(row, self._decode_instant)
+            if row is None:
+                return None
+            self._wake_workers(conn)
         self._jobs_inserted()
         return row_decoding.job_from_row(row, self._decode_instant)
 

@@ -188,6 +188,26 @@ def test_jobs_cancel_by_id_and_by_name(
     assert scheduler.get(by_name).state is JobState.CANCELLED
 
 
+def test_jobs_retry_redrives_a_failed_job_and_refuses_any_other(
+    scheduler: Scheduler, store: Store, db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    failed, waiting = schedule_jobs(scheduler, "dead", "alive")
+    now = SystemClock().now()
+    (claimed,) = [j for j in claim(store, now=now + timedelta(hours=2)) if j.id == failed]
+    store.complete_many([report(claimed, RunOutcome.FAILED, at=now)], now=now)
+    again = as_json(capsys, db, "jobs", "retry", failed)
+    assert again["id"] == failed and again["state"] == "scheduled"
+    assert again["attempts"] == 1 and again["max_attempts"] == 6  # five more after one
+    assert again["finished_at"] is None
+    code, _, err = cli(capsys, db, "jobs", "retry", failed)  # scheduled now: not failed
+    assert code == 1 and err.count("\n") == 1
+    assert "is scheduled; only a failed job can be retried" in err
+    code, _, err = cli(capsys, db, "jobs", "retry", waiting)  # claimed: running
+    assert code == 1 and "is running" in err
+    code, _, err = cli(capsys, db, "jobs", "retry", "no-such-job")
+    assert code == 1 and "no-such-job" in err
+
+
 # recoup schedules …
 
 

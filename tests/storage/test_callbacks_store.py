@@ -187,7 +187,8 @@ def test_a_redriven_job_runs_again_with_a_fresh_budget_and_reports_its_next_end(
 
 def test_only_a_failed_job_is_redriven(store: Store) -> None:
     job = add(store)
-    unchanged = store.redrive(job.tenant, job.id, now=T0)
+    assert store.redrive(job.tenant, job.id, now=T0) is None
+    unchanged = store.get(job.tenant, job.id)
     assert unchanged is not None and unchanged.state is JobState.SCHEDULED
     assert unchanged.retry.max_attempts == 3
     assert store.redrive(job.tenant, "no-such-job", now=T0) is None
@@ -198,8 +199,8 @@ def test_a_failed_job_whose_name_a_live_job_took_is_not_redriven(store: Store) -
     job = add(store)
     store.complete_many([end(claim_one(store), GONE)], now=T0)
     add(store, target=HttpTarget(url="https://example.com/work"))  # "nightly" again, live
-    unchanged = store.redrive(job.tenant, job.id, now=T0)
-    assert unchanged is not None and unchanged.state is JobState.FAILED
+    assert store.redrive(job.tenant, job.id, now=T0) is None
+    assert store.get(job.tenant, job.id).state is JobState.FAILED  # type: ignore[union-attr]
 
 
 def test_a_job_at_the_ceiling_of_attempts_is_not_redriven(store: Store) -> None:
@@ -210,8 +211,7 @@ def test_a_job_at_the_ceiling_of_attempts_is_not_redriven(store: Store) -> None:
         store.complete_many([end(claimed, BUSY, at=at)], now=at)
         at += timedelta(days=2)
     assert store.get(job.tenant, job.id).state is JobState.FAILED  # type: ignore[union-attr]
-    unchanged = store.redrive(job.tenant, job.id, now=at)
-    assert unchanged is not None and unchanged.state is JobState.FAILED
+    assert store.redrive(job.tenant, job.id, now=at) is None
 
 
 def test_delete_failed_removes_a_failed_job_only(store: Store) -> None:

@@ -1,4 +1,5 @@
-"""The /v1/jobs routes: create, list, read, cancel one-off jobs, and read their run log."""
+"""The /v1/jobs routes: create, list, read, cancel and retry (redrive) one-off jobs, and read
+their run log."""
 
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ JOB_LINKS = {
     "GetJob": link("GET", "/v1/jobs/{job_id}", **_JOB),
     "CancelJob": link("DELETE", "/v1/jobs/{job_id}", **_JOB),
     "GetJobRuns": link("GET", "/v1/jobs/{job_id}/runs", **_JOB),
+    "RetryJob": link("POST", "/v1/jobs/{job_id}/retry", **_JOB),
 }
 
 
@@ -59,7 +61,7 @@ def create_job(body: JobIn, ctx: Post, api: Api) -> Response:
     try:
         job = NewJob(
             run_at=to_utc("run_at", body.instant(api.clock.now())),
-            target=body.target.to_target(),
+            target=body.with_callbacks(body.target.to_target()),
             tenant=ctx.tenant,
             name=body.name,
             # The job carries the key (with the request's fingerprint) too: a retry after a
@@ -143,6 +145,16 @@ def get_job(tenant: Tenant, job_id: Id, api: Api) -> Response:
 def cancel_job(tenant: Tenant, job_id: Id, api: Api) -> Response:
     """Cancel a job. Idempotent: a job that already ended is returned as it is."""
     return json_response(200, JobOut.of(api.scheduler.cancel(job_id, tenant=tenant)))
+
+
+@router.post("/jobs/{job_id}/retry", response_model=JobOut)
+def retry_job(job_id: Id, ctx: Post, api: Api) -> Response:
+    """Redrive a job that failed for good (a dead letter, `GET /v1/jobs?state=failed`):
+    scheduled again now with a fresh budget of attempts (as many again as it had, up to 100
+    in all), its run log kept. 409 unless it failed, or when it has made 100 attempts or a
+    live job holds its name."""
+    scheduler = api.scheduler
+    return ctx.run(200, lambda: JobOut.of(scheduler.redrive(job_id, tenant=ctx.tenant)))
 
 
 @router.get("/jobs/{job_id}/runs", response_model=RunsOut)

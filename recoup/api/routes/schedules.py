@@ -55,7 +55,7 @@ def create_schedule(body: ScheduleIn, ctx: Post, api: Api) -> Response:
         # Without a name, a schedule is named by its id (unique, and free of '@').
         name=body.name or schedule_id,
         rule=rule,
-        target=body.target.to_target(),
+        target=body.with_callbacks(body.target.to_target()),
         tenant=ctx.tenant,
         retry=body.retry.to_policy(),
         timeout=timedelta(seconds=body.timeout_seconds),

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from recoup.api.schemas.callbacks import CallbacksIn, JobCallbacksOut
 from recoup.api.schemas.common import (
     MIN_TIMEOUT_SECONDS,
     ExactlyOne,
@@ -32,7 +33,7 @@ MAX_DELAY_SECONDS = 10 * 366 * 86_400  # ten years: further out is a typo, not a
 PAST_TOLERANCE = timedelta(minutes=5)
 
 
-class JobIn(StrictModel):
+class JobIn(CallbacksIn):
     """A one-off job. Exactly one of `run_at` and `delay_seconds`."""
 
     model_config = ConfigDict(
@@ -98,7 +99,7 @@ class CancelIn(StrictModel):
     group: Text | None = Field(default=None, min_length=1, max_length=200)
 
 
-class JobOut(BaseModel):
+class JobOut(JobCallbacksOut):
     id: str
     name: str | None
     state: JobState
@@ -132,6 +133,7 @@ class JobOut(BaseModel):
             created_at=job.created_at,
             updated_at=job.updated_at,
             finished_at=job.finished_at,
+            **cls.job_callbacks_of(job.id, job.target),
         )
 
 

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from recoup.api.schemas.callbacks import CallbacksIn, CallbacksOut
 from recoup.api.schemas.codes import TimeZone
 from recoup.api.schemas.common import (
     MIN_TIMEOUT_SECONDS,
@@ -60,7 +61,7 @@ class AnchorIn(StrictModel):
     end_of_month: Literal["clamp", "roll-forward", "last-day", "restrict"] = "clamp"
 
 
-class ScheduleIn(StrictModel):
+class ScheduleIn(CallbacksIn):
     """A recurring schedule: `cron` with `timezone`, or `anchor` (which carries its own zone:
     no `timezone` beside it)."""
 
@@ -128,7 +129,7 @@ class AnchorOut(BaseModel):
     end_of_month: str
 
 
-class ScheduleOut(BaseModel):
+class ScheduleOut(CallbacksOut):
     id: str
     name: str
     cron: str | None
@@ -172,6 +173,7 @@ class ScheduleOut(BaseModel):
             next_fire_at=schedule.next_fire_at,
             created_at=schedule.created_at,
             updated_at=schedule.updated_at,
+            **cls.callbacks_of(schedule.target),
         )
 
 
