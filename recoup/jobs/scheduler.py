@@ -42,7 +42,7 @@ from recoup.jobs.schedules import (
     validate_schedule_name,
 )
 from recoup.jobs.signing import new_signing_secret
-from recoup.jobs.ssrf import SsrfGuard, TargetRefused
+from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.store import (
     MAX_PAGE,
     JobFilter,
@@ -53,7 +53,12 @@ from recoup.jobs.store import (
     SchedulePage,
     SchedulerStore,
 )
-from recoup.jobs.target_checks import check_headers, check_method, check_url_text
+from recoup.jobs.target_checks import (
+    check_callback_url,
+    check_headers,
+    check_method,
+    check_url_text,
+)
 from recoup.jobs.worker import Worker
 from recoup.timekeeping.clock import Clock, SystemClock
 from recoup.timekeeping.instants import to_utc
@@ -126,19 +131,8 @@ class Scheduler:
                 ("failure_callback", target.failure_callback),
             ):
                 if url is not None:
-                    self._check_callback_url(field, url)
+                    check_callback_url(self.ssrf, field, url)
         return target
-
-    def _check_callback_url(self, field: str, url: str) -> None:
-        """A callback URL passes the target URL's checks (characters, scheme, the SSRF
-        guard); a refusal names `field`."""
-        try:
-            check_url_text(url)
-            self.ssrf.check_url(url)
-        except TargetRefused as exc:
-            raise TargetRefused(exc.value, exc.rule, exc.reason, field=field) from None
-        except InvalidInput as exc:
-            raise InvalidInput(field, exc.value, exc.allowed) from None
 
     def enqueue(
         self,
@@ -290,16 +284,19 @@ class Scheduler:
         redriven = self.store.redrive(tenant, job_id, now=self.clock.now())
         if redriven is not None:
             return redriven
-        job = self.get(job_id, tenant=tenant)  # NotFound if absent; else why it was refused
+        job = self.get(job_id, tenant=tenant)  # NotFound if absent; else say why not
         if job.state is not JobState.FAILED:
-            raise Conflict(f"job {job_id!r} is {job.state.value}; only a failed job can be retried")
-        if job.attempts >= MAX_ATTEMPTS:
-            raise Conflict(
-                f"job {job_id!r} has made {job.attempts} attempts, the most a job can make"
-            )
-        raise Conflict(
-            f"job {job_id!r} cannot be retried while the live job {job.name!r} holds its name"
-        )
+            why = f"is {job.state.value}; only a failed job can be retried"
+        elif job.attempts >= MAX_ATTEMPTS:
+            why = f"has made {job.attempts} attempts, the most a job can make"
+        else:
+            why = f"cannot be retried while a live job holds its name {job.name!r}"
+        raise Conflict(f"job {job_id!r} {why}")
+
+    def delete_failed(self, job_id: str, *, tenant: str = DEFAULT_TENANT) -> bool:
+        """Delete a job that failed for good (its run log stays until pruned); False unless
+        it was one."""
+        return self.store.delete_failed(tenant, job_id)
 
     def cancel_by_name(self, name: str, *, tenant: str = DEFAULT_TENANT) -> int:
         return self.store.cancel_by_name(tenant, name, now=self.clock.now())

@@ -1,6 +1,7 @@
 """The checks of an HTTP target at creation, before anything is stored: its method (and no body
 with HEAD or OPTIONS), the characters of its URL, and its headers' names and values; what would
-only fail at send time fails here. (The SSRF guard, `recoup.jobs.ssrf`, checks the URL's host.)"""
+only fail at send time fails here. (The SSRF guard, `recoup.jobs.ssrf`, checks the URL's host;
+`check_callback_url` runs both on a callback URL.)"""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 from recoup.errors import InvalidInput
 from recoup.jobs.model import BODILESS_METHODS, HTTP_METHODS, HttpTarget
+from recoup.jobs.ssrf import SsrfGuard, TargetRefused
 
 # RFC 9110 §5.1: a field name is a token; §5.5: a field value is visible ASCII with inner
 # spaces or tabs (obs-text is refused: httpx sends header values as ASCII).
@@ -81,3 +83,15 @@ def check_headers(headers: Mapping[str, str]) -> None:
                 "expected header values of printable ASCII without CR, LF or control "
                 "characters, and no leading or trailing whitespace",
             )
+
+
+def check_callback_url(guard: SsrfGuard, field: str, url: str) -> None:
+    """A callback URL (`HttpTarget.callback`, `failure_callback`) passes the target URL's
+    checks: its characters, scheme and host, and the SSRF guard; a refusal names `field`."""
+    try:
+        check_url_text(url)
+        guard.check_url(url)
+    except TargetRefused as exc:
+        raise TargetRefused(exc.value, exc.rule, exc.reason, field=field) from None
+    except InvalidInput as exc:
+        raise InvalidInput(field, exc.value, exc.allowed) from None

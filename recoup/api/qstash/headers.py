@@ -6,7 +6,8 @@ QStash feature Recoup does not implement is refused by name, never silently igno
 QStash's semantics followed (upstash.com/docs/qstash; the `qstash` SDK's `prepare_headers`):
 `Upstash-Delay` is a duration such as `90s`, `5m`, `1h30m`, `2d`; `Upstash-Not-Before` is Unix
 seconds and wins over a delay; `Upstash-Retries` counts retries after the first attempt
-(default 3); `Upstash-Forward-<Name>` reaches the destination as `<Name>`.
+(default 3); `Upstash-Forward-<Name>` reaches the destination as `<Name>`; `Upstash-Callback`
+and `Upstash-Failure-Callback` name where the message's end is reported.
 """
 
 from __future__ import annotations
@@ -48,17 +49,28 @@ PUBLISH_HEADERS: Final = frozenset(
         "upstash-timeout",
         "upstash-deduplication-id",
         "upstash-content-based-deduplication",
+        "upstash-callback",
+        "upstash-failure-callback",
     }
 )
 SCHEDULE_HEADERS: Final = frozenset(
-    {"upstash-cron", "upstash-schedule-id", "upstash-method", "upstash-retries", "upstash-timeout"}
+    {
+        "upstash-cron",
+        "upstash-schedule-id",
+        "upstash-method",
+        "upstash-retries",
+        "upstash-timeout",
+        "upstash-callback",
+        "upstash-failure-callback",
+    }
 )
+# Recoup's names of the callback fields, as QStash's headers (a refusal names the header).
+CALLBACK_HEADERS: Final = {
+    "callback": "Upstash-Callback",
+    "failure_callback": "Upstash-Failure-Callback",
+}
 # Features of QStash that Recoup does not offer, with what to do instead.
 _UNSUPPORTED: Final = {
-    "upstash-callback": "callbacks are not supported; read the outcome with GET /v2/messages/{id}",
-    "upstash-failure-callback": (
-        "failure callbacks are not supported; read the outcome with GET /v2/messages/{id}"
-    ),
     "upstash-retry-delay": "retry delay expressions are not supported (QStash's backoff is used)",
     "upstash-flow-control-key": "flow control is not supported",
     "upstash-flow-control-value": "flow control is not supported",
@@ -91,7 +103,10 @@ def check_known(headers: Mapping[str, str], supported: frozenset[str]) -> None:
         if lowered.startswith(FORWARD_PREFIX):
             continue
         if lowered.startswith(("upstash-callback-", "upstash-failure-callback-")):
-            reason = "callback headers are not supported (callbacks are not)"
+            reason = (
+                "headers forwarded to a callback are not supported (the callback is sent "
+                "with QStash's own headers: Upstash-Signature, Content-Type)"
+            )
         else:
             reason = _UNSUPPORTED.get(lowered) or (
                 "unknown header; supported: "
@@ -99,6 +114,20 @@ def check_known(headers: Mapping[str, str], supported: frozenset[str]) -> None:
                 + ", Upstash-Forward-<Name>"
             )
         raise refuse(canonical(name), value, reason, slug="unsupported-header")
+
+
+def callbacks(headers: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """`Upstash-Callback` and `Upstash-Failure-Callback`: where a message's end is reported
+    (`recoup.jobs.callbacks`: once it was delivered, or once its retries are spent; in
+    QStash's callback body). Each an http(s) URL; the SSRF guard checks them with the
+    destination."""
+    found: list[str | None] = []
+    for header in CALLBACK_HEADERS.values():
+        value = headers.get(header.lower())
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise refuse(header, value, "expected an http:// or https:// URL")
+        found.append(value)
+    return found[0], found[1]
 
 
 def canonical(name: str) -> str:
@@ -206,9 +235,11 @@ def dedup(
 
 
 __all__ = [
+    "CALLBACK_HEADERS",
     "PUBLISH_HEADERS",
     "SCHEDULE_HEADERS",
     "Dedup",
+    "callbacks",
     "canonical",
     "check_known",
     "dedup",

@@ -32,8 +32,10 @@ router = APIRouter()
 
 def as_bad_request(exc: InvalidInput) -> Exception:
     """Recoup's own checks of the target (URL, forwarded header names and values, the SSRF
-    guard) answered as QStash answers bad input: 400, naming the field."""
-    return upstash.refuse(exc.field, exc.value, exc.allowed)
+    guard) answered as QStash answers bad input: 400, naming the field (a callback's by its
+    header)."""
+    field = upstash.CALLBACK_HEADERS.get(exc.field, exc.field)
+    return upstash.refuse(field, exc.value, exc.allowed)
 
 
 @router.post("/publish/{destination:path}")
@@ -51,7 +53,7 @@ async def publish(destination: str, request: Request, tenant: Tenant, api: Api) 
     try:
         job = NewJob(
             run_at=upstash.run_at(given, now=api.clock.now()),
-            target=qstash_target(url, method, sent, body),
+            target=qstash_target(url, method, sent, body, upstash.callbacks(given)),
             tenant=tenant,
             idempotency_key=key,
             retry=upstash.retry_policy(given),

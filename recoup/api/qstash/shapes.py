@@ -51,8 +51,33 @@ def body_text(raw: bytes) -> str | None:
         ) from None
 
 
-def qstash_target(url: str, method: str, headers: dict[str, str], body: str | None) -> HttpTarget:
-    return HttpTarget(url=url, method=method, headers=headers, body=body, delivery="qstash")
+def qstash_target(
+    url: str,
+    method: str,
+    headers: dict[str, str],
+    body: str | None,
+    callbacks: tuple[str | None, str | None] = (None, None),
+) -> HttpTarget:
+    """A destination delivered the QStash way; `callbacks`: `Upstash-Callback` and
+    `Upstash-Failure-Callback` (`headers.callbacks`)."""
+    return HttpTarget(
+        url=url,
+        method=method,
+        headers=headers,
+        body=body,
+        delivery="qstash",
+        callback=callbacks[0],
+        failure_callback=callbacks[1],
+    )
+
+
+def _callbacks_json(target: HttpTarget) -> dict[str, str]:
+    found = {}
+    if target.callback is not None:
+        found["callback"] = target.callback
+    if target.failure_callback is not None:
+        found["failureCallback"] = target.failure_callback
+    return found
 
 
 def is_qstash(target: Target) -> bool:
@@ -77,6 +102,7 @@ def message_json(job: Job) -> dict[str, Any]:
         "notBefore": ms(job.run_at),
         "createdAt": ms(job.created_at),
         "state": job.state.value,
+        **_callbacks_json(target),
     }
     if isinstance(target.body, str):
         found["body"] = target.body
@@ -106,6 +132,7 @@ def schedule_json(schedule: Schedule) -> dict[str, Any]:
         "retries": schedule.retry.max_attempts - 1,
         "timeout": int(schedule.timeout.total_seconds()),
         "isPaused": schedule.paused,
+        **_callbacks_json(target),
     }
     if isinstance(target.body, str):
         found["body"] = target.body
