@@ -22,6 +22,7 @@ from enum import StrEnum
 from typing import Any, Literal, TypeVar, get_args
 
 from recoup.errors import InvalidInput
+from recoup.jobs.metadata import Metadata, check_metadata
 from recoup.timekeeping.instants import require_aware
 
 DEFAULT_TENANT = "default"
@@ -168,6 +169,19 @@ def check_timeout(timeout: timedelta) -> None:
         )
 
 
+def check_one_off_name(name: str | None) -> None:
+    """`InvalidInput` naming `name` for a one-off job's name with '@': `{schedule}@{instant}`
+    names a schedule's occurrences, and a one-off job holding such a name would take (and
+    hide) the occurrence's live name."""
+    if name is not None and "@" in name:
+        raise InvalidInput(
+            "name",
+            name,
+            "expected no '@' in a job's name ('{schedule}@{instant}' names the occurrences "
+            "of schedules)",
+        )
+
+
 @dataclass(frozen=True, kw_only=True)
 class NewJob:
     """What a caller asks for; the store assigns state, attempts and timestamps."""
@@ -185,11 +199,15 @@ class NewJob:
     # Jobs that belong together (an invoice's attempts): listed and cancelled by exact
     # equality, never as a prefix, so "inv_1" never reaches "inv_1-x".
     group: str | None = None
+    # The caller's own references (`recoup.jobs.metadata`: limits, merge, filters).
+    metadata: Metadata = field(default_factory=dict)
     id: str = field(default_factory=new_id)
 
     def __post_init__(self) -> None:
         require_aware("run_at", self.run_at)
         check_timeout(self.timeout)
+        if self.metadata:
+            object.__setattr__(self, "metadata", check_metadata(self.metadata))
         if self.name is not None and not 1 <= len(self.name) <= 200:
             raise InvalidInput("name", self.name, "expected 1–200 characters")
         if self.group is not None and not 1 <= len(self.group) <= 200:
@@ -220,6 +238,13 @@ class Job:
     updated_at: datetime
     finished_at: datetime | None
     group: str | None = None
+    metadata: Metadata = field(default_factory=dict)
+
+    @property
+    def started(self) -> bool:
+        """Whether the job has left the state a PATCH may change: claimed or run at least once,
+        or ended."""
+        return self.state is not JobState.SCHEDULED or self.attempts > 0
 
     def __post_init__(self) -> None:
         for name in ("run_at", "created_at", "updated_at"):

@@ -19,6 +19,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from recoup.errors import Conflict, InvalidInput, NotFound
+from recoup.jobs import patching
+from recoup.jobs.changes import JobChange, ScheduleChange
+from recoup.jobs.metadata import check_filter
 from recoup.jobs.model import (
     DEFAULT_TENANT,
     MAX_ATTEMPTS,
@@ -30,13 +33,14 @@ from recoup.jobs.model import (
     Run,
     Target,
     Tenant,
+    check_one_off_name,
 )
 from recoup.jobs.schedule_model import NewSchedule, Schedule
 from recoup.jobs.schedules import (
     SCHEDULE_HORIZON,
     materialise,
     materialise_one,
-    next_after,
+    next_in_window,
     upcoming,
     validate_rule,
     validate_schedule_name,
@@ -65,19 +69,6 @@ from recoup.timekeeping.instants import to_utc
 
 _KEEP_DEFAULT = timedelta(days=7)  # as NewJob's default retention
 WORKER_START_TIMEOUT = 10.0  # seconds to wait for an embedded worker to start
-
-
-def check_job_name(job: NewJob) -> None:
-    """`InvalidInput` naming `name` for a one-off job named with '@': `{schedule}@{instant}`
-    names a schedule's occurrences, and a one-off job holding such a name would take (and
-    hide) the occurrence's live name."""
-    if job.schedule_id is None and job.name is not None and "@" in job.name:
-        raise InvalidInput(
-            "name",
-            job.name,
-            "expected no '@' in a job's name ('{schedule}@{instant}' names the occurrences "
-            "of schedules)",
-        )
 
 
 class Scheduler:
@@ -148,10 +139,12 @@ class Scheduler:
         keep_for: timedelta | None = _KEEP_DEFAULT,
         tenant: str = DEFAULT_TENANT,
         group: str | None = None,
+        metadata: dict[str, str] | None = None,
     ) -> Job:
         """Schedule one job at `run_at`, or `delay` from now, or now (not both). A live job of
         the tenant with the same name → `Conflict`; the same idempotency key → that job.
-        `group` (1–200 characters) lets `list_jobs(group=…)` and `cancel_group` find it."""
+        `group` (1–200 characters) lets `list_jobs(group=…)` and `cancel_group` find it;
+        `metadata` (`recoup.jobs.metadata`) is the caller's own, filterable."""
         if run_at is not None and delay is not None:
             raise InvalidInput("run_at", run_at, "give run_at or delay, not both")
         now = self.clock.now()
@@ -167,6 +160,7 @@ class Scheduler:
             timeout=timeout,
             keep_for=keep_for,
             group=group,
+            metadata=metadata or {},
         )
         return self.submit(job)
 
@@ -178,7 +172,8 @@ class Scheduler:
     def check(self, job: NewJob) -> None:
         """`submit`'s checks (the SSRF guard's DNS look-up included) without the insert, for a
         caller that inserts inside a transaction of its own and checks before it begins."""
-        check_job_name(job)
+        if job.schedule_id is None:
+            check_one_off_name(job.name)
         self.check_target(job.target, payload=job.payload)
         self._ensure_tenant(job.tenant)
 
@@ -228,11 +223,12 @@ class Scheduler:
         name_prefix: str | None = None,
         schedule_id: str | None = None,
         group: str | None = None,
+        metadata: dict[str, str] | None = None,
         limit: int = 50,
         cursor: str | None = None,
     ) -> JobPage:
         """Jobs of the tenant, newest first, a page at a time; `name` and `group` match
-        exactly."""
+        exactly; every pair of `metadata` must be in a job's metadata."""
         if not 1 <= limit <= MAX_PAGE:
             raise InvalidInput("limit", limit, f"expected 1–{MAX_PAGE}")
         return self.store.list_jobs(
@@ -243,10 +239,16 @@ class Scheduler:
                 name_prefix=name_prefix,
                 schedule_id=schedule_id,
                 group=group,
+                metadata=None if metadata is None else check_filter(metadata),
                 limit=limit,
                 cursor=cursor,
             )
         )
+
+    def update_job(self, job_id: str, change: JobChange, *, tenant: str = DEFAULT_TENANT) -> Job:
+        """Change a job that has not started (`recoup.jobs.changes`); `JobStarted` (a
+        `Conflict`) if it has started or ended."""
+        return patching.update_job(self, job_id, change, tenant=tenant)
 
     def runs(self, job_id: str, *, tenant: str = DEFAULT_TENANT) -> list[Run]:
         """The run log of a job, oldest first (kept after the job itself is pruned)."""
@@ -332,8 +334,9 @@ class Scheduler:
         found: Schedule | None = (
             self.store.get_schedule(schedule.tenant, schedule.id) if existing_ok else None
         )
+        first = next_in_window(rule, now, schedule.start_at, schedule.end_at)
         stored: Schedule = found or self.store.insert_schedule(
-            schedule, next_fire_at=next_after(rule, now), now=now
+            schedule, next_fire_at=first, now=now
         )
         if stored.next_fire_at is not None and stored.next_fire_at <= now + SCHEDULE_HORIZON:
             # Due within the materialiser's horizon: create its first job now, not at the
@@ -356,12 +359,31 @@ class Scheduler:
         name: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
+        ended: bool | None = None,
+        metadata: dict[str, str] | None = None,
     ) -> SchedulePage:
         """The tenant's schedules (not deleted), by name, a page at a time; `paused` picks
-        paused (True) or active (False) ones, `name` matches exactly."""
+        paused (True) or active (False) ones, `ended` those with no occurrence left (True) or
+        the others, `name` matches exactly, every pair of `metadata` must be in a
+        schedule's metadata."""
         return self.store.list_schedules(
-            ScheduleFilter(tenant=tenant, paused=paused, name=name, limit=limit, cursor=cursor)
+            ScheduleFilter(
+                tenant=tenant,
+                paused=paused,
+                ended=ended,
+                name=name,
+                metadata=None if metadata is None else check_filter(metadata),
+                limit=limit,
+                cursor=cursor,
+            )
         )
+
+    def update_schedule(
+        self, schedule_id: str, change: ScheduleChange, *, tenant: str = DEFAULT_TENANT
+    ) -> Schedule:
+        """Change a schedule's definition (`recoup.jobs.patching`): the next occurrence
+        recomputed, the jobs it materialised ahead replaced."""
+        return patching.update_schedule(self, schedule_id, change, tenant=tenant)
 
     def pause(self, schedule_id: str, *, tenant: str = DEFAULT_TENANT) -> Schedule:
         """Stop materialising occurrences (jobs already materialised stay; cancel them by
@@ -375,11 +397,15 @@ class Scheduler:
 
     def resume(self, schedule_id: str, *, tenant: str = DEFAULT_TENANT) -> Schedule:
         """Materialise again from the first occurrence after now (the paused ones are
-        skipped, whatever the missed-occurrence policy)."""
+        skipped, whatever the missed-occurrence policy); a schedule whose window closed while
+        it was paused is resumed as ended."""
         current = self.get_schedule(schedule_id, tenant=tenant)
         now = self.clock.now()
+        following = next_in_window(current.rule, now, current.start_at, current.end_at)
+        if following is None and not current.deleted:
+            return self.update_schedule(schedule_id, ScheduleChange(paused=False), tenant=tenant)
         found: Schedule | None = self.store.set_schedule_paused(
-            tenant, schedule_id, paused=False, now=now, next_fire_at=next_after(current.rule, now)
+            tenant, schedule_id, paused=False, now=now, next_fire_at=following
         )
         if found is None:
             raise NotFound(f"no schedule {schedule_id!r}")
@@ -402,7 +428,9 @@ class Scheduler:
             if isinstance(schedule, Schedule)
             else self.get_schedule(schedule, tenant=tenant)
         )
-        return upcoming(found.rule, self.clock.now(), count)
+        return upcoming(
+            found.rule, self.clock.now(), count, start_at=found.start_at, end_at=found.end_at
+        )
 
     def materialise(self, *, horizon: timedelta = SCHEDULE_HORIZON) -> int:
         """Materialise due schedule occurrences now (workers do this on their own)."""
@@ -450,6 +478,10 @@ class Scheduler:
             thread.join(worker.grace.total_seconds() + WORKER_START_TIMEOUT)
             if failure:
                 raise failure[0]
+
+    def poke_workers(self) -> None:
+        """Wake the embedded workers (jobs were added or moved earlier)."""
+        self._poke()
 
     def _poke(self) -> None:
         for worker in self._workers:

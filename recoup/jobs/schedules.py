@@ -16,6 +16,11 @@ materialiser reaches it (the workers were down) is *missed*; the schedule's poli
 `skip` drops them all, `run_once` runs only the latest, `run_all` runs every one (in chunks of
 `MAX_JOBS_PER_ADVANCE`). An occurrence late by less than the grace is simply run late.
 Pausing skips what falls due during the pause: resuming starts from the next occurrence.
+
+**The window.** A schedule's optional `start_at` and `end_at` bound its occurrences, both
+inclusive: none before `start_at`, none after `end_at`. Every next occurrence is taken inside
+the window (`next_in_window`); once none is left, `next_fire_at` becomes None and the schedule
+is `ended` (it fires nothing more, paused or not).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from datetime import datetime, timedelta
 
 from recoup.errors import InvalidInput
 from recoup.jobs.model import NewJob
-from recoup.jobs.schedule_model import CronRule, MissedPolicy, Rule, Schedule
+from recoup.jobs.schedule_model import CronRule, MissedPolicy, Rule, Schedule, check_window
 from recoup.jobs.store import ScheduleStore
 from recoup.timekeeping.cron import cron_next, iter_cron, validate_cron
 from recoup.timekeeping.instants import format_utc, to_utc
@@ -44,6 +49,7 @@ MAX_JOBS_PER_ADVANCE = 500  # occurrences materialised by one advance (one trans
 MAX_SCHEDULES_PER_PASS = 200  # due schedules fetched per store call
 MAX_RUN_ONCE_SCAN = 1_000_000  # occurrences walked to find the latest missed one
 MAX_SCHEDULE_NAME = 150  # characters; leaves room for "@" and the instant in a job name
+ONE_MICROSECOND = timedelta(microseconds=1)  # the resolution of stored instants
 
 
 def validate_rule(rule: Rule) -> Rule:
@@ -78,6 +84,24 @@ def next_after(rule: Rule, instant: datetime) -> datetime | None:
         return None
 
 
+def next_in_window(
+    rule: Rule,
+    instant: datetime,
+    start_at: datetime | None = None,
+    end_at: datetime | None = None,
+) -> datetime | None:
+    """The rule's first occurrence strictly after `instant` and inside the window (at or after
+    `start_at`, at or before `end_at`), or None if there is none."""
+    check_window(start_at, end_at)
+    after = instant
+    if start_at is not None and start_at - ONE_MICROSECOND > after:
+        after = start_at - ONE_MICROSECOND  # start_at itself may be an occurrence
+    found = next_after(rule, after)
+    if found is None or (end_at is not None and found > end_at):
+        return None
+    return found
+
+
 def iter_after(rule: Rule, instant: datetime) -> Iterator[datetime]:
     """The rule's occurrences strictly after `instant`, in order."""
     if isinstance(rule, CronRule):
@@ -92,13 +116,26 @@ def iter_after(rule: Rule, instant: datetime) -> Iterator[datetime]:
         yield occ.at
 
 
-def upcoming(rule: Rule, after: datetime, count: int) -> list[datetime]:
-    """The next `count` occurrences strictly after `after`; fewer when the series ends first
-    (an anchor's renewals end at the last one before year 9999 is over)."""
+def upcoming(
+    rule: Rule,
+    after: datetime,
+    count: int,
+    *,
+    start_at: datetime | None = None,
+    end_at: datetime | None = None,
+) -> list[datetime]:
+    """The next `count` occurrences strictly after `after` inside the window; fewer when the
+    series or the window ends first (an anchor's renewals end at the last one before year 9999
+    is over)."""
     found: list[datetime] = []
     if count <= 0:
         return found
-    for at in iter_after(rule, to_utc("after", after)):
+    after = to_utc("after", after)
+    if start_at is not None and start_at - ONE_MICROSECOND > after:
+        after = start_at - ONE_MICROSECOND
+    for at in iter_after(rule, after):
+        if end_at is not None and at > end_at:
+            break
         found.append(at)
         if len(found) >= count:
             break
@@ -120,6 +157,7 @@ def occurrence_job(schedule: Schedule, at: datetime) -> NewJob:
         retry=schedule.retry,
         timeout=schedule.timeout,
         schedule_id=schedule.id,
+        metadata=dict(schedule.metadata),
     )
 
 
@@ -147,10 +185,17 @@ def plan_advance(
     if start is None or schedule.paused or schedule.deleted:
         return None
     rule = schedule.rule
+    window_end = schedule.end_at
     cutoff = now - grace
     end = now + horizon
     if start > end:
         return None
+    if window_end is not None and start > window_end:
+        return Advance(jobs=[], new_next=None)  # the window closed before this occurrence
+
+    def following(instant: datetime) -> datetime | None:
+        return next_in_window(rule, instant, schedule.start_at, window_end)
+
     jobs: list[NewJob] = []
     skipped = 0
     at: datetime | None = start
@@ -160,31 +205,35 @@ def plan_advance(
                 if len(jobs) >= limit:
                     return Advance(jobs=jobs, new_next=at)
                 jobs.append(occurrence_job(schedule, at))
-                at = next_after(rule, at)
+                at = following(at)
         elif schedule.missed is MissedPolicy.RUN_ONCE:
-            latest, skipped, at = _latest_before(rule, at, cutoff)
+            latest, skipped, at = _latest_before(rule, at, cutoff, window_end)
             jobs.append(occurrence_job(schedule, latest))
         else:
-            at = next_after(rule, cutoff - timedelta(microseconds=1))
+            at = following(cutoff - ONE_MICROSECOND)
             skipped = 1
     while at is not None and at <= end and len(jobs) < limit:
         jobs.append(occurrence_job(schedule, at))
-        at = next_after(rule, at)
+        at = following(at)
     if not jobs and at == start:
         return None
     return Advance(jobs=jobs, new_next=at, skipped=skipped)
 
 
 def _latest_before(
-    rule: Rule, start: datetime, cutoff: datetime
+    rule: Rule, start: datetime, cutoff: datetime, window_end: datetime | None = None
 ) -> tuple[datetime, int, datetime | None]:
-    """(the latest occurrence before `cutoff` from `start` on, how many earlier ones it
-    replaces, the first occurrence at or after `cutoff`)."""
+    """(the latest occurrence before `cutoff` from `start` on (no later than `window_end`),
+    how many earlier ones it replaces, the first occurrence at or after `cutoff` inside the
+    window)."""
     latest = start
     skipped = 0
     for steps, at in enumerate(iter_after(rule, start)):
+        if window_end is not None and at > window_end:
+            return latest, skipped, None
         if at >= cutoff or steps >= MAX_RUN_ONCE_SCAN:
-            return latest, skipped, at if at >= cutoff else next_after(rule, cutoff)
+            following = at if at >= cutoff else next_in_window(rule, cutoff, None, window_end)
+            return latest, skipped, following
         latest = at
         skipped += 1
     return latest, skipped, None
@@ -207,6 +256,7 @@ def materialise_one(
     advanced = store.advance_schedule(
         schedule.id,
         expected_next=schedule.next_fire_at,
+        revision=schedule.revision,
         new_next=plan.new_next,
         jobs=plan.jobs,
         now=now,
@@ -248,6 +298,7 @@ __all__ = [
     "materialise",
     "materialise_one",
     "next_after",
+    "next_in_window",
     "occurrence_job",
     "occurrence_name",
     "plan_advance",

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from enum import Enum
 from typing import Protocol, TypeVar
 
+from recoup.jobs.changes import JobChange
 from recoup.jobs.model import Completion, Job, JobState, NewJob, Run, Tenant
 from recoup.jobs.schedule_model import NewSchedule, Schedule
 
@@ -117,8 +118,19 @@ class JobFilter:
     name_prefix: str | None = None
     schedule_id: str | None = None
     group: str | None = None  # exact equality, never a prefix
+    # Every pair must be in the job's metadata (`recoup.jobs.metadata.check_filter`).
+    metadata: dict[str, str] | None = None
     limit: int = 50  # 1–MAX_PAGE
     cursor: str | None = None  # opaque; from the previous page
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobUpdate:
+    """What `update_scheduled_job` found: the job (None if absent) and whether the change was
+    applied (False: the job had started or ended, and is returned as it is)."""
+
+    job: Job | None
+    changed: bool
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -149,7 +161,9 @@ class ScheduleFilter:
 
     tenant: str
     paused: bool | None = None  # None: paused and active alike
+    ended: bool | None = None  # True: no occurrence left (next_fire_at is None)
     name: str | None = None  # exact equality
+    metadata: dict[str, str] | None = None  # every pair must be in the schedule's metadata
     limit: int = 50  # 1–MAX_PAGE
     cursor: str | None = None  # opaque; from the previous page
 
@@ -312,6 +326,16 @@ class JobStore(Protocol):
         not reach "inv_1-x"); return how many."""
         ...
 
+    # Changing a job that has not started
+    def update_scheduled_job(
+        self, tenant: str, job_id: str, change: JobChange, *, now: datetime
+    ) -> JobUpdate:
+        """Apply `change` (`JobChange.applied_to`) if the job is still scheduled and has never
+        started, checked and written in one transaction that a claim cannot interleave with:
+        a claim either finds the changed job, or makes this find it started and change
+        nothing. A new name that a live job of the tenant holds → `Conflict`."""
+        ...
+
     # Reading
     def get(self, tenant: str, job_id: str) -> Job | None: ...
     def get_by_name(self, tenant: str, name: str) -> Job | None:
@@ -397,11 +421,26 @@ class ScheduleStore(Protocol):
         new_next: datetime | None,
         jobs: Sequence[NewJob],
         now: datetime,
+        revision: int | None = None,
     ) -> bool:
-        """If next_fire_at still equals `expected_next`: insert `jobs` (skipping any whose
-        occurrence, (schedule_id, first run_at), exists) and set next_fire_at = `new_next`.
-        False if another scheduler advanced it first, or the schedule was paused or deleted
-        meanwhile. Every job's `schedule_id` must be `schedule_id` (else `InvalidInput`)."""
+        """If next_fire_at still equals `expected_next` (and, given `revision`, the schedule's
+        revision is still that one): insert `jobs` (skipping any whose occurrence,
+        (schedule_id, first run_at), exists) and set next_fire_at = `new_next`.
+        False if another scheduler advanced it first, or the schedule was paused, changed or
+        deleted meanwhile. Every job's `schedule_id` must be `schedule_id` (else
+        `InvalidInput`)."""
+        ...
+
+    def replace_schedule(
+        self, schedule: Schedule, *, expected_revision: int, now: datetime
+    ) -> Schedule | None:
+        """Store `schedule`'s definition (name, rule, target, retry, timeout, missed, paused,
+        next_fire_at, metadata, window) over the live schedule of its id if its revision is
+        still `expected_revision`, bumping the revision; in the same transaction delete the
+        jobs it materialised ahead that have not started (occurrences after `now`), which the
+        new definition materialises again. None if the revision moved (a concurrent change:
+        read again and retry) or the schedule is gone. A name another live schedule of the
+        tenant holds → `Conflict`."""
         ...
 
 

@@ -49,6 +49,7 @@ JOB_COLUMNS = (
     "created_at",
     "updated_at",
     "finished_at",
+    "metadata",
 )
 
 # Column order of a new job's row (state 'scheduled' and attempts 0 come from the SQL; see
@@ -72,6 +73,7 @@ INSERT_COLUMNS = (
     "schedule_id",
     "job_group",
     "occurrence_at",
+    "metadata",
     "created_at",
     "updated_at",
 )
@@ -94,6 +96,10 @@ SCHEDULE_COLUMNS = (
     "created_at",
     "updated_at",
     "deleted_at",
+    "metadata",
+    "start_at",
+    "end_at",
+    "revision",
 )
 
 RUN_COLUMNS = (
@@ -215,6 +221,7 @@ class JobEncoder:
         self._binary = jsonb_binary
         self._targets: dict[int, tuple[Target, str | bytes]] = {}
         self._retries: dict[BackoffPolicy, tuple[int, float, float, bool]] = {}
+        self._empty_metadata = self.json({})
 
     def json(self, value: Any) -> str | bytes:
         text = _ENCODE(value)
@@ -256,6 +263,7 @@ class JobEncoder:
             job.schedule_id,
             job.group,
             None if job.schedule_id is None else run_at,  # occurrence_at
+            self.json(job.metadata) if job.metadata else self._empty_metadata,
             now,
             now,
         )
@@ -325,4 +333,7 @@ def schedule_values(
         "missed": schedule.missed.value,
         "next_fire_at": None if next_fire_at is None else instant(next_fire_at),
         "now": instant(now),
+        "metadata": dumps(schedule.metadata),
+        "start_at": None if schedule.start_at is None else instant(schedule.start_at),
+        "end_at": None if schedule.end_at is None else instant(schedule.end_at),
     }

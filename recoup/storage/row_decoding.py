@@ -33,6 +33,13 @@ def _loads(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str | bytes) else value
 
 
+def _metadata(value: Any) -> dict[str, str]:
+    # Most jobs carry none: skip the JSON parser for the empty object.
+    if value is None or value == "{}":
+        return {}
+    return dict(_loads(value))
+
+
 # Targets, rules, retry policies and durations
 
 
@@ -139,6 +146,7 @@ def job_from_row(row: Sequence[Any], instant: DecodeInstant) -> Job:
         created_at,
         updated_at,
         finished_at,
+        metadata,
     ) = row
     return trusted(
         Job,
@@ -163,6 +171,7 @@ def job_from_row(row: Sequence[Any], instant: DecodeInstant) -> Job:
             "updated_at": instant(updated_at),
             "finished_at": None if finished_at is None else instant(finished_at),
             "group": job_group,
+            "metadata": _metadata(metadata),
         },
     )
 
@@ -253,6 +262,10 @@ def schedule_from_row(row: Sequence[Any], instant: DecodeInstant) -> Schedule:
         created_at,
         updated_at,
         deleted_at,
+        metadata,
+        start_at,
+        end_at,
+        revision,
     ) = row
     return Schedule(
         id=id_,
@@ -269,4 +282,8 @@ def schedule_from_row(row: Sequence[Any], instant: DecodeInstant) -> Schedule:
         created_at=instant(created_at),
         updated_at=instant(updated_at),
         deleted=deleted_at is not None,
+        metadata=_metadata(metadata),
+        start_at=None if start_at is None else instant(start_at),
+        end_at=None if end_at is None else instant(end_at),
+        revision=revision,
     )

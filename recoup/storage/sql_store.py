@@ -193,11 +193,14 @@ class SqlStore:
         if query.cursor is not None:
             created, cursor_id = job_rows.decode_cursor(query.cursor)
             cursor_created = self._encode_instant(created)
-        # A group's or a name's listing is its own statement, so that it walks its index.
+        # A group's, a name's or a metadata filter's listing is its own statement, so that it
+        # walks its index.
         if query.group is not None:
             statement = self.Q["list_group_jobs"]
         elif query.name is not None:
             statement = self.Q["list_named_jobs"]
+        elif query.metadata:
+            statement = self.Q["list_metadata_jobs"]
         else:
             statement = self.Q["list_jobs"]
         with self.read() as conn:
@@ -211,6 +214,7 @@ class SqlStore:
                     "name": query.name,
                     "schedule_id": query.schedule_id,
                     "group": query.group,
+                    "metadata": job_rows.dumps(query.metadata) if query.metadata else None,
                     "cursor_created": cursor_created,
                     "cursor_id": cursor_id,
                     "limit": query.limit + 1,  # one more says whether a next page exists
@@ -309,7 +313,9 @@ class SqlStore:
         params = {
             "tenant": query.tenant,
             "paused": None if query.paused is None else self._encode_bool(query.paused),
+            "ended": None if query.ended is None else self._encode_bool(query.ended),
             "name": query.name,
+            "metadata": job_rows.dumps(query.metadata) if query.metadata else None,
             "after_name": query.cursor,  # names are unique among live schedules
             "limit": query.limit + 1,  # one more says whether a next page exists
         }
@@ -367,6 +373,7 @@ class SqlStore:
         new_next: datetime | None,
         jobs: Sequence[NewJob],
         now: datetime,
+        revision: int | None = None,
     ) -> bool:
         check_schedule_jobs(schedule_id, jobs)
         encode = self._encode_instant
@@ -382,6 +389,7 @@ class SqlStore:
                     "expected_next": encode(expected_next),
                     "new_next": None if new_next is None else encode(new_next),
                     "now": encode(now),
+                    "revision": revision,
                 },
             ).rowcount
             if not advanced:

@@ -90,7 +90,7 @@ def test_fragments_expand_into_later_blocks_and_are_not_queries() -> None:
     assert set(queries) == {"a", "b"}
     assert queries["a"] == "UPDATE t SET x = 1"
     assert queries["b"].startswith("INSERT INTO t (id, tenant, name, run_at,")
-    assert "occurrence_at, created_at, updated_at)" in queries["b"]
+    assert "occurrence_at, metadata, created_at, updated_at)" in queries["b"]
     for unknown in ("{_nope}", "{jbo_columns}"):
         with pytest.raises(ValueError, match="unknown placeholder"):
             parse_queries(f"-- a --\nSELECT {unknown}\n")

@@ -42,8 +42,8 @@ tenant NOT IN (SELECT id FROM tenants WHERE disabled_at IS NOT NULL)
 -- insert_job --
 -- One placeholder per column of {insert_columns} (`job_rows.JobEncoder.row`).
 INSERT INTO jobs ({insert_columns})
-VALUES (%s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
-        %s)
+VALUES (%s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
+        %s::jsonb, %s, %s)
 ON CONFLICT DO NOTHING
 RETURNING {job_columns}
 
@@ -56,7 +56,7 @@ FROM unnest(%(id)s::text[], %(tenant)s::text[], %(name)s::text[], %(run_at)s::ti
             %(max_attempts)s::int[], %(min_backoff_s)s::float8[], %(max_backoff_s)s::float8[],
             %(jitter)s::bool[], %(timeout_s)s::float8[], %(keep_for_s)s::float8[],
             %(schedule_id)s::text[], %(job_group)s::text[],
-            %(occurrence_at)s::timestamptz[]) AS u
+            %(occurrence_at)s::timestamptz[], %(metadata)s::jsonb[]) AS u
 ON CONFLICT DO NOTHING
 
 -- copy_jobs --
@@ -393,6 +393,7 @@ WHERE schedule_id = %(schedule_id)s AND state IN ('scheduled', 'running')
        OR (name >= %(prefix)s::text AND name < %(prefix)s::text || chr(1114111)))
   AND (%(schedule_id)s::text IS NULL OR schedule_id = %(schedule_id)s::text)
   AND (%(name)s::text IS NULL OR name = %(name)s::text)
+  AND (%(metadata)s::jsonb IS NULL OR metadata @> %(metadata)s::jsonb)
   AND (%(cursor_created)s::timestamptz IS NULL
        OR (created_at, id) < (%(cursor_created)s::timestamptz, %(cursor_id)s::text))
 ORDER BY created_at DESC, id DESC
@@ -414,6 +415,24 @@ WHERE tenant = %(tenant)s AND job_group = %(group)s::text
 SELECT {job_columns} FROM jobs
 WHERE tenant = %(tenant)s AND name = %(name)s::text
 {_list_filters}
+
+-- list_metadata_jobs --
+-- Jobs carrying the pairs of a metadata filter: `@>` through the GIN index of jobs that carry
+-- metadata (jobs_metadata; its predicate is repeated so that the planner may use it).
+SELECT {job_columns} FROM jobs
+WHERE tenant = %(tenant)s AND metadata <> '{}'::jsonb
+{_list_filters}
+
+-- update_scheduled_job --
+-- A PATCH: only while the job is scheduled and has never started (a claim makes it running
+-- first, under the row lock this UPDATE waits for), in one statement.
+UPDATE jobs
+SET run_at = %(run_at)s, target = %(target)s::jsonb, name = %(name)s,
+    max_attempts = %(max_attempts)s, min_backoff_s = %(min_backoff_s)s,
+    max_backoff_s = %(max_backoff_s)s, jitter = %(jitter)s, timeout_s = %(timeout_s)s,
+    metadata = %(metadata)s::jsonb, updated_at = %(now)s
+WHERE tenant = %(tenant)s AND id = %(id)s AND state = 'scheduled' AND attempts = 0
+RETURNING {job_columns}
 
 -- runs --
 SELECT job_id, tenant, attempt, started_at, finished_at, outcome, status_code, duration_ms,
@@ -469,10 +488,11 @@ WHERE ctid = ANY(ARRAY(SELECT ctid FROM runs WHERE finished_at < %(before)s
 -- insert_schedule --
 INSERT INTO schedules (id, tenant, name, rule, target, payload, max_attempts, min_backoff_s,
                        max_backoff_s, jitter, timeout_s, missed, paused, next_fire_at,
-                       created_at, updated_at)
+                       created_at, updated_at, metadata, start_at, end_at)
 VALUES (%(id)s, %(tenant)s, %(name)s, %(rule)s::jsonb, %(target)s::jsonb, %(payload)s::jsonb,
         %(max_attempts)s, %(min_backoff_s)s, %(max_backoff_s)s, %(jitter)s, %(timeout_s)s,
-        %(missed)s, false, %(next_fire_at)s, %(now)s, %(now)s)
+        %(missed)s, false, %(next_fire_at)s, %(now)s, %(now)s, %(metadata)s::jsonb,
+        %(start_at)s, %(end_at)s)
 ON CONFLICT DO NOTHING
 RETURNING {schedule_columns}
 
@@ -485,7 +505,9 @@ SELECT {schedule_columns} FROM schedules WHERE tenant = %(tenant)s AND id = %(id
 SELECT {schedule_columns} FROM schedules
 WHERE tenant = %(tenant)s AND deleted_at IS NULL
   AND (%(paused)s::boolean IS NULL OR paused = %(paused)s::boolean)
+  AND (%(ended)s::boolean IS NULL OR (next_fire_at IS NULL) = %(ended)s::boolean)
   AND (%(name)s::text IS NULL OR name = %(name)s::text)
+  AND (%(metadata)s::jsonb IS NULL OR metadata @> %(metadata)s::jsonb)
   AND (%(after_name)s::text IS NULL OR name > %(after_name)s::text)
 ORDER BY name
 LIMIT %(limit)s
@@ -515,6 +537,7 @@ LIMIT %(limit)s
 UPDATE schedules
 SET next_fire_at = %(new_next)s, updated_at = %(now)s
 WHERE id = %(id)s AND next_fire_at = %(expected_next)s AND NOT paused AND deleted_at IS NULL
+  AND (%(revision)s::integer IS NULL OR revision = %(revision)s::integer)
 
 -- redrive_job --
 -- A job that failed for good, scheduled again now with a fresh budget of attempts: as many
@@ -541,3 +564,33 @@ RETURNING {job_columns}
 -- delete_failed_job --
 -- A job that failed for good, removed (QStash's DLQ delete); its run log stays until pruned.
 DELETE FROM jobs WHERE tenant = %(tenant)s AND id = %(id)s AND state = 'failed'
+
+-- replace_schedule --
+-- A PATCH of a schedule: its whole definition, compare-and-set on the revision read.
+UPDATE schedules
+SET name = %(name)s, rule = %(rule)s::jsonb, target = %(target)s::jsonb,
+    max_attempts = %(max_attempts)s, min_backoff_s = %(min_backoff_s)s,
+    max_backoff_s = %(max_backoff_s)s, jitter = %(jitter)s, timeout_s = %(timeout_s)s,
+    missed = %(missed)s, paused = %(paused)s, next_fire_at = %(next_fire_at)s,
+    metadata = %(metadata)s::jsonb, start_at = %(start_at)s, end_at = %(end_at)s,
+    revision = revision + 1, updated_at = %(now)s
+WHERE tenant = %(tenant)s AND id = %(id)s AND deleted_at IS NULL
+  AND revision = %(expected_revision)s
+RETURNING {schedule_columns}
+
+-- delete_pending_occurrences --
+-- The jobs a schedule materialised ahead that have not started, for occurrences after now:
+-- made from the old definition, they go, and the schedule materialises them again.
+DELETE FROM jobs
+WHERE schedule_id = %(schedule_id)s AND state = 'scheduled' AND attempts = 0
+  AND occurrence_at > %(now)s
+
+-- get_job_for_update --
+-- The job a PATCH reads, its row locked until the transaction ends (a claim skips it,
+-- SKIP LOCKED, and finds it changed after).
+SELECT {job_columns} FROM jobs WHERE tenant = %(tenant)s AND id = %(id)s
+FOR UPDATE
+
+-- live_schedule_by_name --
+SELECT id FROM schedules
+WHERE tenant = %(tenant)s AND name = %(name)s AND deleted_at IS NULL

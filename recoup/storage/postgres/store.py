@@ -50,6 +50,7 @@ from recoup.storage import (
     row_decoding,
     valid_schema_name,
 )
+from recoup.storage.change_tables import SqlChangeTables
 from recoup.storage.dead_letters import SqlDeadLetters
 from recoup.storage.dunning_reports import SqlDunningReports
 from recoup.storage.dunning_tables import EXPANSIONS, SqlDunningTables
@@ -98,6 +99,7 @@ _COPY_TYPES = [
     "text",  # schedule_id
     "text",  # job_group
     "timestamptz",  # occurrence_at
+    "bytea",  # metadata (jsonb wire format)
     "timestamptz",  # created_at
     "timestamptz",  # updated_at
 ]
@@ -136,6 +138,7 @@ class PostgresStore(
     SqlTenantTables,
     SqlIntakeTables,
     SqlDeadLetters,
+    SqlChangeTables,
 ):
     """Every store protocol (`recoup.storage.Store`) on PostgreSQL, every table in `schema`."""
 

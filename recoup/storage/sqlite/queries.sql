@@ -40,7 +40,7 @@ tenant NOT IN (SELECT id FROM tenants WHERE disabled_at IS NOT NULL)
 -- _insert_values --
 -- A new job's row: one placeholder per column of {insert_columns} (`job_rows.JobEncoder.row`).
 INSERT INTO jobs ({insert_columns})
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT DO NOTHING
 
 -- insert_job --
@@ -278,6 +278,12 @@ UPDATE jobs
 {_cancel_set}
 WHERE schedule_id = :schedule_id AND state IN ('scheduled', 'running')
 
+-- _metadata_matches --
+-- Every pair of the filter :metadata (a JSON object) is in the row's metadata. Keys are plain
+-- path steps (`recoup.jobs.metadata.KEY_PATTERN`: no quote), so quoting them is safe.
+NOT EXISTS (SELECT 1 FROM json_each(:metadata) AS wanted
+            WHERE json_extract(metadata, '$."' || wanted.key || '"') IS NOT wanted.value)
+
 -- _list_filters --
 -- The optional filters of a listing, newest first; the cursor is the (created_at, id) of the
 -- last row of the previous page.
@@ -285,6 +291,7 @@ WHERE schedule_id = :schedule_id AND state IN ('scheduled', 'running')
   AND (:prefix IS NULL OR (name >= :prefix AND name < :prefix || char(1114111)))
   AND (:schedule_id IS NULL OR schedule_id = :schedule_id)
   AND (:name IS NULL OR name = :name)
+  AND (:metadata IS NULL OR {_metadata_matches})
   AND (:cursor_created IS NULL
        OR created_at < :cursor_created
        OR (created_at = :cursor_created AND id < :cursor_id))
@@ -308,6 +315,23 @@ WHERE tenant = :tenant AND job_group = :group
 SELECT {job_columns} FROM jobs
 WHERE tenant = :tenant AND name = :name
 {_list_filters}
+
+-- list_metadata_jobs --
+-- Jobs carrying the pairs of a metadata filter, newest first through the index of the
+-- tenant's jobs that carry metadata (jobs_metadata), each tested by json_extract.
+SELECT {job_columns} FROM jobs INDEXED BY jobs_metadata
+WHERE tenant = :tenant AND metadata <> '{}'
+{_list_filters}
+
+-- update_scheduled_job --
+-- A PATCH: only while the job is scheduled and has never started (a claim makes it running
+-- first, under the same write lock), in one statement.
+UPDATE jobs
+SET run_at = :run_at, target = :target, name = :name, max_attempts = :max_attempts,
+    min_backoff_s = :min_backoff_s, max_backoff_s = :max_backoff_s, jitter = :jitter,
+    timeout_s = :timeout_s, metadata = :metadata, updated_at = :now
+WHERE tenant = :tenant AND id = :id AND state = 'scheduled' AND attempts = 0
+RETURNING {job_columns}
 
 -- runs --
 SELECT job_id, tenant, attempt, started_at, finished_at, outcome, status_code, duration_ms,
@@ -360,9 +384,10 @@ WHERE rowid IN (SELECT rowid FROM runs WHERE finished_at < :before ORDER BY fini
 -- insert_schedule --
 INSERT INTO schedules (id, tenant, name, rule, target, payload, max_attempts, min_backoff_s,
                        max_backoff_s, jitter, timeout_s, missed, paused, next_fire_at,
-                       created_at, updated_at)
+                       created_at, updated_at, metadata, start_at, end_at)
 VALUES (:id, :tenant, :name, :rule, :target, :payload, :max_attempts, :min_backoff_s,
-        :max_backoff_s, :jitter, :timeout_s, :missed, 0, :next_fire_at, :now, :now)
+        :max_backoff_s, :jitter, :timeout_s, :missed, 0, :next_fire_at, :now, :now, :metadata,
+        :start_at, :end_at)
 ON CONFLICT DO NOTHING
 RETURNING {schedule_columns}
 
@@ -375,7 +400,9 @@ SELECT {schedule_columns} FROM schedules WHERE tenant = :tenant AND id = :id
 SELECT {schedule_columns} FROM schedules
 WHERE tenant = :tenant AND deleted_at IS NULL
   AND (:paused IS NULL OR paused = :paused)
+  AND (:ended IS NULL OR (next_fire_at IS NULL) = :ended)
   AND (:name IS NULL OR name = :name)
+  AND (:metadata IS NULL OR {_metadata_matches})
   AND (:after_name IS NULL OR name > :after_name)
 ORDER BY name
 LIMIT :limit
@@ -405,6 +432,7 @@ LIMIT :limit
 UPDATE schedules
 SET next_fire_at = :new_next, updated_at = :now
 WHERE id = :id AND next_fire_at = :expected_next AND paused = 0 AND deleted_at IS NULL
+  AND (:revision IS NULL OR revision = :revision)
 
 -- redrive_job --
 -- A job that failed for good, scheduled again now with a fresh budget of attempts: as many
@@ -430,3 +458,29 @@ RETURNING {job_columns}
 -- delete_failed_job --
 -- A job that failed for good, removed (QStash's DLQ delete); its run log stays until pruned.
 DELETE FROM jobs WHERE tenant = :tenant AND id = :id AND state = 'failed'
+
+-- replace_schedule --
+-- A PATCH of a schedule: its whole definition, compare-and-set on the revision read.
+UPDATE schedules
+SET name = :name, rule = :rule, target = :target, max_attempts = :max_attempts,
+    min_backoff_s = :min_backoff_s, max_backoff_s = :max_backoff_s, jitter = :jitter,
+    timeout_s = :timeout_s, missed = :missed, paused = :paused, next_fire_at = :next_fire_at,
+    metadata = :metadata, start_at = :start_at, end_at = :end_at, revision = revision + 1,
+    updated_at = :now
+WHERE tenant = :tenant AND id = :id AND deleted_at IS NULL AND revision = :expected_revision
+RETURNING {schedule_columns}
+
+-- delete_pending_occurrences --
+-- The jobs a schedule materialised ahead that have not started, for occurrences after now:
+-- made from the old definition, they go, and the schedule materialises them again.
+DELETE FROM jobs
+WHERE schedule_id = :schedule_id AND state = 'scheduled' AND attempts = 0
+  AND occurrence_at > :now
+
+-- get_job_for_update --
+-- The job a PATCH reads, under the write lock a claim needs too.
+SELECT {job_columns} FROM jobs WHERE tenant = :tenant AND id = :id
+
+-- live_schedule_by_name --
+SELECT id FROM schedules
+WHERE tenant = :tenant AND name = :name AND deleted_at IS NULL

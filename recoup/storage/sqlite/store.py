@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from recoup.errors import InvalidInput, StorageError
 from recoup.jobs.model import Job, NewJob
 from recoup.storage import job_rows, row_decoding
+from recoup.storage.change_tables import SqlChangeTables
 from recoup.storage.dead_letters import SqlDeadLetters
 from recoup.storage.dunning_reports import SqlDunningReports
 from recoup.storage.dunning_tables import EXPANSIONS, SqlDunningTables
@@ -97,6 +98,7 @@ class SqliteStore(
     SqlTenantTables,
     SqlIntakeTables,
     SqlDeadLetters,
+    SqlChangeTables,
 ):
     """Every store protocol (`recoup.storage.Store`) on one SQLite file (or `:memory:`)."""
 
