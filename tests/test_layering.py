@@ -47,6 +47,7 @@ ALLOWED: dict[str, set[str]] = {
 }
 # Modules at the top of the package that belong to a layer of their own name.
 ALIASES = {
+    "client_changes": "client",
     "client_dunning": "client",
     "client_errors": "client",
     "client_shapes": "client",

@@ -91,16 +91,19 @@ def as_the_document_requires(context: Any, case: Any, kwargs: dict[str, Any]) ->
     """Before each request (a `before_call` hook), what no schema can say: unique
     Idempotency-Keys; `allow_past` beside a job's `run_at` (the document cannot compare an
     instant with the server's clock); a retry policy whose maximum backoff is at least its
-    minimum (RetryIn states the rule, JSON Schema cannot compare two fields); and settings
-    that keep a default charge URL, which a failure without its own needs (a rule of the
-    tenant's state), and an experiment whose policy is named apart from the tenant's (a rule
-    inside the TOML texts)."""
+    minimum (RetryIn states the rule, JSON Schema cannot compare two fields); settings that
+    keep a default charge URL, which a failure without its own needs (a rule of the tenant's
+    state), an experiment whose policy is named apart from the tenant's (a rule inside the
+    TOML texts); a schedule's window that does not end before it starts, at most one of a
+    PATCH's `run_at` and `delay_seconds`, and a schedule PATCH's rule as one of its two
+    kinds."""
     headers = case.headers or {}
     key = headers.get("Idempotency-Key")
     if isinstance(key, str) and KEY.fullmatch(key):
         headers["Idempotency-Key"] = unique_key(key)
     body = case.body if isinstance(case.body, dict) else {}
-    if case.operation.label == "POST /v1/jobs" and body.get("run_at") is not None:
+    job_bodies = ("POST /v1/jobs", "PATCH /v1/jobs/{job_id}")
+    if case.operation.label in job_bodies and body.get("run_at") is not None:
         body["allow_past"] = True
     if case.operation.label == "PUT /v1/dunning/settings":
         if body.get("charge_url") is None:
@@ -109,12 +112,35 @@ def as_the_document_requires(context: Any, case: Any, kwargs: dict[str, Any]) ->
             body["experiment_policy"] = ARM_B_NAME.sub(
                 'name = "fuzz-arm-b"', body["experiment_policy"]
             )
+    # Two fields of one body that JSON Schema cannot compare: a window's start after its end;
+    # both of a PATCH's run_at and delay_seconds (at most one, as the description says).
+    start, end = body.get("start_at"), body.get("end_at")
+    if isinstance(start, str) and isinstance(end, str):
+        body["start_at"] = body["end_at"] = min(start, end, key=_instant)
+    if body.get("run_at") is not None and body.get("delay_seconds") is not None:
+        del body["delay_seconds"]
+    # A PATCH of a schedule: a new rule is a cron or an anchor (which carries its own zone).
+    if case.operation.label == "PATCH /v1/schedules/{schedule_id}":
+        if body.get("cron") is not None and body.get("anchor") is not None:
+            del body["anchor"]
+        if body.get("anchor") is not None:
+            body.pop("timezone", None)
     retry = body.get("retry")
     if isinstance(retry, dict):
         bounds = {**RETRY_DEFAULTS, **retry}
         low, high = bounds["min_backoff_seconds"], bounds["max_backoff_seconds"]
         if isinstance(low, int | float) and isinstance(high, int | float) and low > high:
             retry["min_backoff_seconds"], retry["max_backoff_seconds"] = high, low
+
+
+def _instant(text: str) -> Any:
+    from datetime import UTC, datetime
+
+    try:
+        found = datetime.fromisoformat(text)
+    except ValueError:
+        found = datetime.max
+    return found if found.tzinfo is not None else found.replace(tzinfo=UTC)
 
 
 # Fields whose text is in a language the document names by `format` (cron, a policy's TOML).

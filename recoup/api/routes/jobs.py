@@ -7,11 +7,12 @@ import functools
 from datetime import timedelta
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Query
 from starlette.responses import Response
 
 from recoup.api.deps import Api, Post, Tenant
 from recoup.api.idempotent import json_response
+from recoup.api.query_params import QueryFamily
 from recoup.api.routes.common import (
     CHECKED,
     ERRORS,
@@ -30,20 +31,43 @@ from recoup.api.schemas import (
     JobIn,
     JobOut,
     JobPageOut,
+    JobPatchIn,
     RunOut,
     RunsOut,
 )
 from recoup.errors import InvalidInput
+from recoup.jobs.metadata import KEY_PATTERN, MAX_KEYS, MAX_VALUE_LENGTH
 from recoup.jobs.model import JobState, NewJob
 from recoup.timekeeping.instants import to_utc
 
 router = APIRouter(prefix="/v1", responses=ERRORS, tags=["jobs"], dependencies=CHECKED)
+
+# `?metadata[key]=value`, repeatable with other keys: every pair must match.
+METADATA_FILTER = QueryFamily(
+    "metadata",
+    description=(
+        "`metadata[key]=value`: only items whose metadata holds that pair; several keys "
+        "combine (every pair must match)."
+    ),
+    schema={
+        "type": "object",
+        "maxProperties": MAX_KEYS,
+        "propertyNames": {"pattern": KEY_PATTERN},
+        "additionalProperties": {
+            "type": "string",
+            "maxLength": MAX_VALUE_LENGTH,
+            "pattern": NO_NUL,
+        },
+    },
+)
+MetadataFilter = Annotated[dict[str, str] | None, Depends(METADATA_FILTER)]
 
 
 _JOB = {"job_id": "$response.body#/id"}
 JOB_LINKS = {
     "GetJob": link("GET", "/v1/jobs/{job_id}", **_JOB),
     "CancelJob": link("DELETE", "/v1/jobs/{job_id}", **_JOB),
+    "UpdateJob": link("PATCH", "/v1/jobs/{job_id}", **_JOB),
     "GetJobRuns": link("GET", "/v1/jobs/{job_id}/runs", **_JOB),
     "RetryJob": link("POST", "/v1/jobs/{job_id}/retry", **_JOB),
 }
@@ -70,6 +94,7 @@ def create_job(body: JobIn, ctx: Post, api: Api) -> Response:
             retry=body.retry.to_policy(),
             timeout=timedelta(seconds=body.timeout_seconds),
             group=body.group,
+            metadata=body.metadata,
         )
         # The checks (the SSRF guard's DNS look-up too) run before the transaction.
         scheduler.check(job)
@@ -84,10 +109,13 @@ def _refuse(error: InvalidInput) -> JobOut:
     raise error
 
 
-@router.get("/jobs", response_model=JobPageOut)
+@router.get(
+    "/jobs", response_model=JobPageOut, openapi_extra={"parameters": [METADATA_FILTER.openapi()]}
+)
 def list_jobs(
     api: Api,
     tenant: Tenant,
+    metadata: MetadataFilter,
     state: JobState | None = None,
     name: ExactName = None,
     name_prefix: Annotated[str | None, Query(min_length=1, max_length=200, pattern=NO_NUL)] = None,
@@ -96,13 +124,14 @@ def list_jobs(
     cursor: Cursor = None,
 ) -> Response:
     """Jobs of the tenant, newest first, a page at a time; `name` and `group` match exactly,
-    `name_prefix` by prefix; filters combine."""
+    `name_prefix` by prefix, `metadata[key]=value` each pair; filters combine."""
     page = api.scheduler.list_jobs(
         tenant=tenant,
         state=state,
         name=name,
         name_prefix=name_prefix,
         group=group,
+        metadata=metadata,
         limit=limit,
         cursor=cursor,
     )
@@ -139,6 +168,20 @@ def cancel_jobs(body: CancelIn, ctx: Post, api: Api) -> Response:
 @router.get("/jobs/{job_id}", response_model=JobOut)
 def get_job(tenant: Tenant, job_id: Id, api: Api) -> Response:
     return json_response(200, JobOut.of(api.scheduler.get(job_id, tenant=tenant)))
+
+
+@router.patch(
+    "/jobs/{job_id}",
+    response_model=JobOut,
+    responses={409: {"description": "The job has started or ended (its state in the detail)."}},
+)
+def update_job(tenant: Tenant, job_id: Id, body: JobPatchIn, api: Api) -> Response:
+    """Change a job that is scheduled and has not started: only the fields given change
+    (`metadata` merges; a key set to null is removed). 409 once a worker has claimed it or it
+    has ended: the state check and the change are one transaction, so a claim at the same
+    moment either runs the changed job or makes this a 409."""
+    change = body.change(api.clock.now())
+    return json_response(200, JobOut.of(api.scheduler.update_job(job_id, change, tenant=tenant)))
 
 
 @router.delete("/jobs/{job_id}", response_model=JobOut)

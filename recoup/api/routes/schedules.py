@@ -13,10 +13,12 @@ from recoup.api.deps import Api, Post, Tenant
 from recoup.api.idempotent import PostContext, json_response
 from recoup.api.problems import Problem
 from recoup.api.routes.common import CHECKED, ERRORS, ExactName, Id, Limit, ScheduleCursor, link
+from recoup.api.routes.jobs import METADATA_FILTER, MetadataFilter
 from recoup.api.schemas import (
     ScheduleIn,
     ScheduleListOut,
     ScheduleOut,
+    SchedulePatchIn,
     ScheduleState,
     UpcomingOut,
 )
@@ -33,6 +35,7 @@ SCHEDULE_LINKS = {
     "GetSchedule": link("GET", "/v1/schedules/{schedule_id}", **_SCHEDULE),
     "DeleteSchedule": link("DELETE", "/v1/schedules/{schedule_id}", **_SCHEDULE),
     "PauseSchedule": link("POST", "/v1/schedules/{schedule_id}/pause", **_SCHEDULE),
+    "UpdateSchedule": link("PATCH", "/v1/schedules/{schedule_id}", **_SCHEDULE),
     "ResumeSchedule": link("POST", "/v1/schedules/{schedule_id}/resume", **_SCHEDULE),
     "UpcomingOfSchedule": link("GET", "/v1/schedules/{schedule_id}/upcoming", **_SCHEDULE),
 }
@@ -60,6 +63,9 @@ def create_schedule(body: ScheduleIn, ctx: Post, api: Api) -> Response:
         retry=body.retry.to_policy(),
         timeout=timedelta(seconds=body.timeout_seconds),
         missed=MissedPolicy(body.missed),
+        metadata=body.metadata,
+        start_at=body.start_at,
+        end_at=body.end_at,
         id=schedule_id,
     )
     return ctx.run(
@@ -70,20 +76,30 @@ def create_schedule(body: ScheduleIn, ctx: Post, api: Api) -> Response:
     )
 
 
-@router.get("/schedules", response_model=ScheduleListOut)
+@router.get(
+    "/schedules",
+    response_model=ScheduleListOut,
+    openapi_extra={"parameters": [METADATA_FILTER.openapi()]},
+)
 def list_schedules(
     tenant: Tenant,
     api: Api,
+    metadata: MetadataFilter,
     state: ScheduleState | None = None,
     name: ExactName = None,
     limit: Limit = 50,
     cursor: ScheduleCursor = None,
 ) -> Response:
-    """The tenant's schedules by name, a page at a time; `state` picks active or paused
-    ones, `name` matches exactly."""
+    """The tenant's schedules by name, a page at a time; `state` picks active, paused or
+    ended ones (ended: no occurrence left), `name` matches exactly, `metadata[key]=value`
+    each pair."""
     page = api.scheduler.list_schedules(
         tenant=tenant,
-        paused=None if state is None else state is ScheduleState.PAUSED,
+        paused=None
+        if state is None or state is ScheduleState.ENDED
+        else state is ScheduleState.PAUSED,
+        ended=None if state is None else state is ScheduleState.ENDED,
+        metadata=metadata,
         name=name,
         limit=limit,
         cursor=cursor,
@@ -99,6 +115,21 @@ def list_schedules(
 @router.get("/schedules/{schedule_id}", response_model=ScheduleOut)
 def get_schedule(tenant: Tenant, schedule_id: Id, api: Api) -> Response:
     return json_response(200, ScheduleOut.of(api.services.schedule(tenant, schedule_id)))
+
+
+@router.patch("/schedules/{schedule_id}", response_model=ScheduleOut)
+def update_schedule(tenant: Tenant, schedule_id: Id, body: SchedulePatchIn, api: Api) -> Response:
+    """Change a schedule: only the fields given change (`metadata` merges; `start_at` or
+    `end_at` null removes that bound). The next occurrence is computed again (from now, when
+    the rule, the window or `paused` changes), and the jobs it materialised ahead that have
+    not started are replaced by jobs of the new definition."""
+    current = api.services.schedule(tenant, schedule_id)  # 404 for a deleted schedule
+    change = body.change(current)
+    if change.rule is not None:
+        api.services.check_rule(change.rule)
+    return json_response(
+        200, ScheduleOut.of(api.scheduler.update_schedule(schedule_id, change, tenant=tenant))
+    )
 
 
 @router.delete(

@@ -27,6 +27,7 @@ from recoup.api.schemas.jobs import (
     JobIn,
     JobOut,
     JobPageOut,
+    JobPatchIn,
     RunOut,
     RunsOut,
 )
@@ -36,6 +37,7 @@ from recoup.api.schemas.schedules import (
     ScheduleIn,
     ScheduleListOut,
     ScheduleOut,
+    SchedulePatchIn,
     ScheduleState,
     UpcomingOut,
 )
@@ -52,6 +54,7 @@ __all__ = [
     "JobIn",
     "JobOut",
     "JobPageOut",
+    "JobPatchIn",
     "LocalDateTime",
     "Name",
     "OutboundUrl",
@@ -62,6 +65,7 @@ __all__ = [
     "ScheduleIn",
     "ScheduleListOut",
     "ScheduleOut",
+    "SchedulePatchIn",
     "ScheduleState",
     "StrictModel",
     "TargetIn",

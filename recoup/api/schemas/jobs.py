@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,8 +22,15 @@ from recoup.api.schemas.common import (
     TargetOut,
     Text,
 )
+from recoup.api.schemas.metadata import (
+    METADATA_DESCRIPTION,
+    PATCH_METADATA_DESCRIPTION,
+    MetadataIn,
+    MetadataPatch,
+)
 from recoup.api.schemas.stated import one_of
 from recoup.errors import InvalidInput
+from recoup.jobs.changes import UNSET, JobChange
 from recoup.jobs.model import Job, JobState, Run
 
 MAX_DELAY_SECONDS = 10 * 366 * 86_400  # ten years: further out is a typo, not a plan
@@ -52,6 +60,7 @@ class JobIn(CallbacksIn):
     )
     retry: RetryIn = Field(default_factory=RetryIn)
     timeout_seconds: Number = Field(default=30.0, ge=MIN_TIMEOUT_SECONDS, le=3600)
+    metadata: MetadataIn = Field(default_factory=dict, description=METADATA_DESCRIPTION)
     allow_past: Flag = Field(
         default=False,
         description="Accept a `run_at` more than 5 minutes before the server's clock (the job "
@@ -86,6 +95,52 @@ def check_not_past(field: str, instant: datetime, *, now: datetime, allowed: boo
     )
 
 
+class JobPatchIn(StrictModel):
+    """A change to a job that has not started: only the fields given change (at most one of
+    `run_at` and `delay_seconds`, the delay counted from now; a past `run_at` as `POST`
+    takes it). `name: null` removes the name; null elsewhere leaves a field as it is;
+    `metadata` merges."""
+
+    run_at: Instant | None = Field(default=None, description="RFC 3339, with an offset.")
+    delay_seconds: Number | None = Field(default=None, ge=0, le=MAX_DELAY_SECONDS)
+    target: TargetIn | None = None
+    name: Name | None = Field(default=None, min_length=1, max_length=200)
+    retry: RetryIn | None = None
+    timeout_seconds: Number | None = Field(default=None, ge=MIN_TIMEOUT_SECONDS, le=3600)
+    metadata: MetadataPatch | None = Field(default=None, description=PATCH_METADATA_DESCRIPTION)
+    allow_past: Flag = Field(
+        default=False, description="Accept a `run_at` more than 5 minutes in the past."
+    )
+
+    @classmethod
+    def rules_between_fields(cls, data: dict[str, Any]) -> list[tuple[str, str]]:
+        broken = super().rules_between_fields(data)
+        if data.get("run_at") is not None and data.get("delay_seconds") is not None:
+            message = "expected at most one of run_at, delay_seconds"
+            broken += [("run_at", message), ("delay_seconds", message)]
+        return broken
+
+    def change(self, now: datetime) -> JobChange:
+        """The change; `InvalidInput` for a `run_at` in the past without `allow_past`."""
+        run_at = self.run_at
+        if run_at is not None:
+            check_not_past("run_at", run_at, now=now, allowed=self.allow_past)
+        if self.delay_seconds is not None:
+            run_at = now + timedelta(seconds=self.delay_seconds)
+        return JobChange(
+            run_at=run_at,
+            target=None if self.target is None else self.target.to_target(),
+            retry=None if self.retry is None else self.retry.to_policy(),
+            timeout=_seconds(self.timeout_seconds),
+            name=self.name if "name" in self.model_fields_set else UNSET,
+            metadata=self.metadata,
+        )
+
+
+def _seconds(value: float | None) -> timedelta | None:
+    return None if value is None else timedelta(seconds=value)
+
+
 class CancelIn(StrictModel):
     """Exactly one of `name` (the live job with that name), `name_prefix` and `group` (the
     live jobs of exactly that group)."""
@@ -112,6 +167,7 @@ class JobOut(JobCallbacksOut):
     schedule_id: str | None
     # A default, so that the client still reads the jobs of a server from before groups.
     group: str | None = None
+    metadata: dict[str, str] = Field(default_factory=dict)
     created_at: datetime
     updated_at: datetime
     finished_at: datetime | None
@@ -130,6 +186,7 @@ class JobOut(JobCallbacksOut):
             last_error=job.last_error,
             schedule_id=job.schedule_id,
             group=job.group,
+            metadata=job.metadata,
             created_at=job.created_at,
             updated_at=job.updated_at,
             finished_at=job.finished_at,
@@ -187,6 +244,7 @@ __all__ = [
     "JobIn",
     "JobOut",
     "JobPageOut",
+    "JobPatchIn",
     "RunOut",
     "RunsOut",
     "check_not_past",

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-from enum import StrEnum
+import dataclasses
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -14,6 +14,7 @@ from recoup.api.schemas.common import (
     MIN_TIMEOUT_SECONDS,
     Cron,
     ExactlyOne,
+    Instant,
     Integer,
     LocalDateTime,
     Name,
@@ -24,17 +25,24 @@ from recoup.api.schemas.common import (
     TargetIn,
     TargetOut,
 )
+from recoup.api.schemas.metadata import (
+    METADATA_DESCRIPTION,
+    PATCH_METADATA_DESCRIPTION,
+    MetadataIn,
+    MetadataPatch,
+)
 from recoup.api.schemas.stated import one_of
 from recoup.errors import InvalidInput
-from recoup.jobs.schedule_model import AnchorRule, CronRule, Schedule
+from recoup.jobs.changes import UNSET, ScheduleChange
+from recoup.jobs.schedule_model import AnchorRule, CronRule, MissedPolicy, Schedule, ScheduleState
 from recoup.jobs.schedules import MAX_SCHEDULE_NAME
 from recoup.timekeeping.recurrence import RESTRICT_MAX_DAY
 
 # The days every month has (1 to `recurrence.RESTRICT_MAX_DAY`), as a day-of-month pattern.
 EVERY_MONTHS_DAY = "(?:" + "|".join(f"{d:02d}" for d in range(1, RESTRICT_MAX_DAY + 1)) + ")"
+_ON_EVERY_MONTHS_DAY = f"^[0-9]{{4}}-[0-9]{{2}}-{EVERY_MONTHS_DAY}T"
 NEEDS_TIMEZONE = "a cron schedule needs a timezone"
 ZONE_IN_ANCHOR = "expected no timezone beside an anchor: it carries its zone in anchor.timezone"
-_ON_EVERY_MONTHS_DAY = f"^[0-9]{{4}}-[0-9]{{2}}-{EVERY_MONTHS_DAY}T"
 
 
 class AnchorIn(StrictModel):
@@ -90,6 +98,14 @@ class ScheduleIn(CallbacksIn):
     retry: RetryIn = Field(default_factory=RetryIn)
     timeout_seconds: Number = Field(default=30.0, ge=MIN_TIMEOUT_SECONDS, le=3600)
     missed: Literal["skip", "run_once", "run_all"] = "skip"
+    metadata: MetadataIn = Field(default_factory=dict, description=METADATA_DESCRIPTION)
+    start_at: Instant | None = Field(
+        default=None, description="No occurrence before this instant (RFC 3339, inclusive)."
+    )
+    end_at: Instant | None = Field(
+        default=None,
+        description="No occurrence after this instant (inclusive); then the schedule is ended.",
+    )
 
     @classmethod
     def rules_between_fields(cls, data: dict[str, Any]) -> list[tuple[str, str]]:
@@ -104,20 +120,87 @@ class ScheduleIn(CallbacksIn):
         """The stored rule; `InvalidInput` unless exactly one of `cron` and `anchor`."""
         if (self.cron is None) == (self.anchor is None):
             raise ExactlyOne("cron", "anchor")
+        return _rule(self.cron, self.timezone, self.anchor)
+
+
+def _rule(cron: str | None, timezone: str | None, anchor: AnchorIn | None) -> CronRule | AnchorRule:
+    """The rule of `cron` in `timezone`, or of `anchor` (one of them given)."""
+    if cron is not None:
+        if timezone is None:
+            raise InvalidInput("timezone", None, NEEDS_TIMEZONE)
+        return CronRule(expression=cron, timezone=timezone)
+    assert anchor is not None
+    if timezone is not None:
+        raise InvalidInput("timezone", timezone, ZONE_IN_ANCHOR)
+    return AnchorRule(
+        local=anchor.local,
+        timezone=anchor.timezone,
+        every=anchor.every,
+        interval=anchor.interval,
+        end_of_month=anchor.end_of_month,
+    )
+
+
+class SchedulePatchIn(StrictModel):
+    """A change to a schedule: only the fields given change. A new rule is `cron` (with
+    `timezone`) or `anchor`, whole; `timezone` alone moves a cron schedule to another zone.
+    `start_at` / `end_at` set to null remove that bound; null elsewhere leaves a field as
+    it is; `metadata` merges. The next
+    occurrence is computed again, and jobs materialised ahead that have not started are
+    replaced by ones from the new definition."""
+
+    name: Name | None = Field(default=None, min_length=1, max_length=MAX_SCHEDULE_NAME)
+    cron: Cron | None = Field(default=None, min_length=1, max_length=200)
+    timezone: TimeZone | None = None
+    anchor: AnchorIn | None = None
+    target: TargetIn | None = None
+    retry: RetryIn | None = None
+    timeout_seconds: Number | None = Field(default=None, ge=MIN_TIMEOUT_SECONDS, le=3600)
+    missed: Literal["skip", "run_once", "run_all"] | None = None
+    paused: bool | None = None
+    metadata: MetadataPatch | None = Field(default=None, description=PATCH_METADATA_DESCRIPTION)
+    start_at: Instant | None = None
+    end_at: Instant | None = None
+
+    @classmethod
+    def rules_between_fields(cls, data: dict[str, Any]) -> list[tuple[str, str]]:
+        broken = super().rules_between_fields(data)
+        if data.get("cron") is not None and data.get("anchor") is not None:
+            broken += [
+                (name, "expected at most one of cron, anchor") for name in ("cron", "anchor")
+            ]
+        if data.get("anchor") is not None and data.get("timezone") is not None:
+            broken.append(("timezone", ZONE_IN_ANCHOR))
+        return broken
+
+    def change(self, current: Schedule) -> ScheduleChange:
+        """The change to `current`; `InvalidInput` for both `cron` and `anchor`, or a cron
+        `timezone` on an anchor schedule."""
+        given = self.model_fields_set
+        if self.cron is not None and self.anchor is not None:
+            raise ExactlyOne("cron", "anchor")
+        rule: CronRule | AnchorRule | None = None
         if self.cron is not None:
-            if self.timezone is None:
-                raise InvalidInput("timezone", None, NEEDS_TIMEZONE)
-            return CronRule(expression=self.cron, timezone=self.timezone)
-        assert self.anchor is not None
-        if self.timezone is not None:
-            raise InvalidInput("timezone", self.timezone, ZONE_IN_ANCHOR)
-        a = self.anchor
-        return AnchorRule(
-            local=a.local,
-            timezone=a.timezone,
-            every=a.every,
-            interval=a.interval,
-            end_of_month=a.end_of_month,
+            # A new expression keeps the schedule's zone unless `timezone` moves it.
+            rule = _rule(self.cron, self.timezone or current.rule.timezone, None)
+        elif self.anchor is not None:
+            rule = _rule(None, self.timezone, self.anchor)
+        elif self.timezone is not None:
+            # The same rule on another wall clock (a cron's or an anchor's).
+            rule = dataclasses.replace(current.rule, timezone=self.timezone)
+        return ScheduleChange(
+            name=self.name,
+            rule=rule,
+            target=None if self.target is None else self.target.to_target(),
+            retry=None if self.retry is None else self.retry.to_policy(),
+            timeout=None
+            if self.timeout_seconds is None
+            else timedelta(seconds=self.timeout_seconds),
+            missed=None if self.missed is None else MissedPolicy(self.missed),
+            paused=self.paused,
+            metadata=self.metadata,
+            start_at=self.start_at if "start_at" in given else UNSET,
+            end_at=self.end_at if "end_at" in given else UNSET,
         )
 
 
@@ -140,7 +223,13 @@ class ScheduleOut(CallbacksOut):
     timeout_seconds: float
     missed: str
     paused: bool
+    state: ScheduleState = Field(
+        description="`ended` once no occurrence is left (past `end_at`); else paused or active."
+    )
     next_fire_at: datetime | None
+    metadata: dict[str, str] = Field(default_factory=dict)
+    start_at: datetime | None = None
+    end_at: datetime | None = None
     created_at: datetime
     updated_at: datetime
 
@@ -170,7 +259,11 @@ class ScheduleOut(CallbacksOut):
             timeout_seconds=schedule.timeout.total_seconds(),
             missed=str(schedule.missed),
             paused=schedule.paused,
+            state=schedule.state,
             next_fire_at=schedule.next_fire_at,
+            metadata=schedule.metadata,
+            start_at=schedule.start_at,
+            end_at=schedule.end_at,
             created_at=schedule.created_at,
             updated_at=schedule.updated_at,
             **cls.callbacks_of(schedule.target),
@@ -184,15 +277,12 @@ class ScheduleListOut(BaseModel):
     )
 
 
-class ScheduleState(StrEnum):
-    """A live schedule's state, as the `state` filter of a listing spells it."""
-
-    ACTIVE = "active"
-    PAUSED = "paused"
-
-
 class UpcomingOut(BaseModel):
     upcoming: list[datetime] = Field(description="The next occurrences, UTC, earliest first.")
+
+
+def _seconds(value: float | None) -> timedelta | None:
+    return None if value is None else timedelta(seconds=value)
 
 
 __all__ = [
@@ -201,5 +291,7 @@ __all__ = [
     "ScheduleIn",
     "ScheduleListOut",
     "ScheduleOut",
+    "SchedulePatchIn",
+    "ScheduleState",
     "UpcomingOut",
 ]
