@@ -41,6 +41,7 @@ from recoup.api.schemas import (
     ScheduleOut,
     UpcomingOut,
 )
+from recoup.client_changes import ChangeCalls, metadata_params
 from recoup.client_dunning import DunningCalls
 from recoup.client_errors import (
     ApiError,
@@ -79,7 +80,7 @@ M = TypeVar("M", bound=BaseModel)
 
 
 @dataclass
-class Client(DunningCalls):
+class Client(DunningCalls, ChangeCalls):
     """A client of one Recoup server for one tenant (its bearer `token`)."""
 
     base_url: str
@@ -131,11 +132,13 @@ class Client(DunningCalls):
         allow_past: bool = False,
         callback: str | None = None,
         failure_callback: str | None = None,
+        metadata: Mapping[str, str] | None = None,
     ) -> JobOut:
         """Schedule a one-off job at `run_at` (an aware datetime or RFC 3339 text) or after
         `delay_seconds` (exactly one). A `run_at` more than 5 minutes past is refused unless
         `allow_past` (the job then runs at once). Its end is reported to `callback`
-        (succeeded) or `failure_callback` (failed for good)."""
+        (succeeded) or `failure_callback` (failed for good). `metadata` is yours
+        (`list_jobs` filters by it)."""
         payload: dict[str, Any] = {"target": target(url, method, headers, body)}
         if run_at is not None:
             payload["run_at"] = instant("run_at", run_at)
@@ -144,7 +147,7 @@ class Client(DunningCalls):
         if delay_seconds is not None:
             payload["delay_seconds"] = delay_seconds
         put(payload, name=name, group=group, retry=dict(retry) if retry else None)
-        put(payload, timeout_seconds=timeout_seconds)
+        put(payload, timeout_seconds=timeout_seconds, metadata=_dict(metadata))
         put(payload, callback=callback, failure_callback=failure_callback)
         return self._post(JobOut, "/v1/jobs", payload, idempotency_key)
 
@@ -160,9 +163,12 @@ class Client(DunningCalls):
         group: str | None = None,
         limit: int | None = None,
         cursor: str | None = None,
+        metadata: Mapping[str, str] | None = None,
     ) -> JobPageOut:
-        """A page of jobs, newest first; `name` and `group` match exactly."""
+        """A page of jobs, newest first; `name` and `group` match exactly; every pair of
+        `metadata` must be in a job's."""
         params = {
+            **metadata_params(metadata),
             "state": state,
             "name": name,
             "name_prefix": name_prefix,
@@ -179,12 +185,18 @@ class Client(DunningCalls):
         name_prefix: str | None = None,
         group: str | None = None,
         page_size: int = 100,
+        metadata: Mapping[str, str] | None = None,
     ) -> Iterator[JobOut]:
         """Every job matching, page after page."""
         cursor: str | None = None
         while True:
             page = self.list_jobs(
-                state=state, name_prefix=name_prefix, group=group, limit=page_size, cursor=cursor
+                state=state,
+                name_prefix=name_prefix,
+                group=group,
+                limit=page_size,
+                cursor=cursor,
+                metadata=metadata,
             )
             yield from page.jobs
             if page.next_cursor is None:
@@ -243,26 +255,39 @@ class Client(DunningCalls):
         timeout_seconds: float | None = None,
         missed: str | None = None,
         idempotency_key: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+        start_at: datetime | str | None = None,
+        end_at: datetime | str | None = None,
     ) -> ScheduleOut:
         """A recurring schedule: `cron` with `timezone`, or `anchor` ({local, timezone, every,
-        interval, end_of_month})."""
+        interval, end_of_month}); no occurrence before `start_at` nor after `end_at`;
+        `metadata` is copied onto every job it fires."""
         payload: dict[str, Any] = {"target": target(url, method, headers, body)}
         put(payload, cron=cron, timezone=timezone, anchor=dict(anchor) if anchor else None)
         put(payload, name=name, retry=dict(retry) if retry else None, missed=missed)
-        put(payload, timeout_seconds=timeout_seconds)
+        put(payload, timeout_seconds=timeout_seconds, metadata=_dict(metadata))
+        if start_at is not None:
+            payload["start_at"] = instant("start_at", start_at)
+        if end_at is not None:
+            payload["end_at"] = instant("end_at", end_at)
         return self._post(ScheduleOut, "/v1/schedules", payload, idempotency_key)
 
     def get_schedule(self, schedule_id: str) -> ScheduleOut:
         return self._get(ScheduleOut, f"/v1/schedules/{seg(schedule_id)}")
 
     def list_schedules(
-        self, *, state: str | None = None, name: str | None = None
+        self,
+        *,
+        state: str | None = None,
+        name: str | None = None,
+        metadata: Mapping[str, str] | None = None,
     ) -> list[ScheduleOut]:
-        """The tenant's schedules by name (every page); `state` is active or paused."""
+        """The tenant's schedules by name (every page); `state` is active, paused or ended."""
         found: list[ScheduleOut] = []
         cursor: str | None = None
         while True:
             params = {"state": state, "name": name, "limit": MAX_PAGE_SIZE, "cursor": cursor}
+            params.update(metadata_params(metadata))
             page = self._get(ScheduleListOut, "/v1/schedules", params)
             found.extend(page.schedules)
             if page.next_cursor is None:
@@ -358,3 +383,7 @@ class Client(DunningCalls):
 # from: their reprs, tracebacks and pickles name it (as httpx does for its own split modules).
 for _name in __all__:
     globals()[_name].__module__ = __name__
+
+
+def _dict(value: Mapping[str, str] | None) -> dict[str, str] | None:
+    return None if value is None else dict(value)
