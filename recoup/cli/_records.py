@@ -14,6 +14,7 @@ import typer
 
 from recoup.cli._app import store_options
 from recoup.errors import InvalidInput, NotFound
+from recoup.jobs.metadata import check_filter
 from recoup.jobs.model import DEFAULT_TENANT, HttpTarget, Job, Run, Target
 from recoup.jobs.schedule_model import CronRule, Schedule
 from recoup.jobs.store import MAX_PAGE
@@ -70,6 +71,36 @@ def spelled_as_typed(spelling: dict[str, str]) -> Iterator[None]:
         raise InvalidInput(spelling.get(exc.field, exc.field), exc.value, exc.allowed) from None
 
 
+# `--metadata key=value`, repeatable: every pair must be in a job's (or schedule's) metadata.
+MetadataOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--metadata",
+        help="Only those whose metadata holds KEY=VALUE (repeat: every pair must match).",
+        show_default=False,
+    ),
+]
+
+
+def metadata_filter(pairs: list[str] | None) -> dict[str, str] | None:
+    """`--metadata` options as a filter, or `InvalidInput` naming `--metadata`: each
+    `key=value` once per key, the key as stored metadata's (`recoup.jobs.metadata`)."""
+    if not pairs:
+        return None
+    found: dict[str, str] = {}
+    for pair in pairs:
+        key, equals, value = pair.partition("=")
+        if not equals:
+            raise InvalidInput("--metadata", pair, "expected KEY=VALUE")
+        if key in found:
+            raise InvalidInput("--metadata", pair, f"expected each key once ({key!r} twice)")
+        found[key] = value
+    try:
+        return check_filter(found)
+    except InvalidInput as exc:
+        raise InvalidInput("--metadata", exc.value, exc.allowed) from None
+
+
 def exactly_one(what: str, **given: str | None) -> None:
     """`InvalidInput` unless exactly one of `given` (option spelling → value) is set."""
     chosen = [option for option, value in given.items() if value is not None]
@@ -114,6 +145,7 @@ def job_json(job: Job) -> dict[str, Any]:
         "last_error": job.last_error,
         "schedule_id": job.schedule_id,
         "group": job.group,
+        "metadata": job.metadata,
         "created_at": instant(job.created_at),
         "updated_at": instant(job.updated_at),
         "finished_at": instant(job.finished_at),
@@ -160,7 +192,11 @@ def schedule_json(schedule: Schedule) -> dict[str, Any]:
         "target": _target_json(schedule.target),
         "missed": str(schedule.missed),
         "paused": schedule.paused,
+        "state": schedule.state.value,
         "next_fire_at": instant(schedule.next_fire_at),
+        "metadata": schedule.metadata,
+        "start_at": instant(schedule.start_at),
+        "end_at": instant(schedule.end_at),
         "created_at": instant(schedule.created_at),
         "updated_at": instant(schedule.updated_at),
     }
@@ -170,11 +206,13 @@ __all__ = [
     "MAX_NAME",
     "CursorOption",
     "LimitOption",
+    "MetadataOption",
     "TenantOption",
     "checked_text",
     "exactly_one",
     "instant",
     "job_json",
+    "metadata_filter",
     "opened_scheduler",
     "rule_text",
     "run_json",

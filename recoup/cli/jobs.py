@@ -3,7 +3,7 @@
 Contract:
 
     recoup jobs list [--tenant T] [--state S] [--name N] [--name-prefix P] [--group G]
-        [--limit N] [--cursor C] [--db URL] [--schema S] [--json]
+        [--metadata KEY=VALUE ...] [--limit N] [--cursor C] [--db URL] [--schema S] [--json]
         → {"jobs": [...], "next_cursor"}            (newest first, as GET /v1/jobs)
     recoup jobs show (JOB_ID | --name N) [--tenant T] [--json]
         → {"job": {...}, "runs": [...]}            (by name: the live job, else the latest)
@@ -30,11 +30,13 @@ from recoup.cli._app import DbOption, JsonOption, SchemaOption, app, print_json
 from recoup.cli._records import (
     CursorOption,
     LimitOption,
+    MetadataOption,
     TenantOption,
     checked_text,
     exactly_one,
     instant,
     job_json,
+    metadata_filter,
     opened_scheduler,
     run_json,
     spelled_as_typed,
@@ -70,6 +72,7 @@ def list_jobs(
         str | None, typer.Option(help="Only jobs whose name starts with this.")
     ] = None,
     group: Annotated[str | None, typer.Option(help="Only jobs of exactly this group.")] = None,
+    metadata: MetadataOption = None,
     limit: LimitOption = 50,
     cursor: CursorOption = None,
     db: DbOption = "sqlite:///recoup.db",
@@ -84,6 +87,7 @@ def list_jobs(
             name=checked_text("--name", name),
             name_prefix=checked_text("--name-prefix", name_prefix),
             group=checked_text("--group", group),
+            metadata=metadata_filter(metadata),
             limit=limit,
             cursor=cursor,
         )

@@ -2,8 +2,8 @@
 
 Contract:
 
-    recoup schedules list [--tenant T] [--state active|paused] [--name N] [--limit N]
-        [--cursor C] [--db URL] [--schema S] [--json]
+    recoup schedules list [--tenant T] [--state active|paused|ended] [--name N]
+        [--metadata KEY=VALUE ...] [--limit N] [--cursor C] [--db URL] [--schema S] [--json]
         → {"schedules": [...], "next_cursor"}      (by name, as GET /v1/schedules)
     recoup schedules show (SCHEDULE_ID | --name N) [--count N] [--tenant T] [--json]
         → {"schedule": {...}, "upcoming": [...]}   (the next N occurrences after now)
@@ -19,7 +19,6 @@ schedule or tenant: one line, exit 1.
 from __future__ import annotations
 
 from datetime import datetime
-from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -28,10 +27,12 @@ from recoup.cli._app import DbOption, JsonOption, SchemaOption, app, print_json
 from recoup.cli._records import (
     CursorOption,
     LimitOption,
+    MetadataOption,
     TenantOption,
     checked_text,
     exactly_one,
     instant,
+    metadata_filter,
     opened_scheduler,
     rule_text,
     schedule_json,
@@ -40,6 +41,7 @@ from recoup.cli._records import (
 )
 from recoup.errors import InvalidInput, NotFound
 from recoup.jobs.model import DEFAULT_TENANT
+from recoup.jobs.schedule_model import ScheduleState
 
 if TYPE_CHECKING:
     from recoup.jobs.schedule_model import Schedule
@@ -49,11 +51,6 @@ schedules_app = typer.Typer(
     help="A tenant's recurring schedules: list, show, pause, resume.", no_args_is_help=True
 )
 app.add_typer(schedules_app, name="schedules")
-
-
-class ScheduleState(StrEnum):
-    ACTIVE = "active"
-    PAUSED = "paused"
 
 
 ScheduleIdArgument = Annotated[
@@ -71,8 +68,10 @@ MAX_COUNT = 100  # occurrences `show` prints, as GET /v1/schedules/{id}/upcoming
 def list_schedules(
     tenant: TenantOption = DEFAULT_TENANT,
     state: Annotated[
-        ScheduleState | None, typer.Option(help="Only active or only paused schedules.")
+        ScheduleState | None,
+        typer.Option(help="Only active, paused or ended (no occurrence left) schedules."),
     ] = None,
+    metadata: MetadataOption = None,
     name: Annotated[
         str | None, typer.Option(help="Only the schedule of exactly this name.")
     ] = None,
@@ -86,7 +85,11 @@ def list_schedules(
     with opened_scheduler(db, schema, tenant) as scheduler, spelled_as_typed(_SPELLED):
         page = scheduler.list_schedules(
             tenant=tenant,
-            paused=None if state is None else state is ScheduleState.PAUSED,
+            paused=None
+            if state is None or state is ScheduleState.ENDED
+            else state is ScheduleState.PAUSED,
+            ended=None if state is None else state is ScheduleState.ENDED,
+            metadata=metadata_filter(metadata),
             name=checked_text("--name", name),
             limit=limit,
             cursor=checked_text("--cursor", cursor),
@@ -201,8 +204,7 @@ def _print_schedules(schedules: list[Schedule], title: str) -> None:
     for column in ("id", "name", "rule", "state", "next (UTC)"):
         table.add_column(column)
     for s in schedules:
-        state = "paused" if s.paused else "active"
-        table.add_row(s.id, s.name, rule_text(s), state, instant(s.next_fire_at) or "")
+        table.add_row(s.id, s.name, rule_text(s), s.state.value, instant(s.next_fire_at) or "")
     Console().print(table)
 
 
@@ -217,7 +219,7 @@ def _print_schedule(schedule: Schedule, upcoming: list[datetime]) -> None:
         ("name", schedule.name),
         ("rule", rule_text(schedule)),
         ("target", target_text(schedule.target)),
-        ("state", "paused" if schedule.paused else "active"),
+        ("state", schedule.state.value),
         ("missed", str(schedule.missed)),
         ("next (UTC)", instant(schedule.next_fire_at) or ""),
         ("created (UTC)", instant(schedule.created_at) or ""),
