@@ -21,9 +21,25 @@ from datetime import datetime, timedelta
 from typing import Final
 
 from recoup.jobs.metadata import merge_metadata
-from recoup.jobs.model import BackoffPolicy, Job, Target, check_timeout
+from recoup.jobs.model import BackoffPolicy, HttpTarget, Job, Target, check_timeout
 from recoup.jobs.schedule_model import MissedPolicy, Rule, Schedule, check_window
 from recoup.timekeeping.instants import to_utc
+
+
+def carried_over(new: Target | None, old: Target) -> Target | None:
+    """A PATCH's new target keeps what the old one said beyond the request itself: how its
+    deliveries present themselves (QStash's or Standard Webhooks') and where its end is
+    reported (`callback`, `failure_callback`), unless the new one names its own callbacks."""
+    if not isinstance(new, HttpTarget) or not isinstance(old, HttpTarget):
+        return new
+    return dataclasses.replace(
+        new,
+        delivery=old.delivery,
+        callback=new.callback if new.callback is not None else old.callback,
+        failure_callback=(
+            new.failure_callback if new.failure_callback is not None else old.failure_callback
+        ),
+    )
 
 
 class _Unset:
@@ -59,7 +75,7 @@ class JobChange:
         return dataclasses.replace(
             job,
             run_at=job.run_at if self.run_at is None else self.run_at,
-            target=job.target if self.target is None else self.target,
+            target=carried_over(self.target, job.target) or job.target,
             retry=job.retry if self.retry is None else self.retry,
             timeout=job.timeout if self.timeout is None else self.timeout,
             name=job.name if isinstance(self.name, _Unset) else self.name,
@@ -114,7 +130,7 @@ def changed_schedule(current: Schedule, change: ScheduleChange) -> Schedule:
         current,
         name=current.name if change.name is None else change.name,
         rule=current.rule if change.rule is None else change.rule,
-        target=current.target if change.target is None else change.target,
+        target=carried_over(change.target, current.target) or current.target,
         retry=current.retry if change.retry is None else change.retry,
         timeout=current.timeout if change.timeout is None else change.timeout,
         missed=current.missed if change.missed is None else change.missed,

@@ -249,3 +249,14 @@ def test_a_new_zone_alone_moves_an_anchor_schedule_and_a_new_cron_keeps_its_zone
     cron = http.patch(f"/v1/schedules/{s['id']}", json={"cron": "0 9 * * *"}).json()
     assert cron["cron"] == "0 9 * * *" and cron["timezone"] == "Asia/Kolkata"
     assert cron["anchor"] is None
+
+
+def test_a_new_target_keeps_the_jobs_callbacks(api: Api) -> None:
+    http = api.http(api.tenant())
+    job = http.post(
+        "/v1/jobs", json=job_body(callback=TARGET + "/ok", failure_callback=TARGET + "/failed")
+    ).json()
+    moved = http.patch(f"/v1/jobs/{job['id']}", json={"target": {"url": TARGET + "/v2"}})
+    assert moved.status_code == 200, moved.text
+    assert moved.json()["callback"] == TARGET + "/ok"
+    assert moved.json()["failure_callback"] == TARGET + "/failed"
