@@ -1,4 +1,4 @@
-"""PATCH on both backends (migration 0010): a job that has not started, and a schedule's
+"""PATCH on both backends (migration 0009): a job that has not started, and a schedule's
 definition (`recoup.jobs.changes` holds the rules; this module makes each change one
 transaction).
 

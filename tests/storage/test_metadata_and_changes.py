@@ -1,5 +1,5 @@
 """Metadata, PATCH of a job that has not started, and a schedule's replacement, on every
-backend (migration 0010)."""
+backend (migration 0009)."""
 
 from __future__ import annotations
 

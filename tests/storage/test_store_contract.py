@@ -1185,7 +1185,7 @@ DECLARED_COLUMNS = {
         "occurrence_at",
         "job_group",  # 0003
         "held",  # 0007
-        "metadata",  # 0010
+        "metadata",  # 0009
         "state",
         "attempts",
         "lease_expires_at",
@@ -1228,10 +1228,10 @@ DECLARED_COLUMNS = {
         "created_at",
         "updated_at",
         "deleted_at",
-        "metadata",  # 0010
-        "start_at",  # 0010
-        "end_at",  # 0010
-        "revision",  # 0010
+        "metadata",  # 0009
+        "start_at",  # 0009
+        "end_at",  # 0009
+        "revision",  # 0009
     },
     # 0003: the dunning store's tables
     "invoices": {
@@ -1323,7 +1323,7 @@ DECLARED_INDEXES = {
         "jobs_live_group",  # 0003
         "jobs_group",  # 0003
         "jobs_held",  # 0007
-        "jobs_metadata",  # 0010
+        "jobs_metadata",  # 0009
     },
     "tenants": {"tenants_disabled"},  # 0007
     "runs": {"runs_finished"},
