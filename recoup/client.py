@@ -133,12 +133,15 @@ class Client(DunningCalls, ChangeCalls):
         callback: str | None = None,
         failure_callback: str | None = None,
         metadata: Mapping[str, str] | None = None,
+        job_key: str | None = None,
     ) -> JobOut:
         """Schedule a one-off job at `run_at` (an aware datetime or RFC 3339 text) or after
         `delay_seconds` (exactly one). A `run_at` more than 5 minutes past is refused unless
         `allow_past` (the job then runs at once). Its end is reported to `callback`
         (succeeded) or `failure_callback` (failed for good). `metadata` is yours
-        (`list_jobs` filters by it)."""
+        (`list_jobs` filters by it). `job_key` is the job's own idempotency key (the body's
+        `idempotency_key`): every delivery carries it, and a second job with it is not made
+        (the first is returned). `idempotency_key` is the request's, for its retries."""
         payload: dict[str, Any] = {"target": target(url, method, headers, body)}
         if run_at is not None:
             payload["run_at"] = instant("run_at", run_at)
@@ -149,6 +152,7 @@ class Client(DunningCalls, ChangeCalls):
         put(payload, name=name, group=group, retry=dict(retry) if retry else None)
         put(payload, timeout_seconds=timeout_seconds, metadata=_dict(metadata))
         put(payload, callback=callback, failure_callback=failure_callback)
+        put(payload, idempotency_key=job_key)
         return self._post(JobOut, "/v1/jobs", payload, idempotency_key)
 
     def get_job(self, job_id: str) -> JobOut:

@@ -51,6 +51,10 @@ _KEY = rf"[!#-\[\]-~]{{1,{MAX_KEY_LENGTH}}}"
 # The whole header value, bare or quoted: what `parse_key` accepts and what the API's OpenAPI
 # document states for the header (one pattern, so the two cannot drift).
 KEY_HEADER_PATTERN = rf'^(?:{_KEY}|"{_KEY}")$'
+KEY_PATTERN = rf"^{_KEY}$"  # a key alone, as a body field carries one
+KEY_RULE = (
+    f"expected 1–{MAX_KEY_LENGTH} printable ASCII characters without spaces, quotes or backslashes"
+)
 _KEY_HEADER = re.compile(KEY_HEADER_PATTERN)
 
 
@@ -148,8 +152,7 @@ def parse_key(header: str) -> str:
         raise InvalidInput(
             "Idempotency-Key",
             header,
-            f"expected 1–{MAX_KEY_LENGTH} printable ASCII characters without spaces, quotes "
-            'or backslashes, bare or as a quoted string (e.g. "8e03978e-40d5-43e8-bc93-...")',
+            f'{KEY_RULE}, bare or as a quoted string (e.g. "8e03978e-40d5-43e8-bc93-...")',
         )
     return text.removeprefix('"').removesuffix('"')
 

@@ -11,6 +11,8 @@ def test_idempotency_exports() -> None:
         "DEFAULT_LOCK_TIMEOUT",
         "DEFAULT_RETENTION",
         "KEY_HEADER_PATTERN",
+        "KEY_PATTERN",
+        "KEY_RULE",
         "IdempotencyStore",
         "InProgress",
         "Mismatch",

@@ -38,6 +38,7 @@ from recoup.api.schemas import (
 from recoup.errors import InvalidInput
 from recoup.jobs.metadata import KEY_PATTERN, MAX_KEYS, MAX_VALUE_LENGTH
 from recoup.jobs.model import JobState, NewJob
+from recoup.jobs.scheduler import Scheduler
 from recoup.timekeeping.instants import to_utc
 
 router = APIRouter(prefix="/v1", responses=ERRORS, tags=["jobs"], dependencies=CHECKED)
@@ -77,10 +78,18 @@ JOB_LINKS = {
     "/jobs",
     status_code=201,
     response_model=JobOut,
-    responses={201: {"description": "The job.", "links": JOB_LINKS}},
+    responses={
+        201: {"description": "The job.", "links": JOB_LINKS},
+        200: {
+            "description": "A job with this `idempotency_key` existed: that job, unchanged.",
+            "model": JobOut,
+            "links": JOB_LINKS,
+        },
+    },
 )
 def create_job(body: JobIn, ctx: Post, api: Api) -> Response:
-    """Schedule a one-off job at `run_at` or after `delay_seconds`."""
+    """Schedule a one-off job at `run_at` or after `delay_seconds`. With `idempotency_key`,
+    at most one job of the tenant has that key: a second request answers the first job."""
     scheduler = api.scheduler
     try:
         job = NewJob(
@@ -88,9 +97,9 @@ def create_job(body: JobIn, ctx: Post, api: Api) -> Response:
             target=body.with_callbacks(body.target.to_target()),
             tenant=ctx.tenant,
             name=body.name,
-            # The job carries the key (with the request's fingerprint) too: a retry after a
-            # lost response or a 5xx finds it.
-            idempotency_key=ctx.operation_key,
+            # The job's own key, else the request's (with its fingerprint): either way a
+            # retry after a lost response or a 5xx finds the job instead of making another.
+            idempotency_key=body.idempotency_key or ctx.operation_key,
             retry=body.retry.to_policy(),
             timeout=timedelta(seconds=body.timeout_seconds),
             group=body.group,
@@ -102,7 +111,16 @@ def create_job(body: JobIn, ctx: Post, api: Api) -> Response:
         # Refused under the key as any refusal is: a response stored for it is replayed first.
         return ctx.run(201, functools.partial(_refuse, exc))
     # The key's claim, the insert and the stored response: one transaction.
-    return ctx.run(201, lambda: JobOut.of(scheduler.insert_checked(job)), atomic=True)
+    # A job found by the request's own key is what this request created before (a retry
+    # after a lost answer): 201 as the first time. One found by the body's key is another's.
+    found = 200 if body.idempotency_key is not None else 201
+    return ctx.run_with_status(functools.partial(_insert, scheduler, job, found), atomic=True)
+
+
+def _insert(scheduler: Scheduler, job: NewJob, found: int) -> tuple[int, JobOut]:
+    """201 and the new job, or `found` and the job that already had this idempotency key."""
+    stored = scheduler.insert_checked(job)
+    return (201 if stored.id == job.id else found), JobOut.of(stored)
 
 
 def _refuse(error: InvalidInput) -> JobOut:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from recoup.api.schemas.callbacks import CallbacksIn, JobCallbacksOut
 from recoup.api.schemas.common import (
@@ -28,8 +29,9 @@ from recoup.api.schemas.metadata import (
     MetadataIn,
     MetadataPatch,
 )
-from recoup.api.schemas.stated import one_of
+from recoup.api.schemas.stated import Stated, one_of
 from recoup.errors import InvalidInput
+from recoup.idempotency import KEY_PATTERN, KEY_RULE
 from recoup.jobs.changes import UNSET, JobChange
 from recoup.jobs.model import Job, JobState, Run
 
@@ -39,6 +41,19 @@ MAX_DELAY_SECONDS = 10 * 366 * 86_400  # ten years: further out is a typo, not a
 # an instant seconds old; five minutes covers that and still catches every real mistake: a
 # wrong year or date, or a wrong UTC offset (offsets differ by 15 minutes at least).
 PAST_TOLERANCE = timedelta(minutes=5)
+
+
+_JOB_KEY = re.compile(KEY_PATTERN)
+
+
+def _job_key(value: str) -> str:
+    if not _JOB_KEY.match(value):
+        raise ValueError(KEY_RULE)
+    return value
+
+
+# What a delivery can carry as its `Idempotency-Key` header: the request header's rule.
+JobKey = Annotated[str, AfterValidator(_job_key), Stated(pattern=KEY_PATTERN)]
 
 
 class JobIn(CallbacksIn):
@@ -61,6 +76,13 @@ class JobIn(CallbacksIn):
     retry: RetryIn = Field(default_factory=RetryIn)
     timeout_seconds: Number = Field(default=30.0, ge=MIN_TIMEOUT_SECONDS, le=3600)
     metadata: MetadataIn = Field(default_factory=dict, description=METADATA_DESCRIPTION)
+    idempotency_key: JobKey | None = Field(
+        default=None,
+        description="The job's own key, chosen by you: sent as `Idempotency-Key` on every "
+        "delivery of the job, and a second job with the same key is not created (the first "
+        "one is answered, 200). Distinct from the request's `Idempotency-Key` header, which "
+        "replays this request's answer.",
+    )
     allow_past: Flag = Field(
         default=False,
         description="Accept a `run_at` more than 5 minutes before the server's clock (the job "
@@ -168,6 +190,12 @@ class JobOut(JobCallbacksOut):
     # A default, so that the client still reads the jobs of a server from before groups.
     group: str | None = None
     metadata: dict[str, str] = Field(default_factory=dict)
+    idempotency_key: str | None = Field(
+        default=None,
+        description="The `Idempotency-Key` every delivery of the job carries: the "
+        "`idempotency_key` it was created with, else one derived from the creating request's "
+        "`Idempotency-Key` and body, else the job's id.",
+    )
     created_at: datetime
     updated_at: datetime
     finished_at: datetime | None
@@ -187,6 +215,7 @@ class JobOut(JobCallbacksOut):
             schedule_id=job.schedule_id,
             group=job.group,
             metadata=job.metadata,
+            idempotency_key=job.idempotency_key or job.id,
             created_at=job.created_at,
             updated_at=job.updated_at,
             finished_at=job.finished_at,
