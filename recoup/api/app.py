@@ -140,21 +140,23 @@ def _problem_media_types(app: FastAPI) -> None:
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     state: ApiState = app.state.api
     task = None
+    stopping = asyncio.Event()
     if state.settings.prune_every is not None:
-        task = asyncio.create_task(_prune_forever(state))
+        task = asyncio.create_task(_prune_until(stopping, state))
     try:
         yield
     finally:
         if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            # Told, not cancelled: a cancelled task may leave its batch running in a worker
+            # thread after shutdown, against a store its owner is about to close.
+            stopping.set()
+            await task
 
 
-async def _prune_forever(state: ApiState) -> None:
+async def _prune_until(stopping: asyncio.Event, state: ApiState) -> None:
     settings = state.settings
     assert settings.prune_every is not None
-    while True:
+    while not stopping.is_set():
         try:
             cutoff = state.clock.now() - settings.idempotency_retention
             while True:  # in batches, so no single delete holds the write lock for long
@@ -163,7 +165,7 @@ async def _prune_forever(state: ApiState) -> None:
                 )
                 if pruned:
                     log.info("pruned %d idempotency keys older than %s", pruned, cutoff)
-                if pruned < PRUNE_BATCH:
+                if pruned < PRUNE_BATCH or stopping.is_set():
                     break
         except RecoupError:
             log.warning("could not prune idempotency keys", exc_info=True)
@@ -173,7 +175,8 @@ async def _prune_forever(state: ApiState) -> None:
                 log.info("pruned %d processed intake events", forgotten)
         except RecoupError:
             log.warning("could not prune intake events", exc_info=True)
-        await asyncio.sleep(settings.prune_every.total_seconds())
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stopping.wait(), settings.prune_every.total_seconds())
 
 
 def _version() -> str:
