@@ -11,15 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 from enum import Enum
-from typing import Any, Final, Literal, TypeVar
-
-import httpx
-from pydantic import BaseModel
+from typing import Any, Final, Literal
 
 from recoup.api.schemas import JobOut, ScheduleOut
 from recoup.client_shapes import instant, seg
-
-M = TypeVar("M", bound=BaseModel)
+from recoup.client_transport import M, Transport
 
 
 class _Keep(Enum):
@@ -34,21 +30,10 @@ def metadata_params(metadata: Mapping[str, str] | None) -> dict[str, str]:
     return {f"metadata[{key}]": value for key, value in (metadata or {}).items()}
 
 
-class ChangeCalls:
+class ChangeCalls(Transport):
     """`update_job` and `update_schedule`. A PATCH is retried as every call is (a 5xx, no
     answer): each of its fields gives the same result when applied twice, but
     `delay_seconds`, counted from when each try arrives; send `run_at` where that matters."""
-
-    def _send(
-        self,
-        method: str,
-        path: str,
-        *,
-        params: Mapping[str, Any] | None = None,
-        json: Any = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> httpx.Response:
-        raise NotImplementedError
 
     def update_job(
         self,

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
-
-import httpx
-from pydantic import BaseModel
+from typing import Any
 
 from recoup.api.dunning_schemas import (
     ClockOut,
@@ -18,34 +14,13 @@ from recoup.api.dunning_schemas import (
 )
 from recoup.api.report_schemas import ReviewQueueOut, TagOut
 from recoup.client_shapes import instant, seg
+from recoup.client_transport import Transport
 
-M = TypeVar("M", bound=BaseModel)
 
-
-class DunningCalls:
+class DunningCalls(Transport):
     """Failures in, invoices and their timelines, payments, card updates, settings, the
     recovery report and merchant tags, and the test clock. Every POST is sent under an
     Idempotency-Key, the same on each retry."""
-
-    def _get(self, model: type[M], path: str, params: Mapping[str, Any] | None = None) -> M:
-        raise NotImplementedError
-
-    def _post(self, model: type[M], path: str, payload: Any, idempotency_key: str | None) -> M:
-        raise NotImplementedError
-
-    def _put_json(self, model: type[M], path: str, payload: Any) -> M:
-        raise NotImplementedError
-
-    def _send(
-        self,
-        method: str,
-        path: str,
-        *,
-        params: Mapping[str, Any] | None = None,
-        json: Any = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> httpx.Response:
-        raise NotImplementedError
 
     def report_failure(
         self,

@@ -51,6 +51,7 @@ ALIASES = {
     "client_dunning": "client",
     "client_errors": "client",
     "client_shapes": "client",
+    "client_transport": "client",
     "tenancy": "tenancy",
 }
 
