@@ -35,16 +35,8 @@ from recoup.jobs.model import (
     Tenant,
     check_one_off_name,
 )
-from recoup.jobs.schedule_model import NewSchedule, Schedule
-from recoup.jobs.schedules import (
-    SCHEDULE_HORIZON,
-    materialise,
-    materialise_one,
-    next_in_window,
-    upcoming,
-    validate_rule,
-    validate_schedule_name,
-)
+from recoup.jobs.schedule_model import Schedule
+from recoup.jobs.scheduler_schedules import ScheduleCalls
 from recoup.jobs.signing import new_signing_secret
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.store import (
@@ -53,8 +45,6 @@ from recoup.jobs.store import (
     JobPage,
     RunFilter,
     RunPage,
-    ScheduleFilter,
-    SchedulePage,
     SchedulerStore,
 )
 from recoup.jobs.target_checks import (
@@ -71,7 +61,7 @@ _KEEP_DEFAULT = timedelta(days=7)  # as NewJob's default retention
 WORKER_START_TIMEOUT = 10.0  # seconds to wait for an embedded worker to start
 
 
-class Scheduler:
+class Scheduler(ScheduleCalls):
     """Jobs and schedules of a store (a `SchedulerStore`: every `recoup.storage` backend).
 
     `ssrf` checks HTTP targets when they are created (the default refuses non-public
@@ -314,127 +304,12 @@ class Scheduler:
             raise InvalidInput("group", group, "expected 1–200 characters")
         return self.store.cancel_group(tenant, group, now=self.clock.now())
 
-    # -- schedules ---------------------------------------------------------------------------
-
-    def create_schedule(self, schedule: NewSchedule, *, existing_ok: bool = False) -> Schedule:
-        """Store a recurring schedule; its first occurrence is the first after now. A schedule
-        of the tenant with the same name → `Conflict`.
-
-        With `existing_ok`, a schedule of the tenant that already has `schedule.id` is returned
-        as stored (for ids derived from a request, `recoup.idempotency.derived_id`: it is an
-        earlier try of the same request), its first occurrence materialised if that try
-        stopped between the two transactions."""
-        validate_schedule_name(schedule.name)
-        rule = validate_rule(schedule.rule)
-        self.check_target(schedule.target)
-        self._ensure_tenant(schedule.tenant)
-        if rule != schedule.rule:
-            schedule = NewSchedule(**{**_fields(schedule), "rule": rule})
-        now = self.clock.now()
-        found: Schedule | None = (
-            self.store.get_schedule(schedule.tenant, schedule.id) if existing_ok else None
-        )
-        first = next_in_window(rule, now, schedule.start_at, schedule.end_at)
-        stored: Schedule = found or self.store.insert_schedule(
-            schedule, next_fire_at=first, now=now
-        )
-        if stored.next_fire_at is not None and stored.next_fire_at <= now + SCHEDULE_HORIZON:
-            # Due within the materialiser's horizon: create its first job now, not at the
-            # next worker pass (which could be after the occurrence).
-            materialise_one(self.store, stored, now=now)
-            self._poke()
-        return stored
-
-    def get_schedule(self, schedule_id: str, *, tenant: str = DEFAULT_TENANT) -> Schedule:
-        found: Schedule | None = self.store.get_schedule(tenant, schedule_id)
-        if found is None:
-            raise NotFound(f"no schedule {schedule_id!r}")
-        return found
-
-    def list_schedules(
-        self,
-        *,
-        tenant: str = DEFAULT_TENANT,
-        paused: bool | None = None,
-        name: str | None = None,
-        limit: int = 50,
-        cursor: str | None = None,
-        ended: bool | None = None,
-        metadata: dict[str, str] | None = None,
-    ) -> SchedulePage:
-        """The tenant's schedules (not deleted), by name, a page at a time; `paused` picks
-        paused (True) or active (False) ones, `ended` those with no occurrence left (True) or
-        the others, `name` matches exactly, every pair of `metadata` must be in a
-        schedule's metadata."""
-        return self.store.list_schedules(
-            ScheduleFilter(
-                tenant=tenant,
-                paused=paused,
-                ended=ended,
-                name=name,
-                metadata=None if metadata is None else check_filter(metadata),
-                limit=limit,
-                cursor=cursor,
-            )
-        )
-
     def update_schedule(
         self, schedule_id: str, change: ScheduleChange, *, tenant: str = DEFAULT_TENANT
     ) -> Schedule:
         """Change a schedule's definition (`recoup.jobs.patching`): the next occurrence
         recomputed, the jobs it materialised ahead replaced."""
         return patching.update_schedule(self, schedule_id, change, tenant=tenant)
-
-    def pause(self, schedule_id: str, *, tenant: str = DEFAULT_TENANT) -> Schedule:
-        """Stop materialising occurrences (jobs already materialised stay; cancel them by
-        prefix `{name}@` if they must not run)."""
-        found: Schedule | None = self.store.set_schedule_paused(
-            tenant, schedule_id, paused=True, now=self.clock.now()
-        )
-        if found is None:
-            raise NotFound(f"no schedule {schedule_id!r}")
-        return found
-
-    def resume(self, schedule_id: str, *, tenant: str = DEFAULT_TENANT) -> Schedule:
-        """Materialise again from the first occurrence after now (the paused ones are
-        skipped, whatever the missed-occurrence policy); a schedule whose window closed while
-        it was paused is resumed as ended."""
-        current = self.get_schedule(schedule_id, tenant=tenant)
-        now = self.clock.now()
-        following = next_in_window(current.rule, now, current.start_at, current.end_at)
-        if following is None and not current.deleted:
-            return self.update_schedule(schedule_id, ScheduleChange(paused=False), tenant=tenant)
-        found: Schedule | None = self.store.set_schedule_paused(
-            tenant, schedule_id, paused=False, now=now, next_fire_at=following
-        )
-        if found is None:
-            raise NotFound(f"no schedule {schedule_id!r}")
-        self._poke()
-        return found
-
-    def delete_schedule(self, schedule_id: str, *, tenant: str = DEFAULT_TENANT) -> None:
-        """Delete the schedule and cancel its live jobs."""
-        if not self.store.delete_schedule(tenant, schedule_id, now=self.clock.now()):
-            raise NotFound(f"no schedule {schedule_id!r}")
-
-    def upcoming(
-        self, schedule: Schedule | str, count: int = 10, *, tenant: str = DEFAULT_TENANT
-    ) -> list[datetime]:
-        """The schedule's next `count` occurrences after now (whether paused or not)."""
-        if not 1 <= count <= 1000:
-            raise InvalidInput("count", count, "expected 1–1000")
-        found = (
-            schedule
-            if isinstance(schedule, Schedule)
-            else self.get_schedule(schedule, tenant=tenant)
-        )
-        return upcoming(
-            found.rule, self.clock.now(), count, start_at=found.start_at, end_at=found.end_at
-        )
-
-    def materialise(self, *, horizon: timedelta = SCHEDULE_HORIZON) -> int:
-        """Materialise due schedule occurrences now (workers do this on their own)."""
-        return materialise(self.store, now=self.clock.now(), horizon=horizon)
 
     # -- embedded worker ---------------------------------------------------------------------
 
@@ -486,10 +361,6 @@ class Scheduler:
     def _poke(self) -> None:
         for worker in self._workers:
             worker.poke()
-
-
-def _fields(schedule: NewSchedule) -> dict[str, Any]:
-    return {name: getattr(schedule, name) for name in schedule.__dataclass_fields__}
 
 
 __all__ = ["Scheduler", "check_method"]
