@@ -4,8 +4,10 @@ gives its figure and the first offenders; the run fails if any check fails.
 - charges per (invoice, attempt) ≤ 1, at the gateway (money moved under one key);
 - at most one successful charge per invoice, at the gateway and in the receiver's ledger;
 - the ledger and the gateway agree: a booked charge moved money under its key, and money
-  moved under a key is booked unless its attempt is still open;
-- no charge after an invoice was paid another way;
+  moved under a key is booked unless its attempt is still open or still to be asked again;
+- no charge after an invoice was paid another way; a charge in doubt when it was (timed out
+  after the money moved) is booked and flagged for refund (`invoice.double_charged`) once its
+  attempt is asked again;
 - no planned attempt lost: each attempt of each invoice ran to an outcome, was cancelled, or
   is still open with a live job; an invoice not final has a live job;
 - no job left `running` past its lease;
@@ -19,7 +21,8 @@ recovery report and the merchant's refunds rely on):
 
 - Recoup credits each charge to the attempt that made it (that attempt succeeded, or is
   still open);
-- every `invoice.double_charged` event Recoup sent is a real double charge at the gateway.
+- every `invoice.double_charged` event Recoup sent is a real double charge: at the gateway,
+  or a charge of an invoice the customer also paid another way.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from typing import Any
 
 from bench.chaos.snapshot import Snapshot
 from recoup.demo.audit import count_double_charges
-from recoup.dunning.invoice import AttemptState, InvoiceState, job_group
+from recoup.dunning.invoice import AttemptRecord, AttemptState, InvoiceState, job_group
 from recoup.jobs.model import JobState, RunOutcome
 
 SHOWN = 5  # offenders listed per failed check
@@ -75,7 +78,7 @@ def check_all(
         charges_per_attempt(snap),
         one_charge_per_invoice(snap),
         ledger_charges_moved_money(snap),
-        no_charge_after_paid(snap, paid_out_of_band),
+        no_charge_after_paid(snap, set(paid_out_of_band)),
         no_attempt_lost(snap),
         no_expired_lease(snap),
         run_logs_complete(snap),
@@ -91,7 +94,7 @@ def check_all(
             offenders=list(undelivered),
         ),
         charges_credited_to_their_attempt(snap),
-        double_charge_alarms_are_real(snap),
+        double_charge_alarms_are_real(snap, set(paid_out_of_band)),
     ]
 
 
@@ -128,7 +131,7 @@ def ledger_charges_moved_money(snap: Snapshot) -> Check:
         f"charge:{i.invoice_id}:{a.attempt}"
         for i in snap.invoices
         for a in i.attempts
-        if a.state in _OPEN_ATTEMPT
+        if a.state in _OPEN_ATTEMPT or _to_be_heard(snap, a)
     }
     unbooked = moved - booked
     offenders += sorted(
@@ -137,20 +140,61 @@ def ledger_charges_moved_money(snap: Snapshot) -> Check:
     return Check(
         name="the ledger and the gateway agree on every charge",
         figure=f"{len(booked)} booked, {len(moved)} keys moved money, "
-        f"{len(unbooked & open_keys)} not booked yet (their attempt still open)",
+        f"{len(unbooked & open_keys)} not booked yet (their attempt still open or to be asked)",
         offenders=offenders,
     )
 
 
-def no_charge_after_paid(snap: Snapshot, paid_out_of_band: Iterable[str]) -> Check:
-    paid = set(paid_out_of_band)
-    doubles = count_double_charges(snap.gateway, snap.ledger, paid)
+def no_charge_after_paid(snap: Snapshot, paid_out_of_band: set[str]) -> Check:
+    """The receiver charges only an open invoice, under its lock, so money moved for an
+    invoice paid another way was moved before: a charge that timed out, in doubt when the
+    customer paid. It must not stay hidden: booked and flagged, or still to be asked."""
+    charged = count_double_charges(snap.gateway, snap.ledger, paid_out_of_band)
+    by_id = {i.invoice_id: i for i in snap.invoices}
+    flagged = set(snap.double_charge_alarms)
+    offenders: list[str] = []
+    owed = 0
+    for invoice_id in charged.paid_out_of_band_and_charged:
+        invoice = by_id.get(invoice_id)
+        moved = _moved_attempts(snap, invoice_id)
+        if invoice is not None and any(
+            _to_be_heard(snap, a) for a in invoice.attempts if a.attempt in moved
+        ):
+            owed += 1
+        elif invoice_id not in snap.ledger.succeeded:
+            offenders.append(f"{invoice_id}: charged, not booked")
+        elif invoice_id not in flagged:
+            offenders.append(f"{invoice_id}: charged and booked, no invoice.double_charged")
     return Check(
-        name="no charge after an invoice was paid another way",
-        figure=f"{len(paid)} paid another way while open, "
-        f"{len(doubles.paid_out_of_band_and_charged)} of them charged",
-        offenders=doubles.paid_out_of_band_and_charged,
+        name="no charge after an invoice was paid another way (one in doubt then is flagged)",
+        figure=f"{len(paid_out_of_band)} paid another way while open, "
+        f"{len(charged.paid_out_of_band_and_charged)} charged while in doubt: "
+        f"{len(charged.paid_out_of_band_and_charged) - owed - len(offenders)} flagged for "
+        f"refund, {owed} still to be asked",
+        offenders=offenders,
     )
+
+
+def _to_be_heard(snap: Snapshot, a: AttemptRecord) -> bool:
+    """Cancelled after its request went out, with its job still live: asked once more on its
+    next try (after a backoff the run may not wait for), then credited."""
+    job = snap.jobs.get(a.job_id)
+    return (
+        a.state is AttemptState.CANCELLED
+        and job is not None
+        and job.state in (JobState.SCHEDULED, JobState.RUNNING)
+        and job.attempts >= 1
+    )
+
+
+def _moved_attempts(snap: Snapshot, invoice_id: str) -> set[int]:
+    """The attempts of `invoice_id` under whose keys the gateway moved money."""
+    numbers: set[int] = set()
+    for key, times in snap.gateway["charges_per_key"].items():
+        parts = key.split(":")
+        if times > 0 and len(parts) == 3 and parts[1] == invoice_id and parts[2].isdigit():
+            numbers.add(int(parts[2]))
+    return numbers
 
 
 def no_attempt_lost(snap: Snapshot) -> Check:
@@ -240,16 +284,7 @@ def charges_credited_to_their_attempt(snap: Snapshot) -> Check:
         for n in numbers:
             charged += 1
             a = invoice.attempt(n)
-            # Cancelled after its request went out, with its job still live: asked once more
-            # on its next try (after a backoff the run may not wait for), then credited.
-            job = snap.jobs.get(a.job_id) if a is not None else None
-            to_be_heard = (
-                a is not None
-                and a.state is AttemptState.CANCELLED
-                and job is not None
-                and job.state in (JobState.SCHEDULED, JobState.RUNNING)
-                and job.attempts >= 1
-            )
+            to_be_heard = a is not None and _to_be_heard(snap, a)
             owed += to_be_heard
             known = a is not None and (
                 a.state is AttemptState.SUCCEEDED
@@ -271,9 +306,13 @@ def charges_credited_to_their_attempt(snap: Snapshot) -> Check:
     )
 
 
-def double_charge_alarms_are_real(snap: Snapshot) -> Check:
-    doubles = count_double_charges(snap.gateway, snap.ledger, ())
-    real = set(doubles.gateway_invoices) | set(doubles.ledger_invoices)
+def double_charge_alarms_are_real(snap: Snapshot, paid_out_of_band: set[str]) -> Check:
+    doubles = count_double_charges(snap.gateway, snap.ledger, paid_out_of_band)
+    real = (
+        set(doubles.gateway_invoices)
+        | set(doubles.ledger_invoices)
+        | set(doubles.paid_out_of_band_and_charged)
+    )
     return Check(
         name="every invoice.double_charged event is a real double charge",
         figure=f"{len(snap.double_charge_alarms)} invoices flagged, {len(real)} charged twice",

@@ -14,7 +14,10 @@ the provider's charge id and the decline and advice codes.
 2. the ledger already settled this key (a repeat of the attempt) → that result again, without
    a provider call;
 3. the invoice is not open (paid by an earlier attempt, by hand, voided) → `already_handled`,
-   without a provider call;
+   without a charge. One exception: this key is pending (its charge timed out, then the
+   invoice was closed another way). The provider is asked (`find_charge`) and what it did is
+   booked, without marking the invoice paid by it. A success is a second payment the merchant
+   must refund: it is answered `succeeded`, and Recoup raises `invoice.double_charged`;
 4. the request disagrees with the invoice (amount, currency, customer) → `InvalidInput`;
 5. other attempts of this invoice left pending are looked up (`find_charge`): one that
    succeeded marks the invoice paid (→ `already_handled`); one still unknown → `pending`, since
@@ -197,6 +200,8 @@ def charge_locked_invoice(
     if mine is not None and mine.state is not ChargeStatus.PENDING:
         return mine.result()
     if not invoice.is_open:
+        if mine is not None:  # pending: its charge was in doubt when the invoice closed
+            return _settle_after_closing(ledger, provider, invoice, mine)
         return ALREADY_HANDLED
     _check_matches(invoice, attempt)
 
@@ -248,6 +253,21 @@ def charge_locked_invoice(
         ledger.record_pending(invoice, attempt)
         return PENDING
     return settle(attempt.charge_idempotency_key, attempt.attempt, charge)
+
+
+def _settle_after_closing(
+    ledger: ChargeLedger, provider: PaymentProvider, invoice: Invoice, mine: LedgerEntry
+) -> ChargeResult:
+    # Leaving the key pending would hide money that moved: the ledger would disagree with
+    # the provider, and nobody would be told to refund the customer who paid twice.
+    try:
+        found = provider.find_charge(mine.charge_key)
+    except ProviderTimeout:
+        return PENDING
+    if found is None:
+        return ALREADY_HANDLED  # the provider never made it, and no charge follows now
+    ledger.record(invoice, mine.attempt, mine.charge_key, found)
+    return ChargeResult.of_charge(found)
 
 
 def _check_matches(invoice: Invoice, attempt: ChargeAttempt) -> None:

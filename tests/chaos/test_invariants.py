@@ -149,9 +149,39 @@ def test_a_key_charged_twice_is_caught_at_the_gateway() -> None:
     }
 
 
-def test_an_invoice_paid_another_way_and_charged_is_caught() -> None:
-    assert failed(CLEAN, paid_out_of_band=["inv_1"]) == {
-        "no charge after an invoice was paid another way"
+def test_an_invoice_paid_another_way_and_charged_must_be_flagged_for_refund() -> None:
+    name = "no charge after an invoice was paid another way"
+    assert failed(CLEAN, paid_out_of_band=["inv_1"]) == {name}
+    # The charge was in doubt when the customer paid: booked, then flagged as a double charge.
+    flagged = replace(CLEAN, double_charge_alarms=["inv_1"])
+    assert failed(flagged, paid_out_of_band=["inv_1"]) == set()
+    assert "1 flagged for refund" in checks(flagged, paid_out_of_band=["inv_1"])[name].figure
+    # Flagged though nobody paid another way and the gateway charged it once: a false alarm.
+    assert failed(flagged) == {"every invoice.double_charged event is a real double charge"}
+
+
+def test_a_charge_in_doubt_at_an_out_of_band_payment_may_wait_for_its_attempt_to_ask_again() -> (
+    None
+):
+    # Attempt 2 timed out after the money moved; the invoice was paid another way and the
+    # attempt cancelled. Its job, already begun, asks once more after its backoff.
+    cancelled = replace(CHARGED_ON_CANCELLED, recovered_by="out_of_band")
+    unbooked = replace(CLEAN.ledger, succeeded={})
+    waiting = {**CLEAN.jobs, "j2": job("j2", JobState.SCHEDULED, 1)}
+    snap = replace(CLEAN, invoices=[cancelled], ledger=unbooked, jobs=waiting)
+    found = checks(snap, paid_out_of_band=["inv_1"])
+    assert failed(snap, paid_out_of_band=["inv_1"]) == set()
+    assert "1 still to be asked" in found["no charge after an invoice was paid another way"].figure
+    # Its job finished without booking the charge: the money stays hidden.
+    runs = [run("j2", 1, RunOutcome.RETRY), run("j2", 2, RunOutcome.SUCCEEDED)]
+    done = replace(
+        snap,
+        jobs={**CLEAN.jobs, "j2": job("j2", JobState.SUCCEEDED, 2)},
+        runs={**CLEAN.runs, "j2": runs},
+    )
+    assert failed(done, paid_out_of_band=["inv_1"]) == {
+        "no charge after an invoice was paid another way",
+        "the ledger and the gateway agree on every charge",
     }
 
 
