@@ -5,6 +5,7 @@ machine. See `__main__` for the command and `run` for how a run goes.
     faults       what to break and when (worker kills, connection terminations, the outage)
     processes    the API and worker processes: start, SIGKILL, restart, stop
     databases    a fresh database per run
+    own_server   a PostgreSQL server of the run's own, to crash and restart
     load         the customers' side: renewals, failures reported, payments another way
     rescue       kill → rescue times
     snapshot     what the run left, read once

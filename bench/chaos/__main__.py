@@ -3,11 +3,12 @@ terminated and the gateway is down; every invariant checked at the end.
 
     .venv/bin/python -m bench.chaos --backend postgres|sqlite [--failures 2000]
         [--duration 60] [--seed 7] [--drain-timeout 120] [--json FILE] [--logs DIR]
-        [--dsn postgresql://postgres@127.0.0.1:5432/test] [--keep-db]
+        [--dsn postgresql://postgres@127.0.0.1:5432/test | --own-server] [--keep-db]
 
 `--backend` may be given twice (or `all`). Prints the figures and the checks per backend;
 exits 1 if any invariant failed on any backend. PostgreSQL runs get a database of their own
-on the server of `--dsn`, dropped afterwards.
+on the server of `--dsn`, dropped afterwards; with `--own-server` they get a server of their
+own instead (initdb in a temporary directory), which the chaos crashes and starts again once.
 """
 
 from __future__ import annotations
@@ -35,6 +36,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--logs", type=Path, help="keep the processes' logs in this directory")
     parser.add_argument("--dsn", default=DEFAULT_POSTGRES_URL)
     parser.add_argument(
+        "--own-server",
+        action="store_true",
+        help="PostgreSQL: run on a server of the run's own, crashed and restarted mid-run",
+    )
+    parser.add_argument(
         "--keep-db", action="store_true", help="leave the PostgreSQL database for a look"
     )
     args = parser.parse_args(argv)
@@ -54,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
             drain_timeout=args.drain_timeout,
             outage_seconds=args.outage,
             postgres_url=args.dsn,
+            own_server=args.own_server and backend == "postgres",
             log_dir=None if args.logs is None else args.logs / backend,
             keep_database=args.keep_db,
         )

@@ -1,8 +1,10 @@
 """The chaos itself, on a timeline drawn from the seed: a random worker killed with SIGKILL
 every few seconds and started again under a new id; on PostgreSQL, every connection of
 Recoup's processes to the run's database terminated (`pg_terminate_backend`) at evenly spaced
-moments; the simulated gateway unavailable for a window (an `UNAVAILABLE` fault with no scope,
-which refuses charges and lookups alike, put in force and taken out in real time).
+moments, and, where the run owns its server, the server crashed (immediate stop), left down
+for a moment and started again, halfway through; the simulated gateway unavailable for a
+window (an `UNAVAILABLE` fault with no scope, which refuses charges and lookups alike, put in
+force and taken out in real time).
 
 The gateway stands in for the receiver being unavailable: its state (charges per key, the
 double-charge count the audit reads) lives in the billing app's process, so stopping that
@@ -23,6 +25,7 @@ from datetime import UTC, datetime
 import httpx
 
 from bench.chaos.databases import HARNESS_APP_NAME, Database
+from bench.chaos.own_server import OwnServer
 from bench.chaos.processes import Processes
 from recoup.payments import Fault, FaultKind
 from recoup.payments.wire import fault_to_json
@@ -38,6 +41,8 @@ class ChaosPlan:
     kill_every: tuple[float, float] = (2.0, 4.0)  # seconds between kills, drawn uniformly
     restart_after: float = 0.5  # seconds a killed slot stays empty
     pg_terminations: int = 2  # evenly spaced in the duration (PostgreSQL only)
+    db_restarts: int = 0  # a server of the run's own crashed and started again, this often
+    db_down_seconds: float = 2.0  # how long it stays down each time
     outage_at: float = 0.4  # fraction of the duration
     outage_seconds: float = 3.0
 
@@ -62,6 +67,7 @@ class ChaosLog:
     kills: list[Kill] = field(default_factory=list)
     terminations: list[Termination] = field(default_factory=list)
     outages: list[tuple[datetime, datetime]] = field(default_factory=list)
+    db_restarts: list[float] = field(default_factory=list)  # seconds the server was away
     errors: list[str] = field(default_factory=list)
     skipped_kills: int = 0  # no worker was registered at the moment
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -83,6 +89,7 @@ class Chaos:
         billing_url: str,
         seed: int,
         is_registered: Callable[[str], bool],
+        server: OwnServer | None = None,
     ) -> None:
         self.plan = plan
         self.processes = processes
@@ -90,6 +97,7 @@ class Chaos:
         self.billing_url = billing_url
         self.rng = random.Random(seed)
         self.is_registered = is_registered
+        self.server = server
         self.log = ChaosLog()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="chaos", daemon=True)
@@ -121,6 +129,11 @@ class Chaos:
             for k in range(1, plan.pg_terminations + 1):
                 at = plan.duration * k / (plan.pg_terminations + 1)
                 events.append((at, "terminate connections", self._terminate))
+        if self.server is not None:
+            for k in range(plan.db_restarts):
+                # Halfway between the terminations (1/3 and 2/3 with the default two).
+                at = plan.duration * (2 * k + 1) / (2 * plan.db_restarts)
+                events.append((at, "restart the database", self._restart_database))
         if plan.outage_seconds > 0:
             start = plan.duration * plan.outage_at
             events.append((start, "gateway outage", self._begin_outage))
@@ -177,6 +190,12 @@ class Chaos:
         count = int(row[0]) if row else 0
         with self.log.lock:
             self.log.terminations.append(Termination(at=datetime.now(UTC), connections=count))
+
+    def _restart_database(self) -> None:
+        assert self.server is not None
+        away = self.server.restart(self.plan.db_down_seconds)
+        with self.log.lock:
+            self.log.db_restarts.append(away)
 
     def _begin_outage(self) -> None:
         fault = Fault(kind=FaultKind.UNAVAILABLE, reason="chaos: gateway outage")

@@ -29,6 +29,9 @@ def render(result: ChaosResult) -> str:
         f" {rescue['lost_runs']} lost runs, kill → last handed back"
         f" {_span(rescue['kill_to_last_lost_run_s'])}",
         f"  pg terminations   {[t['connections'] for t in f['pg_terminations']]} connections",
+        f"  db restarts       {f['db_restarts_s']} s away (a server of the run's own)"
+        if f["db_restarts_s"]
+        else "  db restarts       none (the run does not own its server)",
         f"  gateway outages   {f['gateway_outages_s']} s",
         f"  open at the end   {f['still_open_attempts']} attempts (waiting on their backoff), "
         f"{f['running_jobs_at_end']} jobs running",

@@ -32,6 +32,7 @@ from bench.chaos.databases import fresh_database
 from bench.chaos.faults import SLOTS, Chaos, ChaosPlan
 from bench.chaos.invariants import Check, check_all
 from bench.chaos.load import CustomerLoad
+from bench.chaos.own_server import OwnServer, own_server
 from bench.chaos.processes import Processes
 from bench.chaos.rescue import WorkersWatch, rescue_figures
 from bench.chaos.snapshot import Snapshot, double_charge_alarms, read_recoup
@@ -66,6 +67,10 @@ class ChaosOptions:
     outage_seconds: float = 3.0
     pg_terminations: int = 2
     postgres_url: str = DEFAULT_POSTGRES_URL
+    # PostgreSQL: a server of the run's own instead of `postgres_url`'s, crashed and started
+    # again `db_restarts` times mid-run (the machine's shared server is never restarted).
+    own_server: bool = False
+    db_restarts: int = 1
     log_dir: Path | None = None  # the processes' logs are kept there (default: thrown away)
     keep_database: bool = False  # PostgreSQL: leave the run's database for a look afterwards
 
@@ -96,16 +101,30 @@ def run_chaos(options: ChaosOptions) -> ChaosResult:
         work.mkdir(parents=True, exist_ok=True)
         for left in [*work.glob("*.db*"), *work.glob("*.log")]:
             left.unlink()  # a kept log directory used again: every run starts from nothing
+        server: OwnServer | None = None
+        postgres_url = options.postgres_url
+        if options.own_server:
+            if options.backend != "postgres":
+                raise ValueError("own_server: only a PostgreSQL run has a server to restart")
+            server = stack.enter_context(own_server())
+            postgres_url = server.url
         db = stack.enter_context(
-            fresh_database(options.backend, work, options.postgres_url, keep=options.keep_database)
+            fresh_database(options.backend, work, postgres_url, keep=options.keep_database)
         )
         store = open_store(db.harness_url)  # migrates before any process starts
         stack.callback(store.close)
-        return _run(options, store, db, work, began)
+        return _run(options, store, db, work, began, server)
     raise AssertionError("unreachable")  # ExitStack never swallows here
 
 
-def _run(options: ChaosOptions, store: Store, db: Any, work: Path, began: float) -> ChaosResult:
+def _run(
+    options: ChaosOptions,
+    store: Store,
+    db: Any,
+    work: Path,
+    began: float,
+    server: OwnServer | None,
+) -> ChaosResult:
     customers = generate(options.seed, options.failures)
     now = datetime.now(UTC)
     tenant = store.ensure_tenant(new_tenant(TENANT, now=now, name="chaos run"))
@@ -123,6 +142,7 @@ def _run(options: ChaosOptions, store: Store, db: Any, work: Path, began: float)
         duration=options.duration,
         kill_every=options.kill_every,
         pg_terminations=options.pg_terminations,
+        db_restarts=options.db_restarts if server is not None else 0,
         outage_seconds=options.outage_seconds,
     )
     with app, Processes(db_args, work) as procs:
@@ -144,6 +164,7 @@ def _run(options: ChaosOptions, store: Store, db: Any, work: Path, began: float)
                 billing_url=billing_url,
                 seed=options.seed,
                 is_registered=watch.registered,
+                server=server,
             )
             load = CustomerLoad(
                 customers,
@@ -227,6 +248,7 @@ def _run(options: ChaosOptions, store: Store, db: Any, work: Path, began: float)
         "pg_terminations": [
             {"at": t.at.isoformat(), "connections": t.connections} for t in log.terminations
         ],
+        "db_restarts_s": [round(s, 1) for s in log.db_restarts],
         "gateway_outages_s": [
             round((end - start).total_seconds(), 1) for start, end in log.outages
         ],
@@ -266,12 +288,14 @@ def _chaos_ran(options: ChaosOptions, log: Any, plan: ChaosPlan) -> Check:
         offenders.append(
             f"{len(log.terminations)} connection terminations, planned {plan.pg_terminations}"
         )
+    if len(log.db_restarts) < plan.db_restarts:
+        offenders.append(f"{len(log.db_restarts)} database restarts, planned {plan.db_restarts}")
     if plan.outage_seconds > 0 and not log.outages:
         offenders.append("the gateway outage did not happen")
     return Check(
         name="the chaos ran as planned",
         figure=f"{len(log.kills)} kills, {len(log.terminations)} terminations, "
-        f"{len(log.outages)} outages",
+        f"{len(log.db_restarts)} database restarts, {len(log.outages)} outages",
         offenders=offenders,
     )
 
