@@ -160,18 +160,25 @@ def test_a_timeout_before_the_provider_charged_is_charged_once_on_the_retry(
     assert db.status() == "paid"
 
 
+def in_doubt_then_paid_another_way(
+    db: Db, gateway: SimulatedGateway, timeout: FaultKind
+) -> ChargeResult:
+    """Attempt 2 times out (`timeout`: before or after the money moved), the invoice is paid
+    by hand, and attempt 2 is asked again: its answer."""
+    db.add_invoice()
+    gateway.inject(Fault(kind=timeout, times=1))
+    assert charge(db, gateway, attempt(2)).outcome is ChargeOutcome.PENDING
+    db.pay_by_hand()
+    return charge(db, gateway, attempt(2), seconds=60)
+
+
 def test_a_charge_in_doubt_when_the_invoice_was_paid_another_way_is_booked_and_reported(
     db: Db, gateway: SimulatedGateway
 ) -> None:
     # The charge timed out after the money moved; the customer then paid by bank transfer.
     # Asked again, the attempt books the charge and answers succeeded (a second payment the
     # merchant must refund) instead of hiding it behind already_handled.
-    db.add_invoice()
-    gateway.inject(Fault(kind=FaultKind.TIMEOUT_AFTER, times=1))
-    assert charge(db, gateway, attempt(2)).outcome is ChargeOutcome.PENDING
-    db.pay_by_hand()
-
-    result = charge(db, gateway, attempt(2), seconds=60)
+    result = in_doubt_then_paid_another_way(db, gateway, FaultKind.TIMEOUT_AFTER)
     assert result.outcome is ChargeOutcome.SUCCEEDED
     assert gateway.charges_per_key() == {"charge:inv_1:2": 1}
     (entry,) = ledger_entries(db.database, "inv_1")
@@ -184,11 +191,8 @@ def test_a_charge_in_doubt_when_the_invoice_was_paid_another_way_is_booked_and_r
 def test_a_charge_in_doubt_that_never_reached_the_provider_is_not_made_once_paid_another_way(
     db: Db, gateway: SimulatedGateway
 ) -> None:
-    db.add_invoice()
-    gateway.inject(Fault(kind=FaultKind.TIMEOUT_BEFORE, times=1))
-    assert charge(db, gateway, attempt(2)).outcome is ChargeOutcome.PENDING
-    db.pay_by_hand()
-    assert charge(db, gateway, attempt(2), seconds=60).outcome is ChargeOutcome.ALREADY_HANDLED
+    result = in_doubt_then_paid_another_way(db, gateway, FaultKind.TIMEOUT_BEFORE)
+    assert result.outcome is ChargeOutcome.ALREADY_HANDLED
     assert gateway.charges_per_key() == {}
 
 
