@@ -26,6 +26,7 @@ waits on the database. Where each part lives (ARCHITECTURE.md, 'Time in the work
 - `secret_cache`: tenants' signing secrets for a minute.
 - `sleeping`: sleep until the earliest due instant, a deadline, a notification (LISTEN/NOTIFY,
   watched by one thread) or a poke; never longer than `max_sleep`.
+- `parts`: every part above built and wired to the others from one configuration.
 - `facade`: `Worker`: `run()` (until `request_stop()`, then a graceful stop within `grace`),
   `run_until_idle()` / `drain()` (everything due at the due clock's now, for tests, test
   clocks and the demo), and `session()`, which lets many `run_until_idle()` calls on a virtual

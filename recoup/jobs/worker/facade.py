@@ -1,5 +1,5 @@
-"""The `Worker` facade: builds the parts from one configuration, runs the main loop, opens and
-reuses sessions, and stops gracefully."""
+"""The `Worker` facade: has its parts assembled from one configuration (`parts`), runs the main
+loop, opens and reuses sessions, and stops gracefully."""
 
 from __future__ import annotations
 
@@ -8,19 +8,17 @@ import contextlib
 import logging
 import random
 import threading
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timedelta
 
 import aiohttp
 
 from recoup.jobs.handlers import HandlerRegistry
-from recoup.jobs.model import Completion, Job, Run
-from recoup.jobs.processes import this_process
+from recoup.jobs.model import Job, Run
 from recoup.jobs.schedules import SCHEDULE_HORIZON
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.store import SchedulerStore
 from recoup.jobs.worker.clocks import Elapsed, RealElapsed, WorkerClock, wait_tasks
-from recoup.jobs.worker.completions import CompletionBuffer
 from recoup.jobs.worker.config import (
     DEAD_AFTER,
     DEAD_CHECK_INTERVAL,
@@ -33,19 +31,11 @@ from recoup.jobs.worker.config import (
     SCHEDULE_INTERVAL,
     SESSION_BEAT,
     SESSION_GRACE,
-    SESSION_MARGIN,
     WorkerConfig,
     default_worker_id,
 )
-from recoup.jobs.worker.firing import Firing
-from recoup.jobs.worker.leases import LeaseKeeper
-from recoup.jobs.worker.ledger import READY, REVOKED, WAITING, Ledger, WorkerStats
-from recoup.jobs.worker.maintenance import Maintenance
-from recoup.jobs.worker.resources import Resources
-from recoup.jobs.worker.running import Runner
-from recoup.jobs.worker.secret_cache import SecretCache
-from recoup.jobs.worker.sessions import SessionKeeper
-from recoup.jobs.worker.sleeping import Sleeper
+from recoup.jobs.worker.ledger import READY, REVOKED, WAITING, WorkerStats
+from recoup.jobs.worker.parts import assemble
 from recoup.timekeeping.clock import Clock, SystemClock
 
 log = logging.getLogger("recoup.worker")
@@ -144,119 +134,22 @@ class Worker:
         self.stats = WorkerStats()
         self.started = threading.Event()  # set once `run()` is claiming
         self.stopped = threading.Event()  # set once `run()` has shut down
-        self._build(handlers or HandlerRegistry(), http_session, rng or random.Random(), on_attempt)
-        self._session_loop: asyncio.AbstractEventLoop | None = None
-
-    def _build(
-        self,
-        handlers: HandlerRegistry,
-        http_session: Callable[[], aiohttp.ClientSession] | None,
-        rng: random.Random,
-        on_attempt: Callable[[Job, Run], None] | None,
-    ) -> None:
-        config, store, now, elapsed = self.config, self.store, self.time.due.now, self.time.elapsed
-        self._ledger = ledger = Ledger(self.stats)
-        self._resources = resources = Resources(
-            store_threads=config.store_threads,
+        parts = assemble(
+            config=self.config,
+            store=store,
+            time=self.time,
             ssrf=self.ssrf,
-            wall_clock=self.time.wall,
-            http_session=http_session,
-            max_connections=config.concurrency,
-        )
-        call = resources.call
-        self._sleeper = sleeper = Sleeper(
-            now=now,
-            elapsed=elapsed,
-            horizon=config.horizon,
-            max_sleep=config.max_sleep,
-            worker_id=config.worker_id,
-        )
-
-        async def complete_many(completions: Sequence[Completion]) -> object:
-            return await call(store.complete_many, completions, now=now())
-
-        self._buffer = CompletionBuffer(
-            complete_many=complete_many,
-            ledger=ledger,
-            elapsed=elapsed,
-            rng=rng,
-            worker_id=config.worker_id,
-            flush_size=config.flush_size,
-            flush_interval=config.flush_interval,
-            on_attempt=on_attempt,
-            written=sleeper.wake,
-        )
-
-        secrets = SecretCache(
-            lambda tenant: call(store.get_tenant, tenant),
-            elapsed=elapsed,
-            worker_id=config.worker_id,
-        )
-        self._runner = runner = Runner(
-            handlers=handlers,
-            ledger=ledger,
-            buffer=self._buffer,
-            secrets=secrets,
-            http=resources.http,
-            concurrency=config.concurrency,
-            worker_id=config.worker_id,
-            now=now,
-            elapsed=elapsed,
-        )
-        self._sessions = sessions = SessionKeeper(
-            store=store,
-            worker=this_process(config.worker_id),
-            rules=config.session_rules,
-            ledger=ledger,
-            flush=self._buffer.flush,
-            now=now,
-            elapsed=elapsed,
-            every=config.session_beat.total_seconds(),
-            margin=SESSION_MARGIN,
-            opened=sleeper.wake,
-        )
-        self._firing = Firing(
-            store=store,
-            call=call,
-            config=config,
-            ledger=ledger,
-            now=now,
-            elapsed=elapsed,
-            start=runner.start,
-            gate=sessions.gate,
-        )
-
-        async def heartbeat(
-            ids: Sequence[str], attempts: Sequence[int], lease_until: datetime
-        ) -> list[str]:
-            return await call(
-                store.heartbeat,
-                config.worker_id,
-                ids,
-                lease_until=lease_until,
-                attempts=attempts,
-            )
-
-        self._leases = LeaseKeeper(
-            heartbeat=heartbeat,
-            ledger=ledger,
-            now=now,
-            elapsed=elapsed,
-            lease=config.lease,
-            every=config.heartbeat_every,
-            safe=config.lease_safe,
-            worker_id=config.worker_id,
-        )
-        self._maintenance = Maintenance(
-            store=store,
-            schedules=store if config.schedules else None,
-            call=call,
-            config=config,
             stats=self.stats,
-            now=now,
-            elapsed=elapsed,
-            wake=sleeper.wake,
+            handlers=handlers or HandlerRegistry(),
+            http_session=http_session,
+            rng=rng or random.Random(),
+            on_attempt=on_attempt,
         )
+        self._ledger, self._resources, self._sleeper = parts.ledger, parts.resources, parts.sleeper
+        self._buffer, self._runner, self._sessions = parts.buffer, parts.runner, parts.sessions
+        self._firing, self._leases = parts.firing, parts.leases
+        self._maintenance = parts.maintenance
+        self._session_loop: asyncio.AbstractEventLoop | None = None
 
     # -- what callers read -----------------------------------------------------------------
 
