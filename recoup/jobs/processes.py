@@ -16,7 +16,7 @@ import os
 import socket
 from pathlib import Path
 
-from recoup.jobs.store import WorkerInfo
+from recoup.jobs.worker_records import WorkerInfo
 
 PROC = Path("/proc")
 

@@ -21,7 +21,8 @@ import pytest
 
 from recoup.jobs.model import BackoffPolicy, JobState, NewJob, PythonTarget, RunOutcome
 from recoup.jobs.processes import this_process
-from recoup.jobs.store import Beat, ClaimParams, SessionRules, WorkerInfo
+from recoup.jobs.store import ClaimParams
+from recoup.jobs.worker_records import Beat, SessionRules, WorkerInfo
 from recoup.storage.rules import lost_session_error
 from tests.storage.conftest import Backend, Store
 from tests.support import wait_until
@@ -40,7 +41,8 @@ DOOMED = """
 import sys, time
 from datetime import datetime, timedelta
 from recoup.jobs.processes import this_process
-from recoup.jobs.store import Beat, ClaimParams, SessionRules, WorkerInfo
+from recoup.jobs.store import ClaimParams
+from recoup.jobs.worker_records import Beat, SessionRules, WorkerInfo
 from recoup.storage import open_store
 
 url, schema, worker, now = sys.argv[1:5]

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from recoup.jobs.schedules import SCHEDULE_HORIZON
-from recoup.jobs.store import SessionRules
+from recoup.jobs.worker_records import SessionRules
 
 DEFAULT_LEASE = timedelta(seconds=30)
 DEFAULT_HORIZON = timedelta(milliseconds=500)  # claim this far ahead; fire from memory

@@ -34,9 +34,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, TypeVar
 
-from recoup.jobs.store import Beat, JobStore, SessionRules, WorkerInfo, WorkerSession
+from recoup.jobs.store import JobStore
 from recoup.jobs.worker.clocks import Elapsed, Timer, sleep
 from recoup.jobs.worker.ledger import Ledger
+from recoup.jobs.worker_records import Beat, SessionRules, WorkerInfo, WorkerSession
 
 log = logging.getLogger("recoup.worker")
 

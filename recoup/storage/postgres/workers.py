@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 import psycopg
 
 from recoup.errors import StorageError
-from recoup.jobs.store import Beat, RegisteredWorker, SessionRules, WorkerInfo
+from recoup.jobs.worker_records import Beat, RegisteredWorker, SessionRules, WorkerInfo
 from recoup.storage.job_rows import aware_utc
 
 # Seconds: TCP keepalives of a session's connection, on both ends, so that a worker whose

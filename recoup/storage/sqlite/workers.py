@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from typing import ClassVar
 
 from recoup.jobs.processes import process_alive
-from recoup.jobs.store import Beat, RegisteredWorker, SessionRules, WorkerInfo
+from recoup.jobs.worker_records import Beat, RegisteredWorker, SessionRules, WorkerInfo
 from recoup.storage.job_rows import ONE_US, from_micros, micros
 from recoup.storage.sqlite.queue import Wakeups
 

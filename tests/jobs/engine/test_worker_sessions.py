@@ -24,8 +24,8 @@ from recoup.jobs.model import BackoffPolicy, JobState, PythonTarget, RunOutcome,
 from recoup.jobs.processes import this_process
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
-from recoup.jobs.store import Beat, SessionRules
 from recoup.jobs.worker.sessions import SessionKeeper
+from recoup.jobs.worker_records import Beat, SessionRules
 from tests.jobs.engine.support import SECRET
 from tests.support import DEADLINE, ManualElapsed, eventually, wait_until
 
