@@ -48,9 +48,9 @@ from datetime import datetime, time
 from importlib import resources
 from typing import Any
 
+from recoup.dunning import policy_fields as fields
 from recoup.errors import ConfigError, InvalidInput
 from recoup.timekeeping.calendar import SAT_SUN, WEEKDAY_NAMES, parse_weekend
-from recoup.timekeeping.instants import parse_instant, require_in_range
 
 PRESETS = ("business-days", "calendar")
 DEFAULT_PRESET = "business-days"
@@ -168,46 +168,6 @@ class DunningPolicy:
 # ---- validation -------------------------------------------------------------------------------
 
 
-def _table(data: dict[str, Any], key: str, allowed: frozenset[str]) -> dict[str, Any]:
-    value = data.get(key, {})
-    if not isinstance(value, dict):
-        raise ConfigError(key, value, "expected a table")
-    _no_extra(value, allowed, prefix=f"{key}.")
-    return value
-
-
-def _no_extra(value: dict[str, Any], allowed: frozenset[str], *, prefix: str = "") -> None:
-    for key in value:
-        if key not in allowed:
-            # A quoted TOML key may hold anything, a line break too: name it printably.
-            shown = key if key.isprintable() else ascii(key)
-            raise ConfigError(f"{prefix}{shown}", value[key], f"expected one of {sorted(allowed)}")
-
-
-def _int(path: str, value: Any, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ConfigError(path, value, f"expected an integer from {low} to {high}")
-    return value
-
-
-def _number(path: str, value: Any, low: float, high: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
-        raise ConfigError(path, value, f"expected a number from {low} to {high}")
-    return float(value)
-
-
-def _bool(path: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ConfigError(path, value, "expected true or false")
-    return value
-
-
-def _text(path: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(path, value, "expected a non-empty string")
-    return value.strip()
-
-
 def _gaps(value: Any) -> tuple[Gap, ...]:
     if not isinstance(value, list) or not value:
         raise ConfigError(
@@ -226,7 +186,8 @@ def _gaps(value: Any) -> tuple[Gap, ...]:
         ((key, count),) = raw.items()
         if key not in units:
             raise ConfigError(f"{path}.{key}", count, "expected the key days or business_days")
-        gaps.append(Gap(count=_int(f"{path}.{key}", count, 1, _MAX_GAP), unit=units[key]))
+        count = fields.integer(f"{path}.{key}", count, 1, _MAX_GAP)
+        gaps.append(Gap(count=count, unit=units[key]))
     return tuple(gaps)
 
 
@@ -243,22 +204,6 @@ def _window_start(value: Any) -> time:
     return parsed
 
 
-def _instant(path: str, value: Any) -> datetime:
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            raise ConfigError(path, value.isoformat(), "expected an instant with an offset")
-        try:  # in the years instants may take, and no overflow near year 1 or 9999
-            return require_in_range(path, value)
-        except InvalidInput as exc:
-            raise ConfigError(path, value.isoformat(), exc.allowed) from None
-    if isinstance(value, str):
-        try:
-            return parse_instant(path, value)
-        except InvalidInput as exc:
-            raise ConfigError(path, value, exc.allowed) from None
-    raise ConfigError(path, value, "expected an instant such as 2026-07-01T02:00:00Z")
-
-
 def _blackouts(value: Any) -> tuple[Blackout, ...]:
     if not isinstance(value, list):
         raise ConfigError("blackouts", value, "expected an array of tables ([[blackouts]])")
@@ -267,32 +212,18 @@ def _blackouts(value: Any) -> tuple[Blackout, ...]:
         path = f"blackouts[{i}]"
         if not isinstance(raw, dict):
             raise ConfigError(path, raw, "expected a table with gateway, start and end")
-        _no_extra(raw, frozenset({"gateway", "start", "end"}), prefix=f"{path}.")
+        fields.no_extra(raw, frozenset({"gateway", "start", "end"}), prefix=f"{path}.")
         for key in ("gateway", "start", "end"):
             if key not in raw:
                 raise ConfigError(f"{path}.{key}", None, "is required")
-        start = _instant(f"{path}.start", raw["start"])
-        end = _instant(f"{path}.end", raw["end"])
+        start = fields.instant(f"{path}.start", raw["start"])
+        end = fields.instant(f"{path}.end", raw["end"])
         if end <= start:
             raise ConfigError(f"{path}.end", raw["end"], "expected an instant after start")
         found.append(
-            Blackout(gateway=_text(f"{path}.gateway", raw["gateway"]), start=start, end=end)
+            Blackout(gateway=fields.text(f"{path}.gateway", raw["gateway"]), start=start, end=end)
         )
     return tuple(found)
-
-
-def _country(path: str, value: Any) -> str | None:
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str) or len(value) != 2 or not value.isalpha():
-        raise ConfigError(path, value, 'expected an ISO 3166-1 alpha-2 country code such as "US"')
-    from recoup.timekeeping.calendar import BusinessCalendar
-
-    try:
-        BusinessCalendar(country=value.upper())
-    except InvalidInput:
-        raise ConfigError(path, value, "expected a country the holidays package knows") from None
-    return value.upper()
 
 
 _TOP = frozenset(
@@ -312,15 +243,15 @@ _TOP = frozenset(
 
 def policy_from_dict(data: dict[str, Any], *, name: str) -> DunningPolicy:
     """Validate already-parsed TOML data; `name` is used when the data has none."""
-    _no_extra(data, _TOP)
-    window = _table(data, "window", frozenset({"start", "jitter_minutes"}))
-    calendar = _table(
+    fields.no_extra(data, _TOP)
+    window = fields.table(data, "window", frozenset({"start", "jitter_minutes"}))
+    calendar = fields.table(
         data, "calendar", frozenset({"weekend", "weekend_from_country", "default_country"})
     )
-    limits = _table(
+    limits = fields.table(
         data, "limits", frozenset({"min_gap_hours", "max_duration_days", "stop_before_renewal"})
     )
-    networks = _table(
+    networks = fields.table(
         data,
         "networks",
         frozenset(
@@ -334,7 +265,9 @@ def policy_from_dict(data: dict[str, Any], *, name: str) -> DunningPolicy:
     if "gaps" not in data:
         raise ConfigError("gaps", None, "is required, e.g. gaps = [{ business_days = 1 }]")
     window_start = _window_start(window.get("start", "10:00"))
-    jitter = _int("window.jitter_minutes", window.get("jitter_minutes", 90), 0, _MAX_JITTER)
+    jitter = fields.integer(
+        "window.jitter_minutes", window.get("jitter_minutes", 90), 0, _MAX_JITTER
+    )
     if window_start.hour * 60 + window_start.minute + jitter >= 24 * 60:
         raise ConfigError(
             "window.jitter_minutes", jitter, "expected the window to end before local midnight"
@@ -356,31 +289,33 @@ def policy_from_dict(data: dict[str, Any], *, name: str) -> DunningPolicy:
         ) from None
     defaults = NetworkLimits()
     return DunningPolicy(
-        name=_text("name", data.get("name", name)),
+        name=fields.text("name", data.get("name", name)),
         description=str(data.get("description", "")),
         gaps=_gaps(data["gaps"]),
         window_start=window_start,
         jitter_minutes=jitter,
         weekend=weekend,
-        weekend_from_country=_bool(
+        weekend_from_country=fields.boolean(
             "calendar.weekend_from_country", calendar.get("weekend_from_country", True)
         ),
-        default_country=_country("calendar.default_country", calendar.get("default_country")),
-        min_gap_hours=_number("limits.min_gap_hours", limits.get("min_gap_hours", 0), 0, 24 * 60),
-        max_duration_days=_int(
+        default_country=fields.country("calendar.default_country", calendar.get("default_country")),
+        min_gap_hours=fields.number(
+            "limits.min_gap_hours", limits.get("min_gap_hours", 0), 0, 24 * 60
+        ),
+        max_duration_days=fields.integer(
             "limits.max_duration_days", limits.get("max_duration_days", 21), 1, 366
         ),
-        stop_before_renewal=_bool(
+        stop_before_renewal=fields.boolean(
             "limits.stop_before_renewal", limits.get("stop_before_renewal", True)
         ),
         networks=NetworkLimits(
-            visa_max_reattempts_30d=_int(
+            visa_max_reattempts_30d=fields.integer(
                 "networks.visa_max_reattempts_30d",
                 networks.get("visa_max_reattempts_30d", defaults.visa_max_reattempts_30d),
                 0,
                 1000,
             ),
-            mastercard_max_per_merchant_amount_30d=_int(
+            mastercard_max_per_merchant_amount_30d=fields.integer(
                 "networks.mastercard_max_per_merchant_amount_30d",
                 networks.get(
                     "mastercard_max_per_merchant_amount_30d",
@@ -389,7 +324,7 @@ def policy_from_dict(data: dict[str, Any], *, name: str) -> DunningPolicy:
                 0,
                 1000,
             ),
-            mastercard_max_per_card_per_day=_int(
+            mastercard_max_per_card_per_day=fields.integer(
                 "networks.mastercard_max_per_card_per_day",
                 networks.get(
                     "mastercard_max_per_card_per_day", defaults.mastercard_max_per_card_per_day
