@@ -24,8 +24,9 @@ if TYPE_CHECKING:
     from recoup.jobs.handlers import HandlerContext, HandlerRegistry, PermanentError
     from recoup.jobs.model import BackoffPolicy, HttpTarget, PythonTarget
     from recoup.jobs.scheduler import Scheduler
+    from recoup.recovery.records import FailureReport
     from recoup.recovery.runtime import dunning_runtime
-    from recoup.recovery.service import Dunning, FailureReport
+    from recoup.recovery.service import Dunning
     from recoup.storage import open_store
     from recoup.timekeeping.clock import SystemClock, VirtualClock
 

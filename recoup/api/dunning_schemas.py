@@ -21,7 +21,7 @@ from recoup.api.schemas.stated import Stated, one_of
 from recoup.dunning.invoice import AttemptState, Invoice, InvoiceEvent, InvoiceState
 from recoup.jobs.model import Run
 from recoup.recovery.intake_store import DEFAULT_TIMEZONE, IntakeSettings
-from recoup.recovery.service import FailureReport, Timeline
+from recoup.recovery.records import FailureReport, Timeline
 from recoup.recovery.store import DunningSettings
 
 Id = Field(min_length=1, max_length=100)

@@ -302,7 +302,8 @@ def configure_tenant(
     """Set a tenant's dunning policy, event URL, default charge URL, policy experiment and
     Stripe intake (validated whole before anything is stored)."""
     from recoup.jobs.scheduler import Scheduler
-    from recoup.recovery.service import KEEP, Dunning
+    from recoup.recovery.records import KEEP
+    from recoup.recovery.service import Dunning
     from recoup.recovery.stripe_intake import StripeIntake
 
     secret = _stripe_secret(stripe_webhook_secret, no_stripe_webhook_secret)
@@ -385,7 +386,7 @@ def configure_tenant(
 
 def _stripe_secret(given: str | None, remove: bool) -> Any:
     """The secret to set (`-`: read from stdin), None to remove it, or KEEP."""
-    from recoup.recovery.service import KEEP
+    from recoup.recovery.records import KEEP
 
     if given is None:
         return None if remove else KEEP

@@ -27,7 +27,8 @@ from recoup.errors import NotFound
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry, PermanentError
 from recoup.jobs.model import BackoffPolicy, NewJob, PythonTarget
 from recoup.payments import GatewayClient
-from recoup.recovery.service import Dunning, FailureReport
+from recoup.recovery.records import FailureReport
+from recoup.recovery.service import Dunning
 from recoup.timekeeping.instants import format_utc
 
 HANDLER = "demo-customer"

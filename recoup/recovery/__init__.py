@@ -2,8 +2,9 @@
 (doing it later, once). Failures in; attempts, cancellations and events out."""
 
 from recoup.recovery.attempts import AttemptRunner
+from recoup.recovery.records import KEEP, FailureReport, Keep, Timeline
 from recoup.recovery.runtime import dunning_runtime
-from recoup.recovery.service import KEEP, Dunning, FailureReport, Keep, Timeline
+from recoup.recovery.service import Dunning
 from recoup.recovery.store import (
     DunningSettings,
     DunningStore,

@@ -12,9 +12,7 @@ redoes it. An attempt job re-checks the invoice before it asks for a charge
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar
 
@@ -43,7 +41,7 @@ from recoup.dunning.lifecycle import (
 from recoup.dunning.planner import plan_retries
 from recoup.dunning.policy import DunningPolicy
 from recoup.errors import Conflict, InvalidInput, NotFound
-from recoup.jobs.model import HttpTarget, Run
+from recoup.jobs.model import HttpTarget
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.store import JobStore
 from recoup.recovery.job_specs import attempt_job, deadline_job, event_job
@@ -53,6 +51,7 @@ from recoup.recovery.policies import (
     check_settings,
     tenant_policies,
 )
+from recoup.recovery.records import KEEP, FailureReport, Keep, Timeline, given_or_kept
 from recoup.recovery.store import (
     DunningSettings,
     DunningStore,
@@ -61,11 +60,9 @@ from recoup.recovery.store import (
     InvoicePage,
 )
 from recoup.timekeeping.clock import Clock
-from recoup.timekeeping.instants import format_utc, require_aware
-from recoup.timekeeping.zones import zone
+from recoup.timekeeping.instants import format_utc
 
 CARD_HISTORY = timedelta(days=31)  # network limits count at most 30 days back
-MAX_ID_LENGTH = 100
 T = TypeVar("T")
 
 
@@ -74,67 +71,6 @@ class RuntimeStore(JobStore, DunningStore, Protocol):
     together in one transaction."""
 
     def atomically(self, fn: Callable[[], T]) -> T: ...
-
-
-@dataclass(frozen=True, kw_only=True)
-class FailureReport:
-    """A failed charge handed to Recoup (`POST /v1/dunning/failures`)."""
-
-    invoice_id: str
-    customer_id: str
-    amount: int  # minor units
-    currency: str
-    failed_at: datetime
-    timezone: str
-    country: str | None = None
-    decline_code: str | None = None
-    advice_code: str | None = None
-    card_fingerprint: str | None = None
-    card_network: str | None = None
-    gateway: str | None = None
-    merchant_id: str | None = None
-    charge_url: str | None = None  # default: the tenant's
-
-    def __post_init__(self) -> None:
-        require_aware("failed_at", self.failed_at)
-        for name in ("invoice_id", "customer_id"):
-            value = getattr(self, name)
-            if not 1 <= len(value) <= MAX_ID_LENGTH or "\x00" in value:
-                raise InvalidInput(name, value, f"expected 1–{MAX_ID_LENGTH} characters")
-        if self.amount <= 0:
-            raise InvalidInput("amount", self.amount, "expected a positive integer (minor units)")
-        if len(self.currency) != 3 or not self.currency.isascii() or not self.currency.isalpha():
-            raise InvalidInput("currency", self.currency, "expected an ISO 4217 code such as usd")
-        zone(self.timezone)  # UnknownTimeZone names `timezone`
-
-    def same_failure(self, invoice: Invoice) -> bool:
-        """A replayed report of the failure that opened `invoice` (a provider webhook sent
-        twice): same instant, same decline."""
-        return (
-            invoice.failed_at == self.failed_at
-            and invoice.decline_code == self.decline_code
-            and invoice.advice_code == self.advice_code
-        )
-
-
-@dataclass(frozen=True, kw_only=True)
-class Timeline:
-    invoice: Invoice
-    events: list[InvoiceEvent]
-    runs: dict[int, list[Run]]  # attempt number → its job's run log
-
-
-class Keep(enum.Enum):
-    """A setting left as it is (`Dunning.configure`)."""
-
-    KEEP = "keep"
-
-
-KEEP = Keep.KEEP
-
-
-def _given_or_kept(given: T | Keep, stored: T) -> T:
-    return stored if isinstance(given, Keep) else given
 
 
 class Dunning:
@@ -179,7 +115,7 @@ class Dunning:
             if isinstance(url, str):
                 self._check_url(field, url)
         current = self.settings(tenant)
-        pick = _given_or_kept
+        pick = given_or_kept
         wanted = DunningSettings(
             tenant=tenant,
             policy_toml=pick(policy_toml, current.policy_toml),
@@ -442,12 +378,4 @@ class Dunning:
         return fixed
 
 
-__all__ = [
-    "DEFAULT_POLICY",
-    "KEEP",
-    "Dunning",
-    "FailureReport",
-    "Keep",
-    "RuntimeStore",
-    "Timeline",
-]
+__all__ = ["DEFAULT_POLICY", "Dunning", "RuntimeStore"]

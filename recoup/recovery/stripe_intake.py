@@ -46,7 +46,8 @@ from recoup.recovery.intake_store import (
     IntakeSettings,
     IntakeStore,
 )
-from recoup.recovery.service import KEEP, Dunning, FailureReport, Keep
+from recoup.recovery.records import KEEP, FailureReport, Keep
+from recoup.recovery.service import Dunning
 from recoup.recovery.store import InvoiceFilter
 from recoup.recovery.stripe_events import (
     PAID_TYPES,

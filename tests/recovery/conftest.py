@@ -23,8 +23,9 @@ from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.test_clock import TestClock
 from recoup.payments import ChargeRequest, ProviderTimeout, ProviderUnavailable, SimulatedGateway
+from recoup.recovery.records import FailureReport
 from recoup.recovery.runtime import dunning_runtime
-from recoup.recovery.service import Dunning, FailureReport
+from recoup.recovery.service import Dunning
 from recoup.timekeeping.clock import VirtualClock
 from tests.storage.conftest import backend, store  # noqa: F401  (the per-backend fixtures)
 from tests.support import ServerThread

@@ -18,7 +18,8 @@ from recoup.dunning.policy import DunningPolicy, parse_policy, preset
 from recoup.errors import ConfigError, InvalidInput
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
-from recoup.recovery.service import KEEP, Dunning, FailureReport
+from recoup.recovery.records import KEEP, FailureReport
+from recoup.recovery.service import Dunning
 from recoup.timekeeping.clock import VirtualClock
 from tests.storage.conftest import backend, store  # noqa: F401  (the per-backend fixtures)
 

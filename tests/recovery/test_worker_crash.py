@@ -21,7 +21,8 @@ from recoup.dunning.invoice import InvoiceState
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.payments import Scenario, SimulatedGateway
-from recoup.recovery.service import Dunning, FailureReport
+from recoup.recovery.records import FailureReport
+from recoup.recovery.service import Dunning
 from recoup.timekeeping.clock import SystemClock
 from tests.jobs.engine.conftest import database  # noqa: F401  (the per-backend fixture)
 from tests.jobs.engine.support import Database

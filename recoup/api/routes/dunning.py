@@ -25,7 +25,7 @@ from recoup.api.dunning_schemas import (
 from recoup.api.idempotent import json_response
 from recoup.api.routes.common import CHECKED, ERRORS, NO_NUL, Cursor, Id, Limit, link
 from recoup.dunning.invoice import InvoiceState
-from recoup.recovery.service import KEEP
+from recoup.recovery.records import KEEP
 from recoup.recovery.store import InvoiceFilter
 
 router = APIRouter(prefix="/v1/dunning", responses=ERRORS, tags=["dunning"], dependencies=CHECKED)

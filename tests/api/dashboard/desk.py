@@ -26,7 +26,8 @@ from recoup.jobs.model import BackoffPolicy, Job, PythonTarget
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.test_clock import TestClock
-from recoup.recovery.service import Dunning, FailureReport
+from recoup.recovery.records import FailureReport
+from recoup.recovery.service import Dunning
 from recoup.storage import ApiTables, Store, open_api_tables
 from recoup.tenancy import issue_token, new_tenant
 from recoup.timekeeping.clock import VirtualClock

@@ -1,0 +1,83 @@
+"""What the dunning runtime (`service.Dunning`) takes in and hands out: a failed charge
+(`FailureReport`, checked as it is made), an invoice's timeline, and `KEEP`, a setting left
+as it is."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TypeVar
+
+from recoup.dunning.invoice import Invoice, InvoiceEvent
+from recoup.errors import InvalidInput
+from recoup.jobs.model import Run
+from recoup.timekeeping.instants import require_aware
+from recoup.timekeeping.zones import zone
+
+MAX_ID_LENGTH = 100
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FailureReport:
+    """A failed charge handed to Recoup (`POST /v1/dunning/failures`)."""
+
+    invoice_id: str
+    customer_id: str
+    amount: int  # minor units
+    currency: str
+    failed_at: datetime
+    timezone: str
+    country: str | None = None
+    decline_code: str | None = None
+    advice_code: str | None = None
+    card_fingerprint: str | None = None
+    card_network: str | None = None
+    gateway: str | None = None
+    merchant_id: str | None = None
+    charge_url: str | None = None  # default: the tenant's
+
+    def __post_init__(self) -> None:
+        require_aware("failed_at", self.failed_at)
+        for name in ("invoice_id", "customer_id"):
+            value = getattr(self, name)
+            if not 1 <= len(value) <= MAX_ID_LENGTH or "\x00" in value:
+                raise InvalidInput(name, value, f"expected 1–{MAX_ID_LENGTH} characters")
+        if self.amount <= 0:
+            raise InvalidInput("amount", self.amount, "expected a positive integer (minor units)")
+        if len(self.currency) != 3 or not self.currency.isascii() or not self.currency.isalpha():
+            raise InvalidInput("currency", self.currency, "expected an ISO 4217 code such as usd")
+        zone(self.timezone)  # UnknownTimeZone names `timezone`
+
+    def same_failure(self, invoice: Invoice) -> bool:
+        """A replayed report of the failure that opened `invoice` (a provider webhook sent
+        twice): same instant, same decline."""
+        return (
+            invoice.failed_at == self.failed_at
+            and invoice.decline_code == self.decline_code
+            and invoice.advice_code == self.advice_code
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Timeline:
+    invoice: Invoice
+    events: list[InvoiceEvent]
+    runs: dict[int, list[Run]]  # attempt number → its job's run log
+
+
+class Keep(enum.Enum):
+    """A setting left as it is (`Dunning.configure`)."""
+
+    KEEP = "keep"
+
+
+KEEP = Keep.KEEP
+
+
+def given_or_kept(given: T | Keep, stored: T) -> T:
+    return stored if isinstance(given, Keep) else given
+
+
+__all__ = ["KEEP", "MAX_ID_LENGTH", "FailureReport", "Keep", "Timeline", "given_or_kept"]
