@@ -11,6 +11,7 @@ command runs as the `postgres` user (`runuser`), which owns the directory.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -96,20 +97,21 @@ def own_server() -> Iterator[OwnServer]:
         try:
             yield server
         finally:
-            server._pg_ctl("stop", "-m", "fast")
+            # A restart that failed halfway leaves nothing to stop; the data goes regardless.
+            with contextlib.suppress(RuntimeError):
+                server._pg_ctl("stop", "-m", "fast")
     finally:
         shutil.rmtree(data, ignore_errors=True)
 
 
 def _run(command: list[str], as_postgres: bool) -> None:
+    program = Path(command[0]).name
     if as_postgres:
         command = ["runuser", "-u", "postgres", "--", *command]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise RuntimeError(
-            f"{Path(command[command.index('--') + 1] if as_postgres else command[0]).name} "
-            f"failed ({done.returncode}): {(done.stderr or done.stdout).strip()[-500:]}"
-        )
+        output = (done.stderr or done.stdout).strip()[-500:]
+        raise RuntimeError(f"{program} failed ({done.returncode}): {output}")
 
 
 def _free_port() -> int:

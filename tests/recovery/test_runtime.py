@@ -234,6 +234,29 @@ def test_an_attempt_asked_before_and_cancelled_asks_again_but_charges_nothing(
     assert "invoice.double_charged" not in runtime.side.event_types("inv_1")
 
 
+def test_a_charge_in_doubt_when_paid_another_way_is_heard_and_flagged_for_refund(
+    runtime: Runtime,
+) -> None:
+    # The charge timed out after the money moved (pending); the customer then paid another
+    # way. Asked again, the endpoint finds the charge: Recoup hears the success and raises
+    # invoice.double_charged, the refund to make, instead of losing the money moved.
+    runtime.side.gateway.inject(Fault(kind=FaultKind.TIMEOUT_AFTER, times=1))
+    invoice = runtime.fail("inv_1", "fp_ok")
+    first = invoice.attempts[0]
+    runtime.advance(first.at - START + timedelta(seconds=1))
+    assert runtime.side.gateway.charges_per_key() == {"charge:inv_1:1": 1}
+    assert runtime.invoice("inv_1").attempt(1).state is AttemptState.PENDING
+    runtime.side.paid.add("inv_1")
+    runtime.dunning.mark_paid("default", "inv_1")
+    runtime.advance(DAY)
+    assert [r["attempt"] for r in runtime.side.requests] == [1, 1]
+    after = runtime.invoice("inv_1")
+    assert after.recovered_by == "paid_out_of_band"
+    assert after.attempt(1).state is AttemptState.SUCCEEDED
+    assert runtime.side.event_types("inv_1").count("invoice.double_charged") == 1
+    assert runtime.side.gateway.charges_per_key() == {"charge:inv_1:1": 1}
+
+
 def test_an_expired_card_then_a_card_update_gets_one_prompt_retry(runtime: Runtime) -> None:
     gateway = runtime.side.gateway
     gateway.add_card("fp_exp", Scenario.expired())
