@@ -74,11 +74,12 @@ def check_all(
     drained: bool,
     undelivered: Sequence[str],
 ) -> list[Check]:
+    paid = set(paid_out_of_band)
     return [
         charges_per_attempt(snap),
         one_charge_per_invoice(snap),
         ledger_charges_moved_money(snap),
-        no_charge_after_paid(snap, set(paid_out_of_band)),
+        no_charge_after_paid(snap, paid),
         no_attempt_lost(snap),
         no_expired_lease(snap),
         run_logs_complete(snap),
@@ -94,7 +95,7 @@ def check_all(
             offenders=list(undelivered),
         ),
         charges_credited_to_their_attempt(snap),
-        double_charge_alarms_are_real(snap, set(paid_out_of_band)),
+        double_charge_alarms_are_real(snap, paid),
     ]
 
 
