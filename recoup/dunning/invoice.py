@@ -9,6 +9,11 @@ Stores keep it as rows (invoice, attempts, events); transitions replace it whole
         │    ──decline that needs the customer───────▶ awaiting_customer
     awaiting_customer ──payment method updated──▶ retrying (one prompt attempt)
     awaiting_customer | exhausted ──paid──▶ recovered
+    retrying | awaiting_customer ──dunning stopped (subscription cancelled, invoice voided
+        or written off, an operator's stop, the charge side closed it)──▶ cancelled
+
+`cancelled` is final and is not a recovery: nothing is charged for it again, and recovery
+rates leave it out (only recovered and exhausted invoices are judged).
 """
 
 from __future__ import annotations
@@ -32,9 +37,16 @@ class InvoiceState(StrEnum):
     AWAITING_CUSTOMER = "awaiting_customer"
     RECOVERED = "recovered"
     EXHAUSTED = "exhausted"
+    CANCELLED = "cancelled"  # dunning stopped without a payment
 
     @property
     def is_final(self) -> bool:
+        return self in (InvoiceState.RECOVERED, InvoiceState.EXHAUSTED, InvoiceState.CANCELLED)
+
+    @property
+    def is_judged(self) -> bool:
+        """Counted in recovery rates: dunning ran to its end (recovered or exhausted), not
+        stopped from outside."""
         return self in (InvoiceState.RECOVERED, InvoiceState.EXHAUSTED)
 
 
@@ -115,7 +127,7 @@ class Invoice:
     attempts: tuple[AttemptRecord, ...]
     created_at: datetime
     updated_at: datetime
-    recovered_by: str | None = None  # "attempt:{n}" or "paid_out_of_band"
+    recovered_by: str | None = None  # "attempt:{n}", "paid_out_of_band" or "charge_endpoint"
     version: int = 0  # bumped by every transition
 
     def __post_init__(self) -> None:

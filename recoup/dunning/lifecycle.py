@@ -14,7 +14,14 @@ Rules, in the order `transition` applies them:
   an invoice only while it is open, under its lock): the attempt is credited with the recovery
   (`note.recovery_credited`). Otherwise it is a double charge (`invoice.double_charged`).
 - `succeeded` → recovered; every open attempt is cancelled. `already_handled` on an open
-  attempt means the charge side holds the invoice as settled → recovered as well.
+  attempt means the charge side holds the invoice as paid another way → recovered as well.
+  `closed` means the charge side closed it without a payment (voided, written off,
+  cancelled) → cancelled, which is not a recovery.
+- A stop (`DunningStopped`: the subscription was cancelled, the invoice voided or written
+  off, an operator's stop) → cancelled from retrying or awaiting the customer; open attempts
+  are cancelled and nothing is planned again. A success that still arrives for an attempt
+  whose request was in flight is recorded and raised as `invoice.charged_after_stop` (the
+  merchant decides whether to refund it).
 - `pending` (ambiguous provider answer) and `awaiting_report` (202) keep the attempt open.
 - `failed` → the attempt failed; a decline or advice code other than the one the plan was
   made with re-plans the attempts still scheduled (a hard decline stops, one that needs the
@@ -52,6 +59,7 @@ from recoup.dunning.lifecycle_steps import (
     latest_codes,
     policy_attempts_made,
     recover,
+    stop,
 )
 from recoup.dunning.messages import (
     REPORTED_OUTCOMES,
@@ -59,6 +67,7 @@ from recoup.dunning.messages import (
     CancelAttempt,
     Command,
     DeadlinePassed,
+    DunningStopped,
     Message,
     Opening,
     PaidOutOfBand,
@@ -153,6 +162,10 @@ def transition(
             changed = invoice.state is InvoiceState.AWAITING_CUSTOMER
             if changed:
                 exhaust(b, message.at, reason="no new payment method before the deadline")
+        case DunningStopped():
+            changed = not invoice.state.is_final
+            if changed:
+                stop(b, message.at, reason=message.reason)
         case _:
             assert_never(message)
     return b.build() if changed else None
@@ -181,7 +194,7 @@ def _on_attempt(b: Builder, msg: AttemptReported, planning: Planning) -> bool:
             b.event(f"note.attempt_{msg.outcome}", msg.at, attempt=n)
             return True
         case "succeeded":
-            if inv.state is InvoiceState.RECOVERED:  # recovered otherwise while it ran
+            if inv.state in (InvoiceState.RECOVERED, InvoiceState.CANCELLED):  # while it ran
                 _late_success(b, record, msg.at)
                 return True
             b.set_attempt(replace(record, state=AttemptState.SUCCEEDED, reported_at=msg.at))
@@ -192,6 +205,12 @@ def _on_attempt(b: Builder, msg: AttemptReported, planning: Planning) -> bool:
             b.event("note.already_handled", msg.at, attempt=n)
             if not inv.state.is_final:
                 recover(b, msg.at, by="charge_endpoint", attempt=None)
+            return True
+        case "closed":
+            b.set_attempt(replace(record, state=AttemptState.CANCELLED, reported_at=msg.at))
+            b.event("note.closed_by_charge_side", msg.at, attempt=n, detail=msg.detail)
+            if not inv.state.is_final:
+                stop(b, msg.at, reason="closed without payment by the charge side")
             return True
         case "errored":
             b.set_attempt(replace(record, state=AttemptState.ERRORED, reported_at=msg.at))
@@ -209,6 +228,16 @@ def _late_success(b: Builder, record: AttemptRecord, at: datetime) -> None:
     """A success for an invoice already recovered: the charge the endpoint's `already_handled`
     stood for (credited), or a second charge."""
     inv = b.invoice
+    if inv.state is InvoiceState.CANCELLED:
+        b.set_attempt(replace(record, state=AttemptState.SUCCEEDED, reported_at=at))
+        b.event(
+            "invoice.charged_after_stop",
+            at,
+            attempt=record.attempt,
+            amount=inv.amount,
+            currency=inv.currency,
+        )
+        return
     credited = any(a.state is AttemptState.SUCCEEDED for a in b.attempts.values())
     if inv.recovered_by != "charge_endpoint" or credited:
         _double_charged(b, record, at)
@@ -291,8 +320,8 @@ def _retry_failed_data(b: Builder, n: int, msg: AttemptReported) -> dict[str, An
 
 def _on_update(b: Builder, msg: PaymentMethodUpdated, planning: Planning) -> bool:
     inv = b.invoice
-    if inv.state is InvoiceState.RECOVERED:
-        return False
+    if inv.state in (InvoiceState.RECOVERED, InvoiceState.CANCELLED):
+        return False  # a stopped invoice is never charged again, whatever the card
     failure = failure_at(inv, msg.at, latest_codes(b))
     prompt = plan_after_update(failure, planning.policy, updated_at=msg.at).attempts
     b.event("note.payment_method_updated", msg.at)
@@ -329,6 +358,7 @@ __all__ = [
     "CancelAttempt",
     "Command",
     "DeadlinePassed",
+    "DunningStopped",
     "Message",
     "Opening",
     "PaidOutOfBand",

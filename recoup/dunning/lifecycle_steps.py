@@ -199,6 +199,22 @@ def recover(b: Builder, at: datetime, *, by: str, attempt: int | None) -> None:
     )
 
 
+def stop(b: Builder, at: datetime, *, reason: str) -> None:
+    """Dunning ends without a payment: every open attempt is cancelled (one whose request
+    already went out is still heard: see `lifecycle`), and nothing is planned again."""
+    cancelled = b.cancel_open()
+    b.changes["state"] = InvoiceState.CANCELLED
+    b.changes["reason"] = f"dunning stopped: {reason}"
+    b.event(
+        "invoice.dunning_cancelled",
+        at,
+        reason=reason,
+        amount=b.invoice.amount,
+        currency=b.invoice.currency,
+        cancelled_attempts=cancelled,
+    )
+
+
 def latest_codes(b: Builder) -> tuple[str | None, str | None]:
     """The decline and advice code of the latest failed attempt, else of the failure."""
     failed = [a for a in b.attempts.values() if a.state is AttemptState.FAILED]

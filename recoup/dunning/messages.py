@@ -21,12 +21,13 @@ from recoup.errors import InvalidInput
 from recoup.timekeeping.instants import require_aware
 
 ReportedOutcome = Literal[
-    "succeeded", "failed", "already_handled", "pending", "awaiting_report", "errored"
+    "succeeded", "failed", "already_handled", "closed", "pending", "awaiting_report", "errored"
 ]
 REPORTED_OUTCOMES: tuple[ReportedOutcome, ...] = (
     "succeeded",
     "failed",
-    "already_handled",
+    "already_handled",  # the charge side holds the invoice as paid another way
+    "closed",  # the charge side closed the invoice without a payment (void, uncollectible)
     "pending",
     "awaiting_report",
     "errored",
@@ -79,7 +80,25 @@ class DeadlinePassed:
         require_aware("at", self.at)
 
 
-Message = AttemptReported | PaidOutOfBand | PaymentMethodUpdated | DeadlinePassed
+STOP_REASON_MAX = 200  # characters of a stop's reason
+
+
+@dataclass(frozen=True, kw_only=True)
+class DunningStopped:
+    """Stop dunning an invoice without a payment: its subscription was cancelled, the invoice
+    voided or written off, or an operator stopped it. `reason` is a short word or phrase
+    (`subscription_deleted`, `invoice_voided`, `operator`, …), stored and sent."""
+
+    at: datetime
+    reason: str
+
+    def __post_init__(self) -> None:
+        require_aware("at", self.at)
+        if not self.reason.strip() or len(self.reason) > STOP_REASON_MAX:
+            raise InvalidInput("reason", self.reason, f"expected 1 to {STOP_REASON_MAX} characters")
+
+
+Message = AttemptReported | PaidOutOfBand | PaymentMethodUpdated | DeadlinePassed | DunningStopped
 
 
 # -- commands out --------------------------------------------------------------------------
@@ -164,6 +183,7 @@ __all__ = [
     "CancelAttempt",
     "Command",
     "DeadlinePassed",
+    "DunningStopped",
     "Message",
     "Opening",
     "PaidOutOfBand",

@@ -13,9 +13,11 @@ the provider's charge id and the decline and advice codes.
 1. no such invoice → `UnknownInvoice`;
 2. the ledger already settled this key (a repeat of the attempt) → that result again, without
    a provider call;
-3. the invoice is not open (paid by an earlier attempt, by hand, voided) → `already_handled`,
-   without a charge. One exception: this key is pending (its charge timed out, then the
-   invoice was closed another way). The provider is asked (`find_charge`) and what it did is
+3. the invoice is not open → without a charge, `already_handled` when it was paid (by an
+   earlier attempt, by hand), `closed` when it was closed without a payment (voided, written
+   off: `Invoice.closed_without_payment`), so that Recoup stops without counting a recovery.
+   One exception: this key is pending (its charge timed out, then the invoice was closed
+   another way). The provider is asked (`find_charge`) and what it did is
    booked, without marking the invoice paid by it. A success is a second payment the merchant
    must refund: it is answered `succeeded`, and Recoup raises `invoice.double_charged`;
 4. the request disagrees with the invoice (amount, currency, customer) → `InvalidInput`;
@@ -58,6 +60,7 @@ from recoup.payments.provider import (
 )
 from recoup.receiver.contract import (
     ALREADY_HANDLED,
+    CLOSED,
     OUTCOME_OF_STATUS,
     PENDING,
     ChargeAttempt,
@@ -82,6 +85,7 @@ class Invoice:
     amount: int  # minor units
     currency: str
     is_open: bool
+    closed_without_payment: bool = False  # not open, and not because it was paid
     card: str | None = None
     gateway: str | None = None
     merchant_id: str | None = None
@@ -202,7 +206,7 @@ def charge_locked_invoice(
     if not invoice.is_open:
         if mine is not None:  # pending: its charge was in doubt when the invoice closed
             return _settle_after_closing(ledger, provider, invoice, mine)
-        return ALREADY_HANDLED
+        return CLOSED if invoice.closed_without_payment else ALREADY_HANDLED
     _check_matches(invoice, attempt)
 
     def settle(charge_key: str, entry_attempt: int, charge: Charge) -> ChargeResult:
@@ -265,7 +269,8 @@ def _settle_after_closing(
     except ProviderTimeout:
         return PENDING
     if found is None:
-        return ALREADY_HANDLED  # the provider never made it, and no charge follows now
+        # The provider never made it, and no charge follows now.
+        return CLOSED if invoice.closed_without_payment else ALREADY_HANDLED
     ledger.record(invoice, mine.attempt, mine.charge_key, found)
     return ChargeResult.of_charge(found)
 

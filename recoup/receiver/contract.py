@@ -38,7 +38,8 @@ MAX_TEXT_LENGTH = 255  # characters in an id or key, as Stripe allows for idempo
 class ChargeOutcome(StrEnum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"  # a decline: decline_code and advice_code say which
-    ALREADY_HANDLED = "already_handled"  # the invoice was not open: nothing was done
+    ALREADY_HANDLED = "already_handled"  # the invoice was paid already: nothing was done
+    CLOSED = "closed"  # the invoice was closed without a payment: nothing was done
     PENDING = "pending"  # the provider's answer is unknown: ask again with the same keys
 
 
@@ -134,10 +135,12 @@ class ChargeResult:
 
 
 ALREADY_HANDLED = ChargeResult(outcome=ChargeOutcome.ALREADY_HANDLED)
+CLOSED = ChargeResult(outcome=ChargeOutcome.CLOSED)
 PENDING = ChargeResult(outcome=ChargeOutcome.PENDING)
 
 __all__ = [
     "ALREADY_HANDLED",
+    "CLOSED",
     "MAX_TEXT_LENGTH",
     "OUTCOME_OF_STATUS",
     "PENDING",

@@ -11,6 +11,7 @@ turns the answer into a lifecycle message:
 | the endpoint answered                               | the attempt                        |
 |-----------------------------------------------------|------------------------------------|
 | 200 `{"outcome": "succeeded" | "failed" | …}`         | that outcome                       |
+| 200 `{"outcome": "closed"}` (voided, written off)    | dunning stopped, not recovered     |
 | 200 `{"outcome": "pending"}` (provider timed out)    | pending; asked again, same keys    |
 | 202 without an outcome                              | awaiting a report (POST …/outcome) |
 | 5xx, 408, 409, 429, timeout, connection error       | asked again with the job's backoff |
@@ -47,7 +48,8 @@ from recoup.recovery.service import Dunning
 from recoup.timekeeping.clock import SystemClock
 from recoup.timekeeping.instants import format_utc
 
-ANSWERED = ("succeeded", "failed", "already_handled", "pending")  # what an endpoint may say
+# what an endpoint may say
+ANSWERED = ("succeeded", "failed", "already_handled", "closed", "pending")
 _RETRYABLE_STATUS = frozenset({408, 409, 429})  # 409: the receiver holds the key in flight
 
 

@@ -14,6 +14,7 @@ from recoup.dunning.lifecycle import (
     AttemptReported,
     CancelAttempt,
     DeadlinePassed,
+    DunningStopped,
     Message,
     Opening,
     PaidOutOfBand,
@@ -254,6 +255,55 @@ def test_the_charge_behind_already_handled_is_credited_not_called_a_double_charg
     assert run.invoice.recovered_by == "attempt:1"
 
 
+def test_a_stop_cancels_every_open_attempt_and_is_not_a_recovery() -> None:
+    run = Run(*opened())
+    scheduled = [a.attempt for a in run.invoice.attempts]
+    t = run.send(DunningStopped(at=at(0.5), reason="subscription_deleted"))
+    assert t is not None
+    assert run.invoice.state is InvoiceState.CANCELLED
+    assert run.invoice.recovered_by is None
+    assert run.invoice.state.is_final and not run.invoice.state.is_judged
+    assert [c.attempt.attempt for c in t.commands if isinstance(c, CancelAttempt)] == scheduled
+    stopped = run.events[-1]
+    assert stopped.type == "invoice.dunning_cancelled"
+    assert stopped.data["reason"] == "subscription_deleted"
+    assert stopped.data["cancelled_attempts"] == scheduled
+    # A second stop, a card update, a deadline: nothing changes, nothing is planned.
+    assert run.send(DunningStopped(at=at(0.6), reason="operator")) is None
+    assert run.send(PaymentMethodUpdated(at=at(0.7))) is None
+    assert run.send(DeadlinePassed(at=at(0.8))) is None
+
+
+def test_a_charge_that_was_in_flight_at_a_stop_is_recorded_for_a_refund() -> None:
+    run = Run(*opened())
+    run.send(AttemptReported(attempt=1, outcome="pending", at=at(1)))
+    run.send(DunningStopped(at=at(1.1), reason="subscription_deleted"))
+    run.send(AttemptReported(attempt=1, outcome="succeeded", at=at(1.2)))
+    assert run.invoice.state is InvoiceState.CANCELLED
+    assert run.invoice.attempt(1).state is AttemptState.SUCCEEDED  # type: ignore[union-attr]
+    assert run.types()[-1] == "invoice.charged_after_stop"
+    assert "invoice.double_charged" not in run.types()
+
+
+def test_closed_by_the_charge_side_stops_without_a_recovery() -> None:
+    run = Run(*opened())
+    run.send(AttemptReported(attempt=1, outcome="closed", at=at(1), detail="invoice void"))
+    assert run.invoice.state is InvoiceState.CANCELLED
+    assert run.invoice.attempt(1).state is AttemptState.CANCELLED  # type: ignore[union-attr]
+    assert "invoice.recovered" not in run.types()
+    assert run.types()[-2:] == ["note.closed_by_charge_side", "invoice.dunning_cancelled"]
+    # Paid after all (another way): that is a recovery.
+    run.send(PaidOutOfBand(at=at(2)))
+    assert run.invoice.state is InvoiceState.RECOVERED
+
+
+def test_a_stop_needs_a_reason() -> None:
+    from recoup.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match="reason"):
+        DunningStopped(at=at(1), reason=" ")
+
+
 def test_an_unknown_attempt_is_not_found() -> None:
     run = Run(*opened())
     with pytest.raises(NotFound, match="attempt 9"):
@@ -278,12 +328,15 @@ messages = st.lists(
         st.builds(
             lambda n, o, code: ("attempt", n, o, code),
             st.integers(1, 6),
-            st.sampled_from(["succeeded", "failed", "already_handled", "pending", "errored"]),
+            st.sampled_from(
+                ["succeeded", "failed", "already_handled", "closed", "pending", "errored"]
+            ),
             st.sampled_from([None, "insufficient_funds", "stolen_card", "expired_card"]),
         ),
         st.just(("paid", 0, "", None)),
         st.just(("update", 0, "", None)),
         st.just(("deadline", 0, "", None)),
+        st.just(("stop", 0, "", None)),
     ),
     max_size=25,
 )
@@ -312,14 +365,17 @@ def test_any_interleaving_ends_consistent_and_never_charges_after_recovery(
             message = PaidOutOfBand(at=when)
         elif kind == "update":
             message = PaymentMethodUpdated(at=when)
+        elif kind == "stop":
+            message = DunningStopped(at=when, reason="subscription_deleted")
         else:
             message = DeadlinePassed(at=when)
-        was_recovered = run.invoice.state is InvoiceState.RECOVERED
+        was = run.invoice.state
         t = run.send(message)
-        if was_recovered and t is not None:
-            # After recovery nothing is ever scheduled again.
+        if was in (InvoiceState.RECOVERED, InvoiceState.CANCELLED) and t is not None:
+            # After recovery or a stop nothing is ever scheduled again; a stopped invoice
+            # becomes recovered only by a payment.
             assert not any(isinstance(c, ScheduleAttempt) for c in t.commands)
-            assert run.invoice.state is InvoiceState.RECOVERED
+            assert run.invoice.state in (InvoiceState.RECOVERED, was)
         # The same message again is a no-op (duplicates are recorded once) — except a card
         # update, which is a new request each time it is made.
         if not isinstance(message, PaymentMethodUpdated):

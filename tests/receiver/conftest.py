@@ -80,6 +80,7 @@ def _invoice(row: tuple[Any, ...]) -> Invoice:
         currency=currency,
         card=card,
         is_open=status == "open",
+        closed_without_payment=status == "void",
     )
 
 

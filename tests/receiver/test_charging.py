@@ -119,6 +119,27 @@ def test_an_invoice_paid_meanwhile_is_already_handled_and_not_charged(
     assert ledger_entries(db.database, "inv_1") == []
 
 
+def test_a_voided_invoice_is_closed_not_already_handled_and_not_charged(
+    db: Db, gateway: SimulatedGateway
+) -> None:
+    db.add_invoice()
+    db.execute("UPDATE invoices SET status = 'void' WHERE id = ?", "inv_1")
+    assert charge(db, gateway, attempt(2)).outcome is ChargeOutcome.CLOSED
+    assert gateway.stats().calls == 0
+    assert ledger_entries(db.database, "inv_1") == []
+
+
+def test_a_charge_in_doubt_that_never_reached_the_provider_is_closed_once_the_invoice_is_voided(
+    db: Db, gateway: SimulatedGateway
+) -> None:
+    db.add_invoice()
+    gateway.inject(Fault(kind=FaultKind.TIMEOUT_BEFORE, times=1))
+    assert charge(db, gateway, attempt(2)).outcome is ChargeOutcome.PENDING
+    db.execute("UPDATE invoices SET status = 'void' WHERE id = ?", "inv_1")
+    assert charge(db, gateway, attempt(2), seconds=5).outcome is ChargeOutcome.CLOSED
+    assert gateway.successful_charges() == []
+
+
 def test_an_invoice_paid_by_another_attempt_is_already_handled(
     db: Db, gateway: SimulatedGateway
 ) -> None:

@@ -8,7 +8,9 @@ jinja2 (the `plot` extra) are imported inside the HTML and chart functions.
 Definitions (what every figure counts):
 
 - **Finished** invoices are recovered or exhausted; **running** ones (retrying, awaiting the
-  customer) are in no denominator until they end, and are counted apart (`running`).
+  customer) are in no denominator until they end, and are counted apart (`running`);
+  **stopped** ones (cancelled: dunning stopped without a payment, by a cancelled
+  subscription, a voided invoice or an operator) are in none either (`stopped`).
 - **Overall** and the invoice-level breakdowns (decline code and category of the failure that
   opened dunning, gateway, merchant id, cohort = the customer-local date of `failed_at`): of the
   finished invoices in the bucket, how many were recovered, by any means (a retry or paid out

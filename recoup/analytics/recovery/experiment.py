@@ -93,7 +93,7 @@ def compare(
 
 def _arm(invoices: Sequence[Invoice], policy: str, *, min_volume: int, confidence: float) -> Arm:
     mine = [i for i in invoices if i.policy == policy]
-    finished = [i for i in mine if i.state.is_final]
+    finished = [i for i in mine if i.state.is_judged]
     recovered = sum(1 for i in finished if i.state is InvoiceState.RECOVERED)
     return Arm(
         policy=policy,

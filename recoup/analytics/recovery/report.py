@@ -78,6 +78,7 @@ class RecoveryReport:
     finished: int  # recovered or exhausted: the denominator of every recovery rate
     running: int  # retrying or awaiting the customer: in no denominator until they end
     running_by_state: dict[str, int]
+    stopped: int  # cancelled: dunning stopped without a payment, in no denominator
     overall: Bucket
     recovered_by: dict[str, int]  # attempt | paid_out_of_band
     hard_declines: Bucket  # finished invoices opened by a hard decline, split out
@@ -111,7 +112,7 @@ def build_report(
     if not isinstance(double_charges, int) or double_charges < 0:
         raise InvalidInput("double_charges", double_charges, "expected a whole number ≥ 0")
     o = options
-    finished = [i for i in invoices if i.state.is_final]
+    finished = [i for i in invoices if i.state.is_judged]
     running = Counter(i.state.value for i in invoices if not i.state.is_final)
     recovered = [i for i in finished if i.state is InvoiceState.RECOVERED]
 
@@ -202,6 +203,7 @@ def build_report(
         finished=len(finished),
         running=sum(running.values()),
         running_by_state=dict(sorted(running.items())),
+        stopped=sum(1 for i in invoices if i.state is InvoiceState.CANCELLED),
         overall=bucket("overall", len(recovered), len(finished)),
         recovered_by={
             "attempt": sum(recovered_at.values()),

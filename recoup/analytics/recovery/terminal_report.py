@@ -46,6 +46,7 @@ def _summary(report: RecoveryReport) -> Table:
     table.add_row(
         "still running (left out)", f"{report.running}" + (f" ({running})" if running else "")
     )
+    table.add_row("dunning stopped, unpaid (left out)", str(report.stopped))
     table.add_row(
         "recovery rate",
         f"{rate_text(overall)}  [{interval_text(overall)}]  {overall.recovered}/{overall.count}",

@@ -87,8 +87,8 @@ def test_rates_are_in_range_inside_their_intervals_and_counts_add_up(
             assert b.rate is not None and b.low is not None and b.high is not None
             assert 0.0 <= b.low <= b.rate <= b.high <= 1.0
 
-    finished = sum(1 for i in given_invoices if i.state.is_final)
-    assert r.invoices == len(given_invoices) == r.finished + r.running
+    finished = sum(1 for i in given_invoices if i.state.is_judged)
+    assert r.invoices == len(given_invoices) == r.finished + r.running + r.stopped
     assert r.finished == finished == r.overall.count
     assert sum(r.running_by_state.values()) == r.running
     assert r.overall.recovered == sum(r.recovered_by.values())
@@ -106,7 +106,7 @@ def test_rates_are_in_range_inside_their_intervals_and_counts_add_up(
     ran_on_finished = sum(
         1
         for i in given_invoices
-        if i.state.is_final
+        if i.state.is_judged
         for a in i.attempts
         if a.state in (AttemptState.SUCCEEDED, AttemptState.FAILED)
     )

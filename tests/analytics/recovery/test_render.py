@@ -61,6 +61,7 @@ def test_report_json_round_trips_through_json_with_stable_keys() -> None:
         "finished",
         "running",
         "running_by_state",
+        "stopped",
         "overall",
         "recovered_by",
         "hard_declines",
