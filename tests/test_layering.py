@@ -24,23 +24,25 @@ ALLOWED: dict[str, set[str]] = {
     "idempotency": PURE,
     "jobs": PURE,
     "tenancy": PURE | {"jobs"},
+    "sealed": PURE,  # secrets at rest: sealed with a key kept outside the database
     "payments": PURE | {"dunning"},
     "analytics": PURE | {"dunning"},
-    "recovery": PURE | {"dunning", "jobs", "idempotency", "payments", "analytics", "tenancy"},
+    "recovery": PURE
+    | {"dunning", "jobs", "idempotency", "payments", "analytics", "tenancy", "sealed"},
     "storage": PURE | {"dunning", "jobs", "idempotency", "recovery", "tenancy"},
     "receiver": PURE | {"payments", "idempotency"},
     "contrib": PURE | {"payments", "idempotency", "receiver"},  # the receiver in frameworks
     "api": PURE
     | {"dunning", "jobs", "idempotency", "payments", "analytics", "tenancy", "recovery"}
-    | {"storage"},
+    | {"storage", "sealed"},
     "client": PURE | {"api"},  # the SDK reads the API's own request and response models
     "demo": PURE  # an edge, like the CLI: it chooses a backend (a fresh SQLite file)
     | {"dunning", "jobs", "idempotency", "payments", "analytics", "tenancy", "recovery"}
-    | {"storage"},
+    | {"storage", "sealed"},
     "logs": PURE,  # the long-running commands' log format, chosen at the edge
     "cli": PURE
     | {"dunning", "jobs", "idempotency", "payments", "analytics", "tenancy", "recovery"}
-    | {"storage", "api", "demo", "logs"}  # `recoup serve` serves the app; `recoup demo` …
+    | {"storage", "api", "demo", "logs", "sealed"}  # `recoup serve` serves the app; …
     | {"receiver"},  # `recoup listen` checks signatures as a user's receiver would
     "__main__": {"cli"},
     "__init__": {"jobs", "storage", "dunning", "recovery", "timekeeping", "errors"},
