@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from recoup.idempotency.keys import IdempotencyStore
 from recoup.jobs.store import JobStore, ScheduleStore
+from recoup.recovery.hosted_store import HostedChargeStore
 from recoup.recovery.intake_store import IntakeStore
 from recoup.recovery.store import DunningStore
 from recoup.tenancy import TenantStore, TokenStore
@@ -41,6 +42,11 @@ class ApiTables(IdempotencyStore, TokenStore, Protocol):
 
 class Store(JobStore, ScheduleStore, DunningStore, IntakeStore, TenantStore, Protocol):
     """Every store protocol on one database (SQLite or PostgreSQL)."""
+
+    @property
+    def hosted(self) -> HostedChargeStore:
+        """Hosted charging's tables: a part of the store (composed, not inherited)."""
+        ...
 
     @property
     def backend(self) -> str:

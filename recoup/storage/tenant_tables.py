@@ -30,6 +30,8 @@ TENANT_TABLES = (
     "merchant_tags",
     "intake_events",
     "intake_settings",
+    "hosted_charges",
+    "hosted_charging",
     "idempotency_keys",
     "api_tokens",
     "runs",

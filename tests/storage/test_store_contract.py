@@ -1309,6 +1309,22 @@ DECLARED_COLUMNS = {
         "outcome",
         "answer",
     },
+    # 0010: charging through the provider inside Recoup
+    "hosted_charging": {"tenant", "provider", "api_key", "updated_at"},
+    "hosted_charges": {
+        "tenant",
+        "charge_key",
+        "invoice_id",
+        "attempt",
+        "state",
+        "provider_charge_id",
+        "decline_code",
+        "advice_code",
+        "request_id",
+        "calls",
+        "created_at",
+        "updated_at",
+    },
 }
 DECLARED_INDEXES = {
     "jobs": {
@@ -1342,6 +1358,7 @@ DECLARED_INDEXES = {
         "invoice_events_type",  # 0005
     },
     "intake_events": {"intake_events_invoice", "intake_events_finished"},  # 0008
+    "hosted_charges": {"hosted_charges_invoice"},  # 0010
 }
 
 

@@ -15,8 +15,10 @@ from recoup.errors import Conflict, InvalidInput, StorageError
 from recoup.jobs.model import DEFAULT_TENANT, JobState, RunOutcome, Tenant
 from recoup.jobs.schedule_model import CronRule, MissedPolicy, NewSchedule
 from recoup.jobs.store import ScheduleFilter
+from recoup.recovery.hosted_store import HostedCharge, HostedChargeState, HostedCharging
 from recoup.recovery.intake_store import IntakeEvent, IntakeSettings
 from recoup.recovery.store import DunningSettings
+from recoup.sealed import SecretBox, new_key
 from recoup.storage import open_api_tables
 from recoup.storage.tenant_tables import TENANT_TABLES
 from recoup.tenancy import (
@@ -36,6 +38,7 @@ from tests.storage.test_dunning_store import attempt, event, invoice
 from tests.storage.test_store_contract import SECOND, T0, claim, job, report
 
 HOUR = timedelta(hours=1)
+SEALED_KEY = SecretBox([new_key()]).seal("rk_test_tenant")
 
 
 def tenant(store: Store, tenant_id: str) -> Tenant:
@@ -248,6 +251,20 @@ def populate(store: Store, tenant_id: str) -> None:
         now=T0,
         lock_timeout=HOUR,
     )
+    store.hosted.put_hosted_charging(
+        HostedCharging(tenant=tenant_id, provider="stripe", api_key=SEALED_KEY, updated_at=T0)
+    )
+    store.hosted.begin_hosted_charge(
+        HostedCharge(
+            tenant=tenant_id,
+            charge_key="charge:inv_1:1",
+            invoice_id="inv_1",
+            attempt=1,
+            state=HostedChargeState.PENDING,
+            created_at=T0,
+            updated_at=T0,
+        )
+    )
 
 
 def test_deleting_a_tenant_removes_every_row_of_it_and_nothing_else(store: Store) -> None:
@@ -268,6 +285,8 @@ def test_deleting_a_tenant_removes_every_row_of_it_and_nothing_else(store: Store
         "merchant_tags": 1,
         "intake_events": 1,
         "intake_settings": 1,
+        "hosted_charges": 1,
+        "hosted_charging": 1,
         "idempotency_keys": 1,
         "api_tokens": 1,
         "runs": 1,

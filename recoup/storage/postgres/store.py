@@ -54,6 +54,7 @@ from recoup.storage.change_tables import SqlChangeTables
 from recoup.storage.dead_letters import SqlDeadLetters
 from recoup.storage.dunning_reports import SqlDunningReports
 from recoup.storage.dunning_tables import EXPANSIONS, SqlDunningTables
+from recoup.storage.hosted_tables import SqlHostedTables
 from recoup.storage.intake_tables import SqlIntakeTables
 from recoup.storage.job_rows import aware_utc
 from recoup.storage.postgres.queue import PostgresQueue
@@ -71,6 +72,7 @@ Q = load_queries("recoup.storage.postgres")
 DQ = load_queries("recoup.storage.postgres", "dunning_queries.sql", EXPANSIONS)
 TQ = load_queries("recoup.storage.postgres", "tenant_queries.sql")
 IQ = load_queries("recoup.storage.postgres", "intake_queries.sql")
+HQ = load_queries("recoup.storage.postgres", "hosted_queries.sql")
 
 DEFAULT_SCHEMA = "recoup"
 POOL_TIMEOUT = 30.0  # seconds to wait for a free pooled connection
@@ -170,6 +172,13 @@ class PostgresStore(
         self._closing = False
         self._unit = threading.local()  # `.conn`: the transaction of a unit of work
         self._probe(url)
+        self.hosted = SqlHostedTables(
+            read=self.read,
+            write=self.write,
+            encode_instant=self._encode_instant,
+            decode_instant=aware_utc,
+            queries=HQ,
+        )
         self._pool = ConnectionPool(
             url,
             min_size=min_size,

@@ -54,6 +54,12 @@ DELETE FROM intake_events WHERE tenant = %(tenant)s
 -- delete_intake_settings --
 DELETE FROM intake_settings WHERE tenant = %(tenant)s
 
+-- delete_hosted_charges --
+DELETE FROM hosted_charges WHERE tenant = %(tenant)s
+
+-- delete_hosted_charging --
+DELETE FROM hosted_charging WHERE tenant = %(tenant)s
+
 -- delete_idempotency_keys --
 DELETE FROM idempotency_keys WHERE tenant = %(tenant)s
 

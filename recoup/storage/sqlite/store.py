@@ -35,6 +35,7 @@ from recoup.storage.change_tables import SqlChangeTables
 from recoup.storage.dead_letters import SqlDeadLetters
 from recoup.storage.dunning_reports import SqlDunningReports
 from recoup.storage.dunning_tables import EXPANSIONS, SqlDunningTables
+from recoup.storage.hosted_tables import SqlHostedTables
 from recoup.storage.intake_tables import SqlIntakeTables
 from recoup.storage.job_rows import from_micros, micros
 from recoup.storage.rules import insert_conflict
@@ -53,6 +54,7 @@ Q = load_queries("recoup.storage.sqlite")
 DQ = load_queries("recoup.storage.sqlite", "dunning_queries.sql", EXPANSIONS)
 TQ = load_queries("recoup.storage.sqlite", "tenant_queries.sql")
 IQ = load_queries("recoup.storage.sqlite", "intake_queries.sql")
+HQ = load_queries("recoup.storage.sqlite", "hosted_queries.sql")
 
 BUSY_TIMEOUT = 10.0  # seconds a writer waits for the write lock before giving up
 
@@ -138,6 +140,13 @@ class SqliteStore(
         self._write_lock = threading.RLock() if path == MEMORY else _write_lock(self.path)
         self._in_unit = threading.local()  # `.active` on the thread running units of work
         self._group = GroupCommit(self._run_units)
+        self.hosted = SqlHostedTables(
+            read=self.read,
+            write=self.write,
+            encode_instant=micros,
+            decode_instant=from_micros,
+            queries=HQ,
+        )
         if migrate:
             self.migrate()
 
@@ -315,8 +324,15 @@ class SqliteStore(
     def migrate(self) -> int:
         with self._connection() as conn:
             conn.execute(Q["create_schema_version"])
-            for migration in load_migrations(self.migrations_package):
-                self._apply(conn, migration)
+            # Off while migrating (it cannot change inside a transaction): a migration that
+            # makes a table again to change its CHECKs drops the table its children refer to.
+            # Each migration checks every reference before it commits (`_apply`).
+            conn.execute("PRAGMA foreign_keys = OFF")
+            try:
+                for migration in load_migrations(self.migrations_package):
+                    self._apply(conn, migration)
+            finally:
+                conn.execute("PRAGMA foreign_keys = ON")
             version: int = conn.execute(Q["schema_version"]).fetchone()[0]
             return version
 
@@ -339,6 +355,12 @@ class SqliteStore(
                 return
             for statement in _statements(migration.sql):
                 conn.execute(statement)
+            broken = conn.execute("PRAGMA foreign_key_check").fetchall()
+            if broken:
+                raise StorageError(
+                    f"migration {migration.version} ({migration.name}) would break"
+                    f" {len(broken)} references, first {tuple(broken[0])}: nothing changed"
+                )
             conn.execute(
                 Q["record_migration"],
                 {"version": migration.version, "name": migration.name, "now": _now_us()},
