@@ -212,7 +212,7 @@ class StripeBilling:
             raise InvalidInput("timeout", timeout, "expected a positive number of seconds")
         self._secret = api_key
         self._api_base = api_base
-        self._http = stripe.HTTPXClient(timeout=timeout, allow_sync_methods=True)
+        self._http = stripe.RequestsClient(timeout=timeout)
         self._client = stripe.StripeClient(
             api_key,
             base_addresses={"api": api_base} if api_base else {},
