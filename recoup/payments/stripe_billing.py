@@ -667,6 +667,11 @@ class StripeBilling:
     def _detail(self, error: stripe.StripeError) -> str:
         """A short line of the error, scrubbed of the API key."""
         message = error.user_message or type(error).__name__
+        if isinstance(error, stripe.APIConnectionError):
+            # The SDK wraps the network error in a paragraph of advice: keep the error.
+            cause = message.rpartition("(Network error: ")[2].strip()
+            message = "network error: " + (cause[:-1] if cause.endswith(")") else cause)
+        message = " ".join(message.split())
         status = f"HTTP {error.http_status}: " if error.http_status else ""
         line = f"{status}{message}".replace(self._secret, "[api key]")
         return line[:DETAIL_LIMIT]

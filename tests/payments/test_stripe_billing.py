@@ -5,12 +5,15 @@ server that answers as Stripe does, checking the requests the SDK sends."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import stripe
 
+import recoup
 from recoup.payments.stripe_billing import (
     ActionOutcome,
     StripeBilling,
@@ -185,6 +188,7 @@ def test_a_timeout_before_the_call_reached_stripe_is_in_doubt_and_nothing_was_ch
     found = proxied.look_up(draft)
 
     assert paid.outcome is StripeOutcome.IN_DOUBT
+    assert (paid.detail or "").startswith("network error: ReadTimeout")
     assert (found.outcome, found.invoice_status) == (StripeOutcome.NOT_CHARGED, "draft")
     assert proxy.forwarded(PAY) == 0
     assert succeeded_charges(stripe_sdk, subscribed.customer_id) == 1  # the first invoice's
@@ -650,3 +654,14 @@ def test_a_second_localstripe_starts_on_its_own_port_and_stops() -> None:
         with StripeBilling(TEST_KEY, api_base=other.url) as billing:
             assert billing.check().ok
     assert not other._answers()
+
+
+def test_the_stripe_sdk_is_imported_only_by_the_client_and_the_intake_route() -> None:
+    package = Path(recoup.__file__).parent
+    importers = {
+        path.relative_to(package).as_posix()
+        for path in package.rglob("*.py")
+        if re.search(r"^\s*(import stripe\b|from stripe\b)", path.read_text(), re.MULTILINE)
+    }
+
+    assert importers == {"payments/stripe_billing.py", "api/routes/intake.py"}
