@@ -28,6 +28,8 @@ version 2025-03-31.basil):
   `outcome.advice_code`, else `outcome.network_advice_code` as above; the card from
   `payment_method_details.card`. Stripe sends the payment as an id only, unexpanded, in a
   webhook: then the failure has no decline code (planned as "no decline code: soft");
+  (this reading of codes is `recoup.payments.stripe_reading`'s, which the Stripe client
+  shares, so a decline reads the same from a webhook and from a pay);
 - zone: invoice `metadata.timezone`, else the subscription's (`subscription_details` before
   basil, `parent.subscription_details` after), else the tenant's default; a name that is no
   IANA zone is passed over, noted;
@@ -51,6 +53,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from recoup.errors import InvalidInput
+from recoup.payments.stripe_reading import PaymentCodes as _Codes
+from recoup.payments.stripe_reading import as_int as _int
+from recoup.payments.stripe_reading import as_list as _list
+from recoup.payments.stripe_reading import as_map as _map
+from recoup.payments.stripe_reading import codes_of_charge as _from_charge
+from recoup.payments.stripe_reading import codes_of_error as _from_intent_error
+from recoup.payments.stripe_reading import id_of as _id_of
+from recoup.payments.stripe_reading import text as _text
 from recoup.timekeeping.calendar import BusinessCalendar
 from recoup.timekeeping.zones import zone
 
@@ -61,7 +71,6 @@ CARD_TYPES = (
     "customer.updated",
 )
 SUPPORTED = ("invoice.payment_failed", *PAID_TYPES, *CARD_TYPES)
-GENERIC_DECLINE = "card_declined"  # Stripe's error code of every issuer decline: says nothing
 MAX_UNIX = 10**11  # year 5138: any instant a plan can start from (and no overflow)
 _CHARGE_KEY = re.compile(r"charge:(?P<invoice>.+):(?P<attempt>[1-9][0-9]{0,3})")
 
@@ -216,14 +225,6 @@ def _customer_updated(head: EventHead) -> Reading:
     return Ignored(why="the customer's default payment method did not change")
 
 
-@dataclass(frozen=True)
-class _Codes:
-    decline: str | None = None
-    advice: str | None = None
-    fingerprint: str | None = None
-    network: str | None = None
-
-
 def _codes(inv: Mapping[str, Any]) -> _Codes | None:
     """The failed payment's codes and card, from the first expanded payment the invoice
     carries (before basil: `payment_intent`, then `charge`; basil: each `payments` entry)."""
@@ -236,47 +237,6 @@ def _codes(inv: Mapping[str, Any]) -> _Codes | None:
         if isinstance(charge, Mapping) and isinstance(charge.get("outcome"), Mapping):
             return _from_charge(charge)
     return None
-
-
-def _from_intent_error(error: Mapping[str, Any]) -> _Codes:
-    card = _map(_map(error.get("payment_method")).get("card"))
-    network = _lower(card.get("brand"))
-    return _Codes(
-        decline=_first(
-            error.get("decline_code"),
-            _specific(error.get("code")),
-            error.get("network_decline_code"),
-        ),
-        advice=_advice(error.get("advice_code"), error.get("network_advice_code"), network),
-        fingerprint=_text(card.get("fingerprint")),
-        network=network,
-    )
-
-
-def _from_charge(charge: Mapping[str, Any]) -> _Codes:
-    outcome = _map(charge.get("outcome"))
-    reason = (
-        outcome.get("reason") if outcome.get("type") in ("issuer_declined", "blocked") else None
-    )
-    card = _map(_map(charge.get("payment_method_details")).get("card"))
-    network = _lower(card.get("network")) or _lower(card.get("brand"))
-    return _Codes(
-        decline=_first(
-            reason, _specific(charge.get("failure_code")), outcome.get("network_decline_code")
-        ),
-        advice=_advice(outcome.get("advice_code"), outcome.get("network_advice_code"), network),
-        fingerprint=_text(card.get("fingerprint")),
-        network=network,
-    )
-
-
-def _advice(advice: Any, network_advice: Any, network: str | None) -> str | None:
-    """Stripe's advice code; else a Mastercard card's network advice code (a MAC)."""
-    found = _text(advice)
-    mac = _text(network_advice)
-    if found is None and mac is not None and network == "mastercard":
-        return f"mac:{mac}"
-    return found
 
 
 def _timezone(inv: Mapping[str, Any], default: str, notes: list[str]) -> str:
@@ -313,54 +273,6 @@ def _country(inv: Mapping[str, Any], notes: list[str]) -> str | None:
         notes.append(f"country {code[:8]!r} unknown to the holidays package: none used")
         return None
     return code
-
-
-# Reading JSON of any shape without failing on it
-
-
-def _map(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _list(value: Any) -> list[Mapping[str, Any]]:
-    return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
-
-
-def _text(value: Any, limit: int = 100) -> str | None:
-    """A non-empty string field of at most `limit` characters (what the invoice columns
-    hold), else None: an id is never cut into another id."""
-    if not isinstance(value, str) or "\x00" in value:
-        return None
-    value = value.strip()
-    return value if 0 < len(value) <= limit else None
-
-
-def _lower(value: Any) -> str | None:
-    text = _text(value, 40)
-    return None if text is None else text.lower()
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _id_of(value: Any) -> str | None:
-    """An id, or an expanded object's `id`."""
-    return _text(value.get("id")) if isinstance(value, Mapping) else _text(value)
-
-
-def _specific(code: Any) -> str | None:
-    """An error code that says more than "declined"."""
-    text = _text(code)
-    return None if text == GENERIC_DECLINE else text
-
-
-def _first(*values: Any) -> str | None:
-    for value in values:
-        text = _text(value)
-        if text is not None:
-            return text
-    return None
 
 
 __all__ = [

@@ -1,6 +1,6 @@
 """Fixtures of the payment tests: a virtual clock, a gateway whose sleeps are recorded (never
-slept), a request factory, a synchronous in-process transport to the gateway app, and the app
-served by uvicorn on a free loopback port."""
+slept), a request factory, a synchronous in-process transport to the gateway app, the app
+served by uvicorn on a free loopback port, and localstripe (`tests.support_stripe`)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from starlette.types import ASGIApp
 from recoup.payments import ChargeRequest, SimulatedGateway, create_gateway_app
 from recoup.timekeeping.clock import VirtualClock
 from tests.support import ServerThread
+from tests.support_stripe import localstripe, stripe_sdk  # noqa: F401  (fixtures)
 
 # A Tuesday, outside the payday windows of the 1st and the 15th (3 days each by default).
 START = datetime(2026, 12, 8, 9, 0, tzinfo=UTC)
