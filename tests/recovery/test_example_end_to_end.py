@@ -1,6 +1,7 @@
-"""The README's end-to-end run, as a user starts it: `recoup serve` on a test clock, the example
-billing app, and `simulate.py`, which hands a batch of failed charges to Recoup and advances
-the clock three weeks. Every invoice ends recovered or exhausted, with zero double charges.
+"""The dunning guide's end-to-end run (docs/dunning.md, "Test clocks"), as a user starts
+it: `recoup serve` on a test clock, the example billing app, and `simulate.py`, which hands a
+batch of failed charges to Recoup and advances the clock three weeks. Every invoice ends
+recovered or exhausted, with zero double charges.
 Real processes on loopback; every wait has a deadline."""
 
 from __future__ import annotations
