@@ -42,6 +42,8 @@ KEY_FILE_SUFFIX = ".key"
 class SecretKeyMissing(RecoupError):
     """A secret must be sealed or opened, and this process has no key."""
 
+    http_status = 503  # the server cannot do it until it is given a key
+
     def __init__(self, why: str) -> None:
         super().__init__(
             f"no secret key: {why}; set {KEY_ENV} (make one with `recoup secrets new-key`)"
@@ -50,6 +52,8 @@ class SecretKeyMissing(RecoupError):
 
 class SecretUnreadable(RecoupError):
     """A stored secret does not open with the keys given (another key sealed it)."""
+
+    http_status = 503
 
 
 def new_key() -> str:

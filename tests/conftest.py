@@ -9,6 +9,11 @@ from hypothesis import HealthCheck, settings
 
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 
+# The suite's processes (and the servers they start) seal provider secrets with one key, as a
+# deployment on PostgreSQL must (`recoup.sealed`); the key file beside a SQLite database is
+# tested on its own (tests/test_sealed.py).
+os.environ.setdefault("RECOUP_SECRET_KEY", "Ab1Cu2Bv5tJ5yAcUc7dXhLpVxS9TJPrFjOHJKmh06ro=")
+
 settings.register_profile(
     "ci", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )

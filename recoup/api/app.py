@@ -10,6 +10,7 @@ one router per resource; what they read is the `ApiState` set here on `app.state
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -34,12 +35,19 @@ from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.test_clock import TestClock
 from recoup.recovery.service import Dunning
 from recoup.recovery.stripe_intake import StripeIntake
+from recoup.sealed import Box, secret_box_for
 from recoup.storage import Store, open_api_tables
 from recoup.timekeeping.clock import Clock
 
 log = logging.getLogger("recoup.api")
 
 PRUNE_BATCH = 5_000  # keys deleted per statement
+
+
+def _default_box(store: Store) -> Box:
+    # A SQLite store knows its file (`path`); the key file lives beside it.
+    path = getattr(store, "path", None) if store.backend == "sqlite" else None
+    return secret_box_for(None if path in (None, ":memory:") else path, os.environ)
 
 
 def create_app(
@@ -53,6 +61,7 @@ def create_app(
     dunning: Dunning | None = None,
     test_clock: TestClock | None = None,
     limiter: TenantRateLimiter | None = None,
+    secret_box: Box | None = None,
 ) -> FastAPI:
     """The HTTP API over `store` (a backend from `recoup.storage.open_store`).
 
@@ -61,7 +70,9 @@ def create_app(
     (pass the scheduler whose worker runs in this process, so new jobs wake it at once);
     `dunning` to the dunning runtime over that scheduler. `test_clock` (a server on a virtual
     clock) adds /v1/clock. `limiter` defaults to buckets of `settings.rate_limit` on the
-    monotonic clock (tests pass one on a clock they step).
+    monotonic clock (tests pass one on a clock they step). `secret_box` seals the provider
+    secrets the API stores (default: `RECOUP_SECRET_KEY`, else the key file beside a SQLite
+    file; `recoup.sealed`).
     """
     settings = settings or ApiSettings()
     scheduler = scheduler or Scheduler(store, clock=clock, ssrf=settings.ssrf)
@@ -72,7 +83,12 @@ def create_app(
         clock=clock,
         services=services,
         dunning=dunning,
-        intake=StripeIntake(dunning, store, lock_timeout=settings.idempotency_lock_timeout),
+        intake=StripeIntake(
+            dunning,
+            store,
+            box=secret_box or _default_box(store),
+            lock_timeout=settings.idempotency_lock_timeout,
+        ),
         metrics=metrics
         or ApiMetrics(
             count_by_state=store.count_by_state,

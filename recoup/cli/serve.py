@@ -108,6 +108,7 @@ def serve_command(
     from recoup.api.app import ApiSettings, create_app
     from recoup.api.metrics import ApiMetrics
     from recoup.api.rate_limits import RateLimit
+    from recoup.cli._secrets import secret_box, stripe_accounts
     from recoup.cli.worker import load_handlers
     from recoup.jobs.scheduler import Scheduler
     from recoup.jobs.test_clock import TestClock
@@ -138,7 +139,8 @@ def serve_command(
         rate_limit=limit,
         metrics_token=metrics_token or None,
     )
-    dunning, registry = dunning_runtime(scheduler, store, registry)
+    box = secret_box(db)
+    dunning, registry = dunning_runtime(scheduler, store, registry, stripe=stripe_accounts(box))
     test_clock = None
     if virtual is not None:
         test_clock = TestClock(
@@ -157,6 +159,7 @@ def serve_command(
         scheduler=scheduler,
         dunning=dunning,
         test_clock=test_clock,
+        secret_box=box,
     )
     # log_config=None: uvicorn's loggers go through ours (one format, one level).
     config = uvicorn.Config(

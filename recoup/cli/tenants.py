@@ -12,10 +12,11 @@ Contract:
         [--charge-url URL] [--experiment-policy FILE|PRESET --experiment-share 0.5
         --experiment-name NAME | --no-experiment]
         [--stripe-webhook-secret whsec_…|- | --no-stripe-webhook-secret]
-        [--default-timezone ZONE] [--allow-private-targets] [--json]
+        [--default-timezone ZONE] [--charge-with stripe|url] [--stripe-api-key-file PATH|-]
+        [--allow-private-targets] [--json]
         → {"tenant", "policy", "event_url", "charge_url", "updated_at", "experiment_name",
            "experiment_policy", "experiment_share", "stripe_webhook_secret_set",
-           "default_timezone"}
+           "default_timezone", "charge_with", "stripe_api_key_set"}
     recoup tokens create TENANT [--label TEXT] [--json]
         → {"tenant", "token", "id", "prefix"}
     recoup tokens list [--tenant T] [--json]
@@ -27,7 +28,8 @@ A token's secret is printed once, when it is created; only its hash is stored. T
 secret signs the tenant's outbound requests (Standard Webhooks): give it to the receivers. It
 is printed when it is made (`tenants create`, `tenants rotate-secret`) and never again:
 listings show the first characters of tokens and secrets only. A Stripe endpoint secret is
-never printed (`-` reads it from stdin, out of the shell's history).
+never printed (`-` reads it from stdin, out of the shell's history), nor is a Stripe API key
+(read from a file, or stdin); both are stored sealed (`recoup.sealed`).
 A tenant name is its id: 1–63 lower-case letters, digits, `-`, `_` or `.`.
 """
 
@@ -53,6 +55,7 @@ from recoup.cli._app import (
     store_options,
 )
 from recoup.cli._policy import load_policy
+from recoup.cli._secrets import secret_box
 from recoup.errors import Conflict, InvalidInput, NotFound
 from recoup.jobs.model import DEFAULT_TENANT
 from recoup.tenancy import TokenInfo, issue_token, new_tenant
@@ -293,20 +296,40 @@ def configure_tenant(
             "Omitted: kept."
         ),
     ] = None,
+    charge_with: Annotated[
+        str | None,
+        typer.Option(
+            help="Where attempts are charged: `stripe` (Recoup pays the Stripe invoice itself, "
+            "with --stripe-api-key-file) or `url` (the charge endpoint, --charge-url). "
+            "Omitted: kept."
+        ),
+    ] = None,
+    stripe_api_key_file: Annotated[
+        str | None,
+        typer.Option(
+            help="A file holding the Stripe secret or restricted key (sk_…/rk_…) to charge "
+            "with; `-` reads it from stdin. Stored sealed, never printed. Omitted: kept."
+        ),
+    ] = None,
     allow_private_targets: AllowPrivateOption = False,
     allow_cidr: AllowCidrOption = None,
     db: DbOption = "sqlite:///recoup.db",
     schema: SchemaOption = None,
     json: JsonOption = False,
 ) -> None:
-    """Set a tenant's dunning policy, event URL, default charge URL, policy experiment and
-    Stripe intake (validated whole before anything is stored)."""
+    """Set a tenant's dunning policy, event URL, where its attempts are charged (its charge
+    endpoint, or Stripe), policy experiment and Stripe intake (validated whole before
+    anything is stored)."""
     from recoup.jobs.scheduler import Scheduler
+    from recoup.recovery.hosted_settings import CHARGE_WITH, HostedSettings
     from recoup.recovery.records import KEEP
     from recoup.recovery.service import Dunning
     from recoup.recovery.stripe_intake import StripeIntake
 
     secret = _stripe_secret(stripe_webhook_secret, no_stripe_webhook_secret)
+    if charge_with is not None and charge_with not in CHARGE_WITH:
+        raise InvalidInput("--charge-with", charge_with, f"expected one of {CHARGE_WITH}")
+    api_key = KEEP if stripe_api_key_file is None else _read_key_file(stripe_api_key_file)
 
     policy_toml = load_policy(policy).text if policy is not None else None
     experiment: dict[str, Any] = {
@@ -330,15 +353,23 @@ def configure_tenant(
         elif store.get_tenant(name) is None:
             raise NotFound(f"no tenant {name!r}; `recoup tenants create {name}` creates it")
         dunning = Dunning(scheduler, store)
-        intake = StripeIntake(dunning, store)
+        box = secret_box(db)
+        intake = StripeIntake(dunning, store, box=box)
+        hosted = HostedSettings(store.hosted, box, now=scheduler.clock.now)
         try:
             wanted = intake.settled(
                 name,
                 stripe_webhook_secret=secret,
                 default_timezone=KEEP if default_timezone is None else default_timezone,
             )
+            charging = hosted.settled(
+                name,
+                charge_with=KEEP if charge_with is None else charge_with,
+                api_key=api_key,
+            )
         except InvalidInput as exc:
-            raise InvalidInput(_option(exc.field), exc.value, exc.allowed) from None
+            field = "stripe_api_key_file" if exc.field == "stripe_api_key" else exc.field
+            raise InvalidInput(_option(field), exc.value, exc.allowed) from None
         try:
             stored = dunning.configure(
                 name,
@@ -352,6 +383,7 @@ def configure_tenant(
                 raise
             raise InvalidInput(_option(exc.field), exc.value, exc.allowed) from None
         intake_stored = intake.save(wanted)
+        charged_by = hosted.save(charging)
     row = {
         "tenant": name,
         "policy": stored.policy_toml,
@@ -363,6 +395,8 @@ def configure_tenant(
         "experiment_share": stored.experiment_share,
         "stripe_webhook_secret_set": intake_stored.stripe_webhook_secret is not None,
         "default_timezone": intake_stored.default_timezone,
+        "charge_with": "url" if charged_by is None else charged_by.provider,
+        "stripe_api_key_set": charged_by is not None,
     }
     if json:
         print_json(row)
@@ -370,6 +404,8 @@ def configure_tenant(
     typer.echo(f"tenant:     {name}")
     typer.echo(f"policy:     {policy or ('custom' if stored.policy_toml else 'business-days')}")
     typer.echo(f"event url:  {stored.event_url or '(none: events stay in the timeline)'}")
+    if charged_by is not None:
+        typer.echo("charge:     through Stripe, by Recoup (the key is stored sealed)")
     typer.echo(f"charge url: {stored.charge_url or '(none: each failure gives its own)'}")
     if stored.has_experiment:
         typer.echo(
@@ -395,6 +431,19 @@ def _stripe_secret(given: str | None, remove: bool) -> Any:
             "--no-stripe-webhook-secret", True, "expected without --stripe-webhook-secret"
         )
     return sys.stdin.readline().strip() if given == "-" else given
+
+
+def _read_key_file(path: str) -> str:
+    """The key in a file (`-`: stdin), its surrounding whitespace dropped."""
+    if path == "-":
+        return sys.stdin.readline().strip()
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read().strip()
+    except OSError as exc:
+        raise InvalidInput(
+            "--stripe-api-key-file", path, f"expected a readable file ({exc.strerror})"
+        ) from None
 
 
 def _option(field: str) -> str:

@@ -96,6 +96,7 @@ def worker_command(
     log_format: LogFormatOption = "text",
 ) -> None:
     """Run due jobs until SIGTERM/SIGINT, then shut down gracefully."""
+    from recoup.cli._secrets import secret_box, stripe_accounts
     from recoup.jobs.scheduler import Scheduler
     from recoup.logs import configure_logging
     from recoup.recovery.runtime import dunning_runtime
@@ -126,7 +127,10 @@ def worker_command(
         )
         log.info("metrics on http://%s:%d/metrics", metrics_host, metrics_server.server_port)
     # The dunning runtime's jobs (charge attempts, deadlines) run in every worker.
-    _, registry = dunning_runtime(Scheduler(store, clock=clock, ssrf=guard), store, registry)
+    # Attempts of invoices charged through Stripe use the tenants' sealed keys.
+    stripe = stripe_accounts(secret_box(db))
+    scheduler = Scheduler(store, clock=clock, ssrf=guard)
+    _, registry = dunning_runtime(scheduler, store, registry, stripe=stripe)
     worker = Worker(
         store,
         handlers=registry,

@@ -28,16 +28,18 @@ import dataclasses
 import json
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import aiohttp
 
 from recoup.dunning.invoice import AttemptState, Invoice
+from recoup.dunning.messages import ReportedOutcome
 from recoup.dunning.outcomes import idempotency_key
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry, PermanentError
 from recoup.jobs.model import HttpTarget, Job, JobState, Tenant, trusted
 from recoup.jobs.signing import SigningKeys
 from recoup.jobs.targets import AttemptOutcome, AttemptResult, HttpExecutor
+from recoup.recovery.hosted_store import STRIPE_CHARGE_TARGET
 from recoup.recovery.job_specs import (
     ATTEMPT_HANDLER,
     ATTEMPT_RETRY,
@@ -47,6 +49,9 @@ from recoup.recovery.job_specs import (
 from recoup.recovery.service import Dunning
 from recoup.timekeeping.clock import SystemClock
 from recoup.timekeeping.instants import format_utc
+
+if TYPE_CHECKING:
+    from recoup.recovery.hosted_charging import HostedAnswer, HostedCharger
 
 # what an endpoint may say
 ANSWERED = ("succeeded", "failed", "already_handled", "closed", "pending")
@@ -80,6 +85,7 @@ class AttemptRunner:
         *,
         wall_clock: Callable[[], datetime] | None = None,
         http_session: Callable[[], aiohttp.ClientSession] | None = None,
+        hosted: HostedCharger | None = None,
     ) -> None:
         """Charge requests go out through the worker session's HTTP client
         (`HandlerContext.http`). Outside a worker, or with `http_session` (a test's), each goes
@@ -88,6 +94,7 @@ class AttemptRunner:
         self.dunning = dunning
         self._wall_clock = wall_clock or SystemClock().now
         self._http_session = http_session
+        self.hosted = hosted  # charges the invoices charged through Stripe (`stripe:`)
 
     def register(self, registry: HandlerRegistry) -> HandlerRegistry:
         registry.add(ATTEMPT_HANDLER, self.attempt)
@@ -144,27 +151,52 @@ class AttemptRunner:
             # Claimed just before its tenant was disabled: no charge now. Its retry is held
             # with the tenant's other jobs until the tenant is enabled again.
             raise AskAgain(f"tenant {ctx.tenant!r} is disabled: not charging")
-        body = charge_request(invoice, n, record.at)
-        result = await self._send(ctx, _request_job(ctx, invoice.charge_url, body), tenant)
-        outcome, codes, detail = _read_answer(result)
-        if outcome is None:
-            raise AskAgain(result.error or f"HTTP {result.status_code}")
+        outcome: ReportedOutcome
+        if invoice.charge_url == STRIPE_CHARGE_TARGET:
+            answer = await asyncio.to_thread(self._charge_hosted, invoice, n, not owed)
+            outcome, codes, detail = answer.outcome, (answer.decline_code, answer.advice_code), None
+            said = answer.summary()
+            if answer.outcome == "errored":
+                detail = said
+        else:
+            body = charge_request(invoice, n, record.at)
+            result = await self._send(ctx, _request_job(ctx, invoice.charge_url, body), tenant)
+            found, codes, detail = _read_answer(result)
+            if found is None:
+                raise AskAgain(result.error or f"HTTP {result.status_code}")
+            # `_read_answer` gives only what an endpoint may say (ANSWERED) or what it found.
+            outcome, said = cast(ReportedOutcome, found), f"{found} (HTTP {result.status_code})"
         await asyncio.to_thread(
             dunning.report_outcome,
             ctx.tenant,
             invoice_id,
             n,
-            outcome,  # type: ignore[arg-type]
+            outcome,
             decline_code=codes[0],
             advice_code=codes[1],
             detail=detail,
             seen=invoice,
         )
         if outcome == "pending":
-            raise AskAgain("the provider's answer is pending: asking again with the same keys")
+            raise AskAgain(
+                f"the provider's answer is pending, asking again with the same keys: {said}"
+            )
         if outcome == "errored":
             raise PermanentError(detail or "refused by the charge endpoint")
-        return f"{outcome} (HTTP {result.status_code})"
+        return said
+
+    def _charge_hosted(self, invoice: Invoice, n: int, may_pay: bool) -> HostedAnswer:
+        """Attempt `n` charged by Recoup itself, through the tenant's Stripe account."""
+        if self.hosted is None:
+            raise AskAgain("this process charges no invoice through Stripe (no Stripe access)")
+        charging = self.hosted.charging(invoice.tenant)
+        if charging is None:
+            raise AskAgain(
+                f"invoice {invoice.invoice_id!r} is charged through Stripe, and tenant"
+                f" {invoice.tenant!r} has no Stripe key (recoup tenants configure"
+                " --charge-with stripe --stripe-api-key-file …)"
+            )
+        return self.hosted.charge(charging, invoice, n, may_pay=may_pay)
 
 
 def _read_answer(result: AttemptResult) -> tuple[str | None, tuple[Any, Any], str | None]:

@@ -20,6 +20,10 @@ from recoup.timekeeping.instants import require_aware
 Provider = Literal["stripe"]
 PROVIDERS: tuple[Provider, ...] = ("stripe",)
 
+# The charge target of an invoice that Recoup charges itself through the tenant's Stripe
+# account (`Invoice.charge_url`), chosen at its failure when the tenant charges with Stripe.
+STRIPE_CHARGE_TARGET = "stripe:"
+
 
 class HostedChargeState(StrEnum):
     PENDING = "pending"  # asked, answer unknown (or not asked yet): look it up before paying
@@ -105,6 +109,7 @@ class HostedChargeStore(Protocol):
 
 __all__ = [
     "PROVIDERS",
+    "STRIPE_CHARGE_TARGET",
     "HostedCharge",
     "HostedChargeState",
     "HostedChargeStore",

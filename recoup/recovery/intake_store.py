@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from recoup.errors import InvalidInput
+from recoup.sealed import is_sealed
 from recoup.timekeeping.instants import require_aware
 from recoup.timekeeping.zones import zone
 
@@ -47,8 +48,9 @@ def check_stripe_secret(secret: str, field: str = "stripe_webhook_secret") -> No
 @dataclass(frozen=True, kw_only=True)
 class IntakeSettings:
     """A tenant's intake settings. `stripe_webhook_secret` (None: no Stripe intake) verifies
-    the `Stripe-Signature` of its webhooks; `default_timezone` is the zone of a customer
-    whose event names none (`recoup.recovery.stripe_events`)."""
+    the `Stripe-Signature` of its webhooks: as given, or as stored (sealed, `recoup.sealed`;
+    the intake seals it before storing and opens it to verify); `default_timezone` is the zone
+    of a customer whose event names none (`recoup.recovery.stripe_events`)."""
 
     tenant: str
     stripe_webhook_secret: str | None
@@ -57,7 +59,7 @@ class IntakeSettings:
 
     def __post_init__(self) -> None:
         require_aware("updated_at", self.updated_at)
-        if self.stripe_webhook_secret is not None:
+        if self.stripe_webhook_secret is not None and not is_sealed(self.stripe_webhook_secret):
             check_stripe_secret(self.stripe_webhook_secret)
         zone(self.default_timezone, field="default_timezone")
 

@@ -26,6 +26,7 @@ from recoup.dunning.lifecycle import (
     CancelAttempt,
     Command,
     DeadlinePassed,
+    DunningStopped,
     Message,
     Opening,
     PaidOutOfBand,
@@ -44,6 +45,7 @@ from recoup.errors import Conflict, InvalidInput, NotFound
 from recoup.jobs.model import HttpTarget
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.store import JobStore
+from recoup.recovery.hosted_store import STRIPE_CHARGE_TARGET, HostedChargeStore
 from recoup.recovery.job_specs import attempt_job, deadline_job, event_job
 from recoup.recovery.policies import (
     DEFAULT_POLICY,
@@ -68,9 +70,12 @@ T = TypeVar("T")
 
 class RuntimeStore(JobStore, DunningStore, Protocol):
     """What the runtime needs of a backend: jobs and dunning tables in one database, written
-    together in one transaction."""
+    together in one transaction, and hosted charging's tables beside them."""
 
     def atomically(self, fn: Callable[[], T]) -> T: ...
+
+    @property
+    def hosted(self) -> HostedChargeStore: ...
 
 
 class Dunning:
@@ -137,6 +142,23 @@ class Dunning:
         """The tenant's policy and, during an experiment, the second one."""
         return tenant_policies(self.settings(tenant))
 
+    def _default_charge_target(self, tenant: str, settings: DunningSettings) -> str | None:
+        """Where a new invoice of the tenant is charged: through Stripe by Recoup itself when
+        the tenant charges with Stripe, else at the tenant's charge endpoint."""
+        if self.store.hosted.get_hosted_charging(tenant) is not None:
+            return STRIPE_CHARGE_TARGET
+        return settings.charge_url
+
+    def _check_target(self, tenant: str, target: str) -> None:
+        if target != STRIPE_CHARGE_TARGET:
+            self._check_url("charge_url", target)
+        elif self.store.hosted.get_hosted_charging(tenant) is None:
+            raise InvalidInput(
+                "charge_url",
+                target,
+                "expected a URL: the tenant does not charge with Stripe (--charge-with stripe)",
+            )
+
     def _check_url(self, field: str, url: str) -> None:
         try:
             self.scheduler.check_target(HttpTarget(url=url))
@@ -153,15 +175,15 @@ class Dunning:
         if existing is not None:
             return self._same_or_conflict(report, existing), False
         settings = self.settings(tenant)
-        charge_url = report.charge_url or settings.charge_url
+        charge_url = report.charge_url or self._default_charge_target(tenant, settings)
         if charge_url is None:
             raise InvalidInput(
                 "charge_url",
                 None,
                 "expected the retry-charge endpoint's URL (the tenant has no default: set one "
-                "with PUT /v1/dunning/settings)",
+                "with PUT /v1/dunning/settings, or charge with Stripe: --charge-with stripe)",
             )
-        self._check_url("charge_url", charge_url)
+        self._check_target(tenant, charge_url)
         # The invoice's arm, when an experiment runs; the invoice records its policy's name.
         policy = tenant_policies(settings).for_new_invoice(report.invoice_id)
         opening = Opening(
@@ -248,6 +270,12 @@ class Dunning:
 
     def deadline(self, tenant: str, invoice_id: str) -> Invoice:
         return self.apply(tenant, invoice_id, DeadlinePassed(at=self.clock.now()))
+
+    def stop(self, tenant: str, invoice_id: str, *, reason: str) -> Invoice:
+        """Stop dunning the invoice without a payment (`invoice.dunning_cancelled`): nothing
+        is charged for it again. An invoice already recovered, exhausted or stopped is left as
+        it is (returned unchanged)."""
+        return self.apply(tenant, invoice_id, DunningStopped(at=self.clock.now(), reason=reason))
 
     def apply(
         self, tenant: str, invoice_id: str, message: Message, *, seen: Invoice | None = None

@@ -30,8 +30,8 @@ the intake never acts on are answered without being recorded.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
@@ -60,6 +60,7 @@ from recoup.recovery.stripe_events import (
     event_head,
     read_event,
 )
+from recoup.sealed import Box, is_sealed
 
 PROVIDER = "stripe"
 GATEWAY = "stripe"  # the failures' `gateway`, which the recovery report groups by
@@ -125,11 +126,14 @@ class StripeIntake:
         dunning: Dunning,
         store: IntakeStore,
         *,
+        box: Box,
         lock_timeout: timedelta = DEFAULT_LOCK_TIMEOUT,
         retention: timedelta = RETENTION,
     ) -> None:
+        """`box` seals the endpoint secret before it is stored and opens it to verify."""
         self.dunning = dunning
         self.store = store
+        self.box = box
         self.lock_timeout = lock_timeout
         self.retention = retention
 
@@ -145,8 +149,12 @@ class StripeIntake:
         )
 
     def webhook_secret(self, tenant: str) -> str | None:
+        """The endpoint secret, opened (a secret stored before sealing existed is read as
+        it is)."""
         found = self.store.get_intake_settings(tenant)
-        return None if found is None else found.stripe_webhook_secret
+        if found is None or found.stripe_webhook_secret is None:
+            return None
+        return self.box.open(found.stripe_webhook_secret)
 
     def settled(
         self,
@@ -185,8 +193,27 @@ class StripeIntake:
         return self.save(wanted)
 
     def save(self, settings: IntakeSettings) -> IntakeSettings:
-        """Store settings made by `settled` (after whatever else had to validate first)."""
+        """Store settings made by `settled` (after whatever else had to validate first), the
+        endpoint secret sealed."""
+        secret = settings.stripe_webhook_secret
+        if secret is not None and not is_sealed(secret):
+            settings = replace(settings, stripe_webhook_secret=self.box.seal(secret))
         return self.store.put_intake_settings(settings)
+
+    def reseal(self, tenants: Iterable[str]) -> int:
+        """Seal the stored endpoint secrets of `tenants` again with the box's current key
+        (after a new key is put first in `RECOUP_SECRET_KEY`, or for a secret stored before
+        sealing); returns how many were sealed."""
+        count = 0
+        for tenant in tenants:
+            found = self.store.get_intake_settings(tenant)
+            if found is None or found.stripe_webhook_secret is None:
+                continue
+            self.store.put_intake_settings(
+                replace(found, stripe_webhook_secret=self.box.reseal(found.stripe_webhook_secret))
+            )
+            count += 1
+        return count
 
     # -- events in ---------------------------------------------------------------------------
 

@@ -5,11 +5,20 @@ from __future__ import annotations
 
 import io
 import json
+import os
 
 import pytest
 
+from recoup.sealed import SecretBox
 from tests.api.test_cli import run
 from tests.storage.conftest import Backend, Store
+
+
+def stored_secret(stored: str | None) -> str | None:
+    """The secret as stored: sealed (never the secret itself), opening to it."""
+    assert stored is not None and stored.startswith("sealed:v1:") and SECRET not in stored
+    return SecretBox([os.environ["RECOUP_SECRET_KEY"]]).open(stored)
+
 
 SECRET = "whsec_" + "cl1S3cr3t" * 4
 
@@ -33,12 +42,15 @@ def test_the_secret_is_stored_never_printed_kept_when_omitted_and_removed(
     assert shown["default_timezone"] == "Europe/Paris"
     assert SECRET not in out + err
     stored = store.get_intake_settings("default")
-    assert stored is not None and stored.stripe_webhook_secret == SECRET
+    assert stored is not None and stored_secret(stored.stripe_webhook_secret) == SECRET
     code, out, _ = run(capsys, *configure, "--event-url", "https://example.com/e")
     assert code == 0 and SECRET not in out and "/v1/intake/stripe/default" in out
     kept = store.get_intake_settings("default")
     assert kept is not None
-    assert (kept.stripe_webhook_secret, kept.default_timezone) == (SECRET, "Europe/Paris")
+    assert (stored_secret(kept.stripe_webhook_secret), kept.default_timezone) == (
+        SECRET,
+        "Europe/Paris",
+    )
     code, out, _ = run(capsys, *configure, "--no-stripe-webhook-secret", "--json")
     assert code == 0 and json.loads(out)["stripe_webhook_secret_set"] is False
     removed = store.get_intake_settings("default")
@@ -63,7 +75,7 @@ def test_a_dash_reads_the_secret_from_stdin(
     )
     assert code == 0, err
     stored = store.get_intake_settings("default")
-    assert stored is not None and stored.stripe_webhook_secret == SECRET
+    assert stored is not None and stored_secret(stored.stripe_webhook_secret) == SECRET
     assert SECRET not in out + err
 
 

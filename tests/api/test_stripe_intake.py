@@ -4,6 +4,7 @@ and turned into dunning (failures, payments, card updates), each once."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -19,6 +20,7 @@ import pytest
 from recoup.client import Client, Unprocessable
 from recoup.dunning.planner import Failure, plan_retries
 from recoup.dunning.policy import preset
+from recoup.sealed import SecretBox
 from recoup.storage import Store
 from recoup.tenancy import disable_tenant, enable_tenant
 from tests.api.conftest import Api
@@ -374,7 +376,7 @@ def test_the_python_client_sets_the_secret_and_keeps_it_when_not_given(api: Api)
             client.configure_dunning(stripe_webhook_secret="sk_" + SECRET)
         assert "stripe_webhook_secret" in str(caught.value) and SECRET not in str(caught.value)
     stored = api.store.get_intake_settings(caller.tenant)
-    assert stored is not None and stored.stripe_webhook_secret == SECRET
+    assert stored is not None and stored_secret(stored.stripe_webhook_secret) == SECRET
 
 
 def test_a_tenant_without_a_charge_url_gets_the_failure_on_stripes_retry(intake: Intake) -> None:
@@ -437,3 +439,9 @@ print(answer.status_code, answer.json()["detail"], "stripe" in sys.modules)
     assert done.returncode == 0, done.stderr
     status, *rest = done.stdout.split()
     assert status == "503" and "recoup[stripe]" in done.stdout and rest[-1] == "False"
+
+
+def stored_secret(stored: str | None) -> str | None:
+    """The secret as stored: sealed (never the secret itself), opening to it."""
+    assert stored is not None and stored.startswith("sealed:v1:") and SECRET not in stored
+    return SecretBox([os.environ["RECOUP_SECRET_KEY"]]).open(stored)
