@@ -82,6 +82,14 @@ class DunningCalls(Transport):
         path = f"/v1/dunning/invoices/{seg(invoice_id)}/paid"
         return self._post(InvoiceOut, path, {}, idempotency_key)
 
+    def cancel_invoice(
+        self, invoice_id: str, *, reason: str, idempotency_key: str | None = None
+    ) -> InvoiceOut:
+        """Stop dunning the invoice without a payment (state `cancelled`): nothing is charged
+        for it again."""
+        path = f"/v1/dunning/invoices/{seg(invoice_id)}/cancel"
+        return self._post(InvoiceOut, path, {"reason": reason}, idempotency_key)
+
     def payment_method_updated(
         self, invoice_id: str, *, idempotency_key: str | None = None
     ) -> InvoiceOut:
@@ -116,12 +124,16 @@ class DunningCalls(Transport):
         experiment_share: float | None = None,
         default_timezone: str | None = None,
         stripe_webhook_secret: str | None = None,
+        charge_with: str | None = None,
+        stripe_api_key: str | None = None,
     ) -> SettingsOut:
         """Replace the tenant's settings (what is not given is cleared). A policy experiment
         takes its three settings together: `experiment_policy` (TOML, arm b) is used for the
         share `experiment_share` of new invoices, split by `experiment_name`. The Stripe
         intake's endpoint secret is write-only: given, it is set; not given, it is kept
-        (`SettingsOut.stripe_webhook_secret_set` says whether one is)."""
+        (`SettingsOut.stripe_webhook_secret_set` says whether one is). So are `charge_with`
+        (`stripe`: Recoup pays the Stripe invoices itself with `stripe_api_key`; `url`: the
+        charge endpoint) and the write-only `stripe_api_key`."""
         payload: dict[str, Any] = {
             "policy": policy,
             "event_url": event_url,
@@ -133,6 +145,10 @@ class DunningCalls(Transport):
         }
         if stripe_webhook_secret is not None:
             payload["stripe_webhook_secret"] = stripe_webhook_secret
+        if charge_with is not None:
+            payload["charge_with"] = charge_with
+        if stripe_api_key is not None:
+            payload["stripe_api_key"] = stripe_api_key
         return self._put_json(SettingsOut, "/v1/dunning/settings", payload)
 
     # The recovery report

@@ -33,6 +33,7 @@ from recoup.api.state import ApiSettings, ApiState
 from recoup.errors import RecoupError
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.test_clock import TestClock
+from recoup.recovery.hosted_settings import HostedSettings
 from recoup.recovery.service import Dunning
 from recoup.recovery.stripe_intake import StripeIntake
 from recoup.sealed import Box, secret_box_for
@@ -78,6 +79,7 @@ def create_app(
     scheduler = scheduler or Scheduler(store, clock=clock, ssrf=settings.ssrf)
     services = Services(scheduler, tables or open_api_tables(store))
     dunning = dunning or Dunning(scheduler, store)
+    box = secret_box or _default_box(store)
     state = ApiState(
         settings=settings,
         clock=clock,
@@ -86,9 +88,10 @@ def create_app(
         intake=StripeIntake(
             dunning,
             store,
-            box=secret_box or _default_box(store),
+            box=box,
             lock_timeout=settings.idempotency_lock_timeout,
         ),
+        hosted=HostedSettings(store.hosted, box, now=clock.now),
         metrics=metrics
         or ApiMetrics(
             count_by_state=store.count_by_state,

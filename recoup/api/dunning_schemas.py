@@ -19,6 +19,7 @@ from recoup.api.schemas.common import (
 )
 from recoup.api.schemas.stated import Stated, one_of
 from recoup.dunning.invoice import AttemptState, Invoice, InvoiceEvent, InvoiceState
+from recoup.dunning.messages import STOP_REASON_MAX
 from recoup.jobs.model import Run
 from recoup.recovery.intake_store import DEFAULT_TIMEZONE, IntakeSettings
 from recoup.recovery.records import FailureReport, Timeline
@@ -84,9 +85,18 @@ class FailureIn(StrictModel):
 
 
 class OutcomeIn(StrictModel):
-    outcome: Literal["succeeded", "failed", "already_handled", "pending"]
+    outcome: Literal["succeeded", "failed", "already_handled", "closed", "pending"]
     decline_code: Text | None = Code
     advice_code: Text | None = Code
+
+
+class InvoiceCancelIn(StrictModel):
+    reason: Text = Field(
+        min_length=1,
+        max_length=STOP_REASON_MAX,
+        description="Why dunning stops (`subscription_cancelled`, `refunded`, …): stored in the "
+        "timeline and sent in `invoice.dunning_cancelled`.",
+    )
 
 
 class AttemptOut(BaseModel):
@@ -220,6 +230,7 @@ class TimelineOut(InvoiceOut):
 
 # As `recoup.recovery.intake_store` checks it (stated here; that check never quotes a secret).
 STRIPE_SECRET = "^whsec_[!-~]{8,250}$"
+STRIPE_API_KEY = "^(sk|rk)_(test|live)_[0-9A-Za-z]{8,250}$"
 
 
 class SettingsIn(StrictModel):
@@ -275,6 +286,19 @@ class SettingsIn(StrictModel):
         default=None,
         description="The IANA zone of customers whose Stripe events name none; null: UTC.",
     )
+    charge_with: Literal["url", "stripe"] | None = Field(
+        default=None,
+        description="Where attempts are charged: `url` (the charge endpoint, `charge_url`) or "
+        "`stripe` (Recoup pays the Stripe invoice itself with `stripe_api_key`). Left out: "
+        "kept (unlike the other fields); `url` removes the stored key.",
+    )
+    # Checked by the hosted-charging settings, which never quote it in an error.
+    stripe_api_key: Annotated[str, Stated(pattern=STRIPE_API_KEY)] | None = Field(
+        default=None,
+        description="A Stripe secret or restricted key (`sk_…`, `rk_…`) to charge with; needs "
+        "`charge_with` `stripe` (now or before). Write-only, stored sealed, never shown again. "
+        "Left out or null: kept (`charge_with` `url` removes it).",
+    )
 
 
 class SettingsOut(BaseModel):
@@ -289,9 +313,18 @@ class SettingsOut(BaseModel):
         default=False, description="Whether a Stripe endpoint secret is set (never the secret)."
     )
     default_timezone: str = "UTC"
+    charge_with: Literal["url", "stripe"] = "url"
+    stripe_api_key_set: bool = Field(
+        default=False, description="Whether a Stripe API key is set (never the key)."
+    )
 
     @classmethod
-    def of(cls, settings: DunningSettings, intake: IntakeSettings | None = None) -> SettingsOut:
+    def of(
+        cls,
+        settings: DunningSettings,
+        intake: IntakeSettings | None = None,
+        charge_with: Literal["url", "stripe"] = "url",
+    ) -> SettingsOut:
         return cls(
             policy=settings.policy_toml,
             event_url=settings.event_url,
@@ -302,6 +335,8 @@ class SettingsOut(BaseModel):
             experiment_share=settings.experiment_share,
             stripe_webhook_secret_set=bool(intake and intake.stripe_webhook_secret),
             default_timezone=intake.default_timezone if intake else DEFAULT_TIMEZONE,
+            charge_with=charge_with,
+            stripe_api_key_set=charge_with == "stripe",
         )
 
 

@@ -16,6 +16,7 @@ from recoup.idempotency import DEFAULT_LOCK_TIMEOUT, DEFAULT_RETENTION
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.test_clock import TestClock
+from recoup.recovery.hosted_settings import HostedSettings
 from recoup.recovery.service import Dunning
 from recoup.recovery.stripe_intake import StripeIntake
 from recoup.timekeeping.clock import Clock
@@ -47,6 +48,7 @@ class ApiState:
     services: Services  # the scheduler and the API's own tables
     dunning: Dunning
     intake: StripeIntake  # failure intake from Stripe's webhooks
+    hosted: HostedSettings  # where a tenant's attempts are charged (its endpoint, or Stripe)
     metrics: ApiMetrics
     test_clock: TestClock | None  # only on a server on a virtual clock
     limiter: TenantRateLimiter | None = None  # settings.rate_limit's buckets

@@ -15,6 +15,7 @@ from starlette.responses import Response
 from recoup.api.deps import Api, Post, Tenant
 from recoup.api.dunning_schemas import (
     FailureIn,
+    InvoiceCancelIn,
     InvoiceOut,
     InvoicePageOut,
     OutcomeIn,
@@ -147,10 +148,25 @@ def payment_method_updated(invoice_id: Id, ctx: Post, api: Api) -> Response:
     )
 
 
+@router.post("/invoices/{invoice_id}/cancel", response_model=InvoiceOut)
+def cancel_invoice(invoice_id: Id, body: InvoiceCancelIn, ctx: Post, api: Api) -> Response:
+    """Stop dunning the invoice without a payment: it ends `cancelled`
+    (`invoice.dunning_cancelled`), its scheduled attempts are cancelled and nothing is charged
+    for it again. An invoice already recovered, exhausted or cancelled is answered as it is."""
+    return ctx.run(
+        200, lambda: InvoiceOut.of(api.dunning.stop(ctx.tenant, invoice_id, reason=body.reason))
+    )
+
+
 @router.get("/settings", response_model=SettingsOut)
 def get_settings(tenant: Tenant, api: Api) -> Response:
     return json_response(
-        200, SettingsOut.of(api.dunning.settings(tenant), api.intake.settings(tenant))
+        200,
+        SettingsOut.of(
+            api.dunning.settings(tenant),
+            api.intake.settings(tenant),
+            api.hosted.charge_with(tenant),
+        ),
     )
 
 
@@ -166,6 +182,11 @@ def put_settings(body: SettingsIn, tenant: Tenant, api: Api) -> Response:
     intake = api.intake.settled(
         tenant, stripe_webhook_secret=secret, default_timezone=body.default_timezone
     )
+    charging = api.hosted.settled(
+        tenant,
+        charge_with=KEEP if body.charge_with is None else body.charge_with,
+        api_key=KEEP if body.stripe_api_key is None else body.stripe_api_key,
+    )
     stored = api.dunning.configure(
         tenant,
         policy_toml=body.policy,
@@ -175,7 +196,11 @@ def put_settings(body: SettingsIn, tenant: Tenant, api: Api) -> Response:
         experiment_policy_toml=body.experiment_policy,
         experiment_share=body.experiment_share,
     )
-    return json_response(200, SettingsOut.of(stored, api.intake.save(intake)))
+    saved_intake = api.intake.save(intake)
+    charged_by = api.hosted.save(charging)
+    return json_response(
+        200, SettingsOut.of(stored, saved_intake, "url" if charged_by is None else "stripe")
+    )
 
 
 __all__ = ["router"]
