@@ -13,18 +13,19 @@ The modules of the package:
   and one write transaction, `atomically`, the instant codec, booleans and lists, batch quirks,
   the one map of named queries), and `QUERY_FILES`, the query files every dialect loads;
 - `sqlite/`, `postgres/`: one package per backend: its `dialect` (the one dialect object), the
-  hot path written for its driver in `queue` (inserts, claims, completions, heartbeats,
+  hot path written for its driver in `queue` (inserts, claims, completions, rescues,
   waiting), worker sessions in `workers`, migrations in `migrator`, claiming an idempotency
   key in `key_claims`, its `store` (which only assembles those parts), and its queries and
   numbered migrations as `.sql` files;
 - `sql_store`: `SqlStore`, the store assembled from a backend's parts and the table classes,
   each `Store` operation bound to the part that does it;
 - the table classes, each written once over the dialect it takes: `job_tables` (jobs, runs,
-  schedules, tenants, the workers' list), `dunning_tables` (invoices, attempts, events,
-  settings), `dunning_reports` (the recovery report's reads, merchant tags), `tenant_tables`
-  (disabling, secrets, deleting), `intake_tables` (intake settings, provider events),
-  `dead_letters` (redrive, delete), `change_tables` (PATCH of a job or a schedule),
-  `api_tables` (idempotency keys and tokens: what `open_api_tables` returns);
+  schedules, tenants, the workers' list), `lease_tables` (heartbeats, releases),
+  `dunning_tables` (invoices, attempts, events, settings), `dunning_reports` (the recovery
+  report's reads, merchant tags), `tenant_tables` (disabling, secrets, deleting),
+  `intake_tables` (intake settings, provider events), `dead_letters` (redrive, delete),
+  `change_tables` (PATCH of a job or a schedule), `api_tables` (idempotency keys and tokens:
+  what `open_api_tables` returns);
 - `rules`: the rules both backends follow (checks, conflicts, completions, lost leases);
 - `job_rows`, `row_decoding`: the job scheduler's records into rows and back; `dunning_rows`:
   the dunning records' rows; `sql_files`: loading the `.sql` files.

@@ -26,6 +26,7 @@ from recoup.storage.dunning_reports import SqlDunningReports
 from recoup.storage.dunning_tables import SqlDunningTables
 from recoup.storage.intake_tables import SqlIntakeTables
 from recoup.storage.job_tables import SqlJobTables
+from recoup.storage.lease_tables import SqlLeaseTables
 from recoup.storage.tenant_tables import SqlTenantTables
 
 T = TypeVar("T")
@@ -43,15 +44,6 @@ class JobQueue(Protocol):
     ) -> Job | None: ...
     def claim_due(self, params: ClaimParams) -> list[Job]: ...
     def complete_many(self, completions: Sequence[Completion], *, now: datetime) -> list[str]: ...
-    def heartbeat(
-        self,
-        worker_id: str,
-        job_ids: Sequence[str],
-        *,
-        lease_until: datetime,
-        attempts: Sequence[int] | None = None,
-    ) -> list[str]: ...
-    def release(self, worker_id: str, job_ids: Sequence[str], *, now: datetime) -> int: ...
     def rescue_expired(self, *, now: datetime, limit: int = 1000) -> list[str]: ...
     def wait_for_notify(self, timeout: float) -> bool: ...
 
@@ -135,8 +127,6 @@ class SqlStore:
         self.cancel = queue.cancel
         self.claim_due = queue.claim_due
         self.complete_many = queue.complete_many
-        self.heartbeat = queue.heartbeat
-        self.release = queue.release
         self.rescue_expired = queue.rescue_expired
         self.wait_for_notify = queue.wait_for_notify
 
@@ -144,6 +134,10 @@ class SqlStore:
         self.rescue_dead_workers = parts.workers.rescue_dead_workers
         self.migrate = parts.migrator.migrate
         self.schema_version = parts.migrator.schema_version
+
+        leases = SqlLeaseTables(dialect)
+        self.heartbeat = leases.heartbeat
+        self.release = leases.release
 
         dead_letters = SqlDeadLetters(dialect)
         self.redrive = dead_letters.redrive

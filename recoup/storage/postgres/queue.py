@@ -1,7 +1,7 @@
 """The PostgreSQL job queue, the hot path written for psycopg: inserting jobs and cancelling
-one; claims, completions, heartbeats, releases and rescues, each one statement per batch after
-`queue_plans` and run with `prepare=False` (see `dialect.py`); and waiting for new jobs (LISTEN
-on a dedicated connection).
+one; claims, completions and rescues, each one statement per batch after `queue_plans` and run
+with `prepare=False` (see `dialect.py`); and waiting for new jobs (LISTEN on a dedicated
+connection). Heartbeats and releases, the same on both drivers, are `lease_tables`'.
 
 - `insert` (one job) is one statement in autocommit on its usual path: one round trip, not
   three (BEGIN, INSERT, COMMIT).
@@ -10,7 +10,7 @@ on a dedicated connection).
   … SELECT … ON CONFLICT DO NOTHING`. Batches under `COPY_THRESHOLD` rows are one `unnest`
   INSERT.
 - Claims lock a batch with `FOR UPDATE SKIP LOCKED` over the partial index of due jobs;
-  completions (with their run-log rows), heartbeats and rescues are one statement per batch.
+  completions (with their run-log rows) and rescues are one statement per batch.
 - An AFTER INSERT statement trigger sends one `pg_notify('<schema>_jobs', '')` per inserting
   statement (it reads no table: migration 0004); `wait_for_notify` LISTENs on a dedicated
   connection.
@@ -36,7 +36,6 @@ from recoup.storage.postgres.dialect import QUERIES, PostgresDialect
 from recoup.storage.rules import (
     ENDED,
     FINAL_STATE_OF,
-    attempt_keys,
     clip,
     job_holding_key,
     latest_completions,
@@ -232,41 +231,6 @@ class PostgresQueue:
                 if reports:
                     self._insert_rows(conn, reports, now)
         return [row[0] for row in found]
-
-    def heartbeat(
-        self,
-        worker_id: str,
-        job_ids: Sequence[str],
-        *,
-        lease_until: datetime,
-        attempts: Sequence[int] | None = None,
-    ) -> list[str]:
-        if not job_ids:
-            return []
-        params = {
-            "ids": list(job_ids),
-            "keys": attempt_keys(job_ids, attempts),
-            "worker_id": worker_id,
-            "lease_until": lease_until,
-        }
-        with self._connection() as conn:
-            conn.execute(Q["queue_plans"])
-            rows = conn.execute(Q["heartbeat"], params, prepare=False).fetchall()
-        return [row[0] for row in rows]
-
-    def release(self, worker_id: str, job_ids: Sequence[str], *, now: datetime) -> int:
-        if not job_ids:
-            return 0
-        with self._connection() as conn:
-            conn.execute(Q["queue_plans"])
-            released = conn.execute(
-                Q["release"],
-                {"ids": list(job_ids), "worker_id": worker_id, "now": now},
-                prepare=False,
-            ).rowcount
-            if released:
-                self._dialect.wake_workers(conn)
-        return released
 
     def rescue_expired(self, *, now: datetime, limit: int = 1000) -> list[str]:
         with self._connection() as conn:

@@ -1,6 +1,7 @@
 """The SQLite job queue, the hot path written for `sqlite3`: inserting jobs (one, and in bulk
-with `executemany`) and cancelling one; claims, completions, heartbeats, releases and rescues,
-each one `BEGIN IMMEDIATE` transaction; and waiting for new jobs.
+with `executemany`) and cancelling one; claims, completions and rescues, each one `BEGIN
+IMMEDIATE` transaction; and waiting for new jobs. Heartbeats and releases, the same on both
+drivers, are `lease_tables`'.
 
 `wait_for_notify` wakes at once for inserts made through any store on the same file in this
 process, and within `WAKE_POLL_INTERVAL` for inserts made by other processes (they bump a
@@ -33,7 +34,6 @@ from recoup.storage.job_rows import ONE_US, from_micros, micros
 from recoup.storage.rules import (
     ENDED,
     FINAL_STATE_OF,
-    attempt_keys,
     clip,
     job_holding_key,
     latest_completions,
@@ -171,44 +171,6 @@ class SqliteQueue:
         if reported:
             self._wakeups.notify()
         return applied
-
-    def heartbeat(
-        self,
-        worker_id: str,
-        job_ids: Sequence[str],
-        *,
-        lease_until: datetime,
-        attempts: Sequence[int] | None = None,
-    ) -> list[str]:
-        if not job_ids:
-            return []
-        keys = attempt_keys(job_ids, attempts)
-        with self._write() as conn:
-            rows = conn.execute(
-                Q["heartbeat"],
-                {
-                    "ids": json.dumps(list(job_ids)),
-                    "keys": None if keys is None else json.dumps(keys),
-                    "worker_id": worker_id,
-                    "lease_until": micros(lease_until),
-                },
-            ).fetchall()
-        return [row[0] for row in rows]
-
-    def release(self, worker_id: str, job_ids: Sequence[str], *, now: datetime) -> int:
-        if not job_ids:
-            return 0
-        with self._write() as conn:
-            cursor = conn.execute(
-                Q["release"],
-                {"ids": json.dumps(list(job_ids)), "worker_id": worker_id, "now": micros(now)},
-            )
-            released = cursor.rowcount
-            if released:
-                conn.execute(Q["bump_wakeups"])
-        if released:
-            self._wakeups.notify()
-        return released
 
     def rescue_expired(self, *, now: datetime, limit: int = 1000) -> list[str]:
         # The rule is `recoup.storage.rules`'; the write lock holds the batch still meanwhile.
