@@ -108,6 +108,13 @@ def check_name_prefix(prefix: str) -> None:
         raise InvalidInput("prefix", prefix, "expected a non-empty name prefix")
 
 
+def claimed_jobs(rows: Iterable[Sequence[Any]], instant: DecodeInstant) -> list[Job]:
+    """The jobs a claim returned, in the order they fire (run_at, then id)."""
+    jobs = [row_decoding.job_from_row(row, instant) for row in rows]
+    jobs.sort(key=lambda job: (job.run_at, job.id))
+    return jobs
+
+
 def job_page(
     rows: Sequence[Sequence[Any]], limit: int, decode: Callable[[Sequence[Any]], Job]
 ) -> JobPage:

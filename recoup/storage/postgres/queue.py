@@ -36,6 +36,7 @@ from recoup.storage.postgres.dialect import QUERIES, PostgresDialect
 from recoup.storage.rules import (
     ENDED,
     FINAL_STATE_OF,
+    claimed_jobs,
     clip,
     job_holding_key,
     latest_completions,
@@ -186,9 +187,7 @@ class PostgresQueue:
                 prepare=False,
                 binary=True,
             ).fetchall()
-        jobs = [row_decoding.job_from_row(row, aware_utc) for row in rows]
-        jobs.sort(key=lambda job: (job.run_at, job.id))
-        return jobs
+        return claimed_jobs(rows, aware_utc)
 
     def complete_many(self, completions: Sequence[Completion], *, now: datetime) -> list[str]:
         if not completions:

@@ -34,6 +34,7 @@ from recoup.storage.job_rows import ONE_US, from_micros, micros
 from recoup.storage.rules import (
     ENDED,
     FINAL_STATE_OF,
+    claimed_jobs,
     clip,
     job_holding_key,
     latest_completions,
@@ -122,9 +123,7 @@ class SqliteQueue:
                     "limit": params.limit,
                 },
             ).fetchall()
-        jobs = [row_decoding.job_from_row(row, from_micros) for row in rows]
-        jobs.sort(key=lambda job: (job.run_at, job.id))
-        return jobs
+        return claimed_jobs(rows, from_micros)
 
     def complete_many(self, completions: Sequence[Completion], *, now: datetime) -> list[str]:
         if not completions:
