@@ -9,13 +9,39 @@ Accepted URLs:
 
 The modules of the package:
 - `protocol`: `Store` and `ApiTables`, the types the rest of Recoup sees;
-- `sqlite/`, `postgres/`: one package per backend (its store, the worker's hot path in `queue`,
-  its API tables, its queries and numbered migrations as `.sql` files);
-- `sql_store`, `dunning_tables`, `api_tables`: the operations written once over both backends'
-  hooks (jobs, schedules and tenants; invoices; idempotency keys and tokens);
+- `dialect`: `Dialect`, what the shared table code needs of a backend (connections for reading
+  and one write transaction, `atomically`, the instant codec, booleans and lists, batch quirks,
+  the one map of named queries), and `QUERY_FILES`, the query files every dialect loads;
+- `sqlite/`, `postgres/`: one package per backend: its `dialect` (the one dialect object), the
+  hot path written for its driver in `queue` (inserts, claims, completions, rescues,
+  waiting), worker sessions in `workers`, migrations in `migrator`, claiming an idempotency
+  key in `key_claims`, its `store` (which only assembles those parts), and its queries and
+  numbered migrations as `.sql` files;
+- `sql_store`: `SqlStore`, the store assembled from a backend's parts and the table classes,
+  each `Store` operation bound to the part that does it;
+- the table classes, each written once over the dialect it takes: `job_tables` (jobs, runs,
+  schedules, tenants, the workers' list), `lease_tables` (heartbeats, releases),
+  `dunning_tables` (invoices, attempts, events, settings), `dunning_reports` (the recovery
+  report's reads, merchant tags), `tenant_tables` (disabling, secrets, deleting),
+  `intake_tables` (intake settings, provider events), `dead_letters` (redrive, delete),
+  `change_tables` (PATCH of a job or a schedule), `api_tables` (idempotency keys and tokens:
+  what `open_api_tables` returns);
 - `rules`: the rules both backends follow (checks, conflicts, completions, lost leases);
 - `job_rows`, `row_decoding`: the job scheduler's records into rows and back; `dunning_rows`:
   the dunning records' rows; `sql_files`: loading the `.sql` files.
+
+Adding a table module: write `xyz_tables.py` with a class `SqlXyzTables` whose constructor takes
+the `Dialect` (`self._dialect = dialect; self._sql = dialect.queries`) and whose operations read
+through `dialect.read()` / `dialect.snapshot()`, write through `dialect.write()` (one
+transaction; inside `atomically`, part of the unit) and encode and decode instants, booleans and
+lists with the dialect's codec, never by backend; put its SQL in named blocks (`-- name --`) in
+a new `xyz_queries.sql` in both `sqlite/` and `postgres/`, listed in `dialect.QUERY_FILES` (a
+name must be new across the files); add its tables in a new numbered migration of each backend
+(rows that belong to a tenant: a `delete_<table>` block in `tenant_queries.sql` and the table in
+`tenant_tables.TENANT_TABLES`, children first); then build it once in `SqlStore.__init__` and
+bind its operations there, and declare them in the protocol its callers use (and in `Store`).
+Neither backend's `store.py` changes. Only an operation whose driver code really differs (as the
+hot path) goes to each backend's package, behind a small protocol that `StoreParts` carries.
 """
 
 from __future__ import annotations

@@ -1,23 +1,38 @@
-"""The API tables (idempotency keys and API tokens, migration 0002) on both backends: the
-mapping between token records and rows, and the table operations (`SqlApiTables`) shared by
-the SQLite and PostgreSQL `api_tables`; as in `job_rows`, only the instant codec (and the SQL
-of each query, in each backend's `api_queries.sql`) differs by backend, and `begin`, whose
-concurrency handling is per dialect."""
+"""The API tables (idempotency keys and API tokens, migration 0002) on both backends, written
+once over the dialect: the mapping between token records and rows, and every operation
+(`SqlApiTables`, what `Store.api_tables()` returns). Only claiming a key (`begin`) differs by
+backend in more than its SQL: each backend's `key_claims.claim_key`, which `SqlApiTables`
+takes as an argument."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
-from datetime import datetime
-from typing import Any, ClassVar, TypeVar
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
 
+from recoup.idempotency.keys import DEFAULT_LOCK_TIMEOUT, Outcome
+from recoup.storage.dialect import Dialect, ping
 from recoup.storage.job_rows import DecodeInstant
-from recoup.storage.sql_store import SqlStore
 from recoup.tenancy import TokenInfo, TokenOwner
 
 T = TypeVar("T")
 
 RETRY_AFTER_SECONDS = 1  # an in-flight request usually ends within milliseconds
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRequest:
+    """A request's claim of an idempotency key, as a backend's `claim_key` takes it."""
+
+    ids: Mapping[str, Any]  # tenant, key: the parameters naming the key's row
+    claim: Mapping[str, Any]  # ids, fingerprint, method, path and now (encoded): `claim_key`'s
+    fingerprint: str
+    now: datetime
+    lock_timeout: timedelta
+
+
+ClaimKey = Callable[[Any, KeyRequest], Outcome]  # (the backend's dialect, the request)
 
 
 def token_from_row(row: Sequence[Any], instant: DecodeInstant) -> TokenInfo:
@@ -33,45 +48,45 @@ def token_from_row(row: Sequence[Any], instant: DecodeInstant) -> TokenInfo:
 
 
 class SqlApiTables:
-    """The backend-independent part of `SqliteApiTables` and `PostgresApiTables`: every
-    operation but `begin` (whose concurrency handling is per-dialect), written against the
-    store's `read()` / `write()`, the backend's `Q` and its instant codec. What
-    `Store.api_tables()` returns (`recoup.storage.ApiTables`)."""
+    """`IdempotencyStore` and `TokenStore` (`recoup.storage.ApiTables`) over a dialect."""
 
-    Q: ClassVar[Mapping[str, str]]
-
-    def __init__(self, store: SqlStore) -> None:
-        self._store = store
-
-    @staticmethod
-    def _encode_instant(value: datetime, /) -> Any:
-        """An instant as a query parameter."""
-        raise NotImplementedError
-
-    @staticmethod
-    def _decode_instant(value: Any, /) -> datetime:
-        """An instant from a column."""
-        raise NotImplementedError
-
-    def _statement(self) -> AbstractContextManager[Any]:
-        """A connection for an operation that is one statement: the store's `write()` by
-        default; PostgreSQL runs it in autocommit (one round trip, no BEGIN and COMMIT)."""
-        return self._store.write()
-
-    def _reading(self) -> AbstractContextManager[Any]:
-        """A connection for a read that is one statement: the store's `read()` by default."""
-        return self._store.read()
+    def __init__(self, dialect: Dialect, claim_key: ClaimKey) -> None:
+        self._dialect = dialect
+        self._claim_key = claim_key
+        self._sql = dialect.queries
 
     def ping(self) -> None:
         """Raise `StorageError` unless the database answers."""
-        self._store.ping()
+        ping(self._dialect)
 
-    # Idempotency keys (`begin` is per backend)
+    # Idempotency keys
 
     def atomically(self, fn: Callable[[], T]) -> T:
-        """`fn` as one transaction of the store (see `SqliteStore.atomically` and
-        `PostgresStore.atomically`)."""
-        return self._store.atomically(fn)
+        """`fn` as one transaction of the store (see `SqliteDialect.atomically` and
+        `PostgresDialect.atomically`)."""
+        return self._dialect.atomically(fn)
+
+    def begin(
+        self,
+        *,
+        tenant: str,
+        key: str,
+        fingerprint: str,
+        method: str,
+        path: str,
+        now: datetime,
+        lock_timeout: timedelta = DEFAULT_LOCK_TIMEOUT,
+    ) -> Outcome:
+        ids = {"tenant": tenant, "key": key}
+        claim = {
+            **ids,
+            "fingerprint": fingerprint,
+            "method": method,
+            "path": path,
+            "now": self._dialect.encode_instant(now),
+        }
+        request = KeyRequest(ids, claim, fingerprint, now, lock_timeout)
+        return self._claim_key(self._dialect, request)
 
     def complete(
         self,
@@ -83,13 +98,13 @@ class SqlApiTables:
         body: bytes,
         content_type: str,
     ) -> None:
-        with self._statement() as conn:
+        with self._dialect.statement_write() as conn:
             conn.execute(
-                self.Q["complete_key"],
+                self._sql["complete_key"],
                 {
                     "tenant": tenant,
                     "key": key,
-                    "locked_at": self._encode_instant(locked_at),
+                    "locked_at": self._dialect.encode_instant(locked_at),
                     "status": status,
                     "content_type": content_type,
                     "body": body,
@@ -97,14 +112,18 @@ class SqlApiTables:
             )
 
     def release(self, *, tenant: str, key: str, locked_at: datetime) -> None:
-        params = {"tenant": tenant, "key": key, "locked_at": self._encode_instant(locked_at)}
-        with self._statement() as conn:
-            conn.execute(self.Q["release_key"], params)
+        params = {
+            "tenant": tenant,
+            "key": key,
+            "locked_at": self._dialect.encode_instant(locked_at),
+        }
+        with self._dialect.statement_write() as conn:
+            conn.execute(self._sql["release_key"], params)
 
     def prune_keys(self, *, older_than: datetime, limit: int = 10_000) -> int:
-        params = {"before": self._encode_instant(older_than), "limit": limit}
-        with self._store.write() as conn:
-            pruned: int = conn.execute(self.Q["prune_keys"], params).rowcount
+        params = {"before": self._dialect.encode_instant(older_than), "limit": limit}
+        with self._dialect.write() as conn:
+            pruned: int = conn.execute(self._sql["prune_keys"], params).rowcount
         return pruned
 
     # API tokens
@@ -119,36 +138,39 @@ class SqlApiTables:
         label: str | None,
         now: datetime,
     ) -> TokenInfo:
-        with self._store.write() as conn:
+        with self._dialect.write() as conn:
             row = conn.execute(
-                self.Q["insert_token"],
+                self._sql["insert_token"],
                 {
                     "id": token_id,
                     "tenant": tenant,
                     "token_hash": token_hash,
                     "prefix": prefix,
                     "label": label,
-                    "now": self._encode_instant(now),
+                    "now": self._dialect.encode_instant(now),
                 },
             ).fetchone()
         assert row is not None  # INSERT … RETURNING returns the row or raises
-        return token_from_row(row, self._decode_instant)
+        return token_from_row(row, self._dialect.decode_instant)
 
     def token_owner(self, token_hash: str) -> TokenOwner | None:
         # Read afresh on every request, never cached: a revoked token, or a disabled tenant's,
         # is refused at once.
-        with self._reading() as conn:
-            row = conn.execute(self.Q["token_owner"], {"token_hash": token_hash}).fetchone()
+        with self._dialect.statement_read() as conn:
+            row = conn.execute(self._sql["token_owner"], {"token_hash": token_hash}).fetchone()
         return None if row is None else TokenOwner(tenant=str(row[0]), disabled=bool(row[1]))
 
     def list_tokens(self, tenant: str | None = None) -> list[TokenInfo]:
-        with self._store.read() as conn:
-            rows = conn.execute(self.Q["list_tokens"], {"tenant": tenant}).fetchall()
-        instant = self._decode_instant
+        with self._dialect.read() as conn:
+            rows = conn.execute(self._sql["list_tokens"], {"tenant": tenant}).fetchall()
+        instant = self._dialect.decode_instant
         return [token_from_row(row, instant) for row in rows]
 
     def revoke_token(self, token_id: str, *, now: datetime) -> TokenInfo | None:
-        with self._store.write() as conn:
-            conn.execute(self.Q["revoke_token"], {"id": token_id, "now": self._encode_instant(now)})
-            row = conn.execute(self.Q["get_token"], {"id": token_id}).fetchone()
-        return None if row is None else token_from_row(row, self._decode_instant)
+        with self._dialect.write() as conn:
+            conn.execute(
+                self._sql["revoke_token"],
+                {"id": token_id, "now": self._dialect.encode_instant(now)},
+            )
+            row = conn.execute(self._sql["get_token"], {"id": token_id}).fetchone()
+        return None if row is None else token_from_row(row, self._dialect.decode_instant)

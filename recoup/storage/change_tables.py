@@ -13,28 +13,28 @@ transaction).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from recoup.errors import Conflict
 from recoup.jobs.changes import JobChange
 from recoup.jobs.schedule_model import Schedule
 from recoup.jobs.store import JobUpdate
 from recoup.storage import job_rows, row_decoding
-from recoup.storage.sql_store import SqlStore
+from recoup.storage.dialect import Dialect
 
 
-class SqlChangeTables(SqlStore):
-    """`update_scheduled_job` and `replace_schedule`, shared by both backends."""
+class SqlChangeTables:
+    """`update_scheduled_job` and `replace_schedule` over a dialect."""
 
-    def _wake_workers(self, conn: Any) -> None:
-        raise NotImplementedError  # each backend's store
+    def __init__(self, dialect: Dialect) -> None:
+        self._dialect = dialect
+        self._sql = dialect.queries
 
     def update_scheduled_job(
         self, tenant: str, job_id: str, change: JobChange, *, now: datetime
     ) -> JobUpdate:
-        Q = self.Q
-        decode = self._decode_instant
-        with self.write() as conn:
+        Q = self._sql
+        decode = self._dialect.decode_instant
+        with self._dialect.write() as conn:
             row = conn.execute(Q["get_job_for_update"], {"tenant": tenant, "id": job_id}).fetchone()
             if row is None:
                 return JobUpdate(job=None, changed=False)
@@ -54,31 +54,31 @@ class SqlChangeTables(SqlStore):
                 {
                     "tenant": tenant,
                     "id": job_id,
-                    "run_at": self._encode_instant(new.run_at),
+                    "run_at": self._dialect.encode_instant(new.run_at),
                     "target": job_rows.dumps(job_rows.target_to_dict(new.target)),
                     "name": new.name,
                     "max_attempts": max_attempts,
                     "min_backoff_s": min_s,
                     "max_backoff_s": max_s,
-                    "jitter": self._encode_bool(jitter),
+                    "jitter": self._dialect.encode_bool(jitter),
                     "timeout_s": new.timeout.total_seconds(),
                     "metadata": job_rows.dumps(new.metadata),
-                    "now": self._encode_instant(now),
+                    "now": self._dialect.encode_instant(now),
                 },
             ).fetchone()
             if updated is None:  # not reachable under the lock; the UPDATE checks regardless
                 return JobUpdate(job=job, changed=False)
             if new.run_at != job.run_at:
-                self._wake_workers(conn)  # an earlier run_at: a sleeping worker must see it
+                self._dialect.wake_workers(conn)  # an earlier run_at: a sleeping worker must see it
         if new.run_at != job.run_at:
-            self._jobs_inserted()
+            self._dialect.jobs_inserted()
         return JobUpdate(job=row_decoding.job_from_row(updated, decode), changed=True)
 
     def replace_schedule(
         self, schedule: Schedule, *, expected_revision: int, now: datetime
     ) -> Schedule | None:
-        Q = self.Q
-        encode = self._encode_instant
+        Q = self._sql
+        encode = self._dialect.encode_instant
         max_attempts, min_s, max_s, jitter = job_rows.retry_values(schedule.retry)
         next_fire_at = schedule.next_fire_at
         params = {
@@ -90,10 +90,10 @@ class SqlChangeTables(SqlStore):
             "max_attempts": max_attempts,
             "min_backoff_s": min_s,
             "max_backoff_s": max_s,
-            "jitter": self._encode_bool(jitter),
+            "jitter": self._dialect.encode_bool(jitter),
             "timeout_s": schedule.timeout.total_seconds(),
             "missed": schedule.missed.value,
-            "paused": self._encode_bool(schedule.paused),
+            "paused": self._dialect.encode_bool(schedule.paused),
             "next_fire_at": None if next_fire_at is None else encode(next_fire_at),
             "metadata": job_rows.dumps(schedule.metadata),
             "start_at": None if schedule.start_at is None else encode(schedule.start_at),
@@ -101,7 +101,7 @@ class SqlChangeTables(SqlStore):
             "expected_revision": expected_revision,
             "now": encode(now),
         }
-        with self.write() as conn:
+        with self._dialect.write() as conn:
             holder = conn.execute(
                 Q["live_schedule_by_name"], {"tenant": schedule.tenant, "name": schedule.name}
             ).fetchone()
@@ -115,7 +115,7 @@ class SqlChangeTables(SqlStore):
             conn.execute(
                 Q["delete_pending_occurrences"], {"schedule_id": schedule.id, "now": encode(now)}
             )
-        return row_decoding.schedule_from_row(row, self._decode_instant)
+        return row_decoding.schedule_from_row(row, self._dialect.decode_instant)
 
 
 __all__ = ["SqlChangeTables"]

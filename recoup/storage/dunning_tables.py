@@ -2,11 +2,11 @@
 attempts and events, and per-tenant settings (migration 0003_dunning.sql; queries in each
 backend's `dunning_queries.sql`).
 
-`SqlDunningTables` is written once over `SqlStore`'s hooks (`read()` / `write()` and the
-instant codec) and the backend's `DQ` queries; `SqliteStore` and `PostgresStore` inherit it, so
-the store `open_store` returns is a `DunningStore` too, in the same database as the jobs (one
-query sees an attempt and its job). What differs by dialect is in the SQL (placeholders,
-`FOR UPDATE`, jsonb casts) and in `_encode_texts` (a list of strings as one parameter). The
+`SqlDunningTables` is written once over the dialect (`recoup.storage.dialect`: its connections,
+instant codec and queries); `SqliteStore` and `PostgresStore` hold one and forward to it, so the
+store `open_store` returns is a `DunningStore` too, in the same database as the jobs (one query
+sees an attempt and its job). What differs by dialect is in the SQL (placeholders,
+`FOR UPDATE`, jsonb casts) and in `encode_texts` (a list of strings as one parameter). The
 mapping between the records and rows (and the column lists the queries expand) is
 `dunning_rows`; this module holds the argument checks and the operations.
 
@@ -16,9 +16,9 @@ their attempts), so a reader never pairs an invoice with attempts of another ver
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, ClassVar, get_args
+from typing import Any, get_args
 
 from recoup.dunning.invoice import AttemptRecord, Invoice, InvoiceEvent, InvoiceState
 from recoup.dunning.limits import CardAttempt
@@ -32,6 +32,7 @@ from recoup.recovery.store import (
     InvoiceFilter,
     InvoicePage,
 )
+from recoup.storage.dialect import Dialect
 from recoup.storage.dunning_rows import (
     ATTEMPT_COLUMNS,
     EVENT_COLUMNS,
@@ -49,7 +50,6 @@ from recoup.storage.dunning_rows import (
 )
 from recoup.storage.job_rows import decode_cursor, encode_cursor
 from recoup.storage.rules import check_page_limit
-from recoup.storage.sql_store import SqlStore
 
 _DECISIONS = frozenset(get_args(DecisionKind))
 _FINAL_ACTIONS = frozenset(action.value for action in FinalAction)
@@ -96,32 +96,29 @@ def check_events(tenant: str, invoice_id: str, events: Sequence[InvoiceEvent]) -
         ids.add(event.id)
 
 
-class SqlDunningTables(SqlStore):
-    """`DunningStore` over a `SqlStore`'s connections, instant codec and `DQ` queries."""
+class SqlDunningTables:
+    """`DunningStore` over a dialect's connections, instant codec and queries."""
 
-    DQ: ClassVar[Mapping[str, str]]
-
-    def _encode_texts(self, values: Sequence[str]) -> Any:
-        """Strings as one query parameter: a list (PostgreSQL's text[]) unless the backend
-        says otherwise."""
-        return list(values)
+    def __init__(self, dialect: Dialect) -> None:
+        self._dialect = dialect
+        self._sql = dialect.queries
 
     # Writing, inside a caller's transaction
 
     def _read_invoice(self, conn: Any, tenant: str, invoice_id: str) -> Invoice | None:
         rows = conn.execute(
-            self.DQ["get_invoice"], {"tenant": tenant, "invoice_id": invoice_id}
+            self._sql["get_invoice"], {"tenant": tenant, "invoice_id": invoice_id}
         ).fetchall()
-        found = invoices_from_rows(rows, self._decode_instant)
+        found = invoices_from_rows(rows, self._dialect.decode_instant)
         return found[0] if found else None
 
     def _write_attempts(
         self, conn: Any, invoice: Invoice, attempts: Sequence[AttemptRecord]
     ) -> None:
         if attempts:
-            encode = self._encode_instant
+            encode = self._dialect.encode_instant
             rows = [attempt_values(invoice, attempt, encode) for attempt in attempts]
-            conn.cursor().executemany(self.DQ["upsert_attempt"], rows)
+            conn.cursor().executemany(self._sql["upsert_attempt"], rows)
 
     def _write_events(
         self, conn: Any, tenant: str, invoice_id: str, events: Sequence[InvoiceEvent]
@@ -132,7 +129,7 @@ class SqlDunningTables(SqlStore):
             return
         held = dict(
             conn.execute(
-                self.DQ["event_numbers"],
+                self._sql["event_numbers"],
                 {
                     "tenant": tenant,
                     "invoice_id": invoice_id,
@@ -141,7 +138,7 @@ class SqlDunningTables(SqlStore):
             ).fetchall()
         )
         new = []
-        encode = self._encode_instant
+        encode = self._dialect.encode_instant
         for event in events:
             holder = held.get(event.seq)
             if holder == event.id:
@@ -153,7 +150,7 @@ class SqlDunningTables(SqlStore):
                 )
             new.append(event_values(event, encode))
         if new:
-            conn.cursor().executemany(self.DQ["insert_event"], new)
+            conn.cursor().executemany(self._sql["insert_event"], new)
 
     # Invoices
 
@@ -162,11 +159,11 @@ class SqlDunningTables(SqlStore):
     ) -> tuple[Invoice, bool]:
         check_invoice(invoice)
         check_events(invoice.tenant, invoice.invoice_id, events)
-        with self.write() as conn:
+        with self._dialect.write() as conn:
             # The primary key decides concurrent creations: one insert wins; on PostgreSQL the
             # others wait for it to commit, insert nothing and read the winner's invoice.
             inserted = conn.execute(
-                self.DQ["insert_invoice"], invoice_values(invoice, self._encode_instant)
+                self._sql["insert_invoice"], invoice_values(invoice, self._dialect.encode_instant)
             ).fetchone()
             if inserted is None:
                 stored = self._read_invoice(conn, invoice.tenant, invoice.invoice_id)
@@ -177,7 +174,7 @@ class SqlDunningTables(SqlStore):
         return invoice, True
 
     def get_invoice(self, tenant: str, invoice_id: str) -> Invoice | None:
-        with self.read() as conn:
+        with self._dialect.read() as conn:
             return self._read_invoice(conn, tenant, invoice_id)
 
     def list_invoices(self, query: InvoiceFilter) -> InvoicePage:
@@ -186,17 +183,17 @@ class SqlDunningTables(SqlStore):
         cursor_id: str | None = None
         if query.cursor is not None:
             created, cursor_id = decode_cursor(query.cursor)
-            cursor_created = self._encode_instant(created)
+            cursor_created = self._dialect.encode_instant(created)
         # One statement per filter, each a plain equality on its index's leading columns (SQLite
         # cannot plan `:x IS NULL OR x = :x` onto an index).
         if query.customer_id is not None:
-            statement = self.DQ["list_invoices_of_customer"]
+            statement = self._sql["list_invoices_of_customer"]
         elif query.state is not None:
-            statement = self.DQ["list_invoices_in_state"]
+            statement = self._sql["list_invoices_in_state"]
         else:
-            statement = self.DQ["list_invoices"]
-        with self.read() as conn:
-            rows = self._execute_batch(
+            statement = self._sql["list_invoices"]
+        with self._dialect.read() as conn:
+            rows = self._dialect.execute_batch(
                 conn,
                 statement,
                 {
@@ -208,7 +205,7 @@ class SqlDunningTables(SqlStore):
                     "limit": query.limit + 1,  # one more says whether a next page exists
                 },
             ).fetchall()
-        invoices = invoices_from_rows(rows, self._decode_instant)
+        invoices = invoices_from_rows(rows, self._dialect.decode_instant)
         next_cursor = None
         if len(invoices) > query.limit:
             invoices = invoices[: query.limit]
@@ -223,10 +220,10 @@ class SqlDunningTables(SqlStore):
         change: Callable[[Invoice], InvoiceChange | None],
     ) -> InvoiceChange | None:
         ids = {"tenant": tenant, "invoice_id": invoice_id}
-        with self.write() as conn:
+        with self._dialect.write() as conn:
             # Lock first, then read in a statement of its own: on PostgreSQL a statement that
             # waited for the lock would still see the attempts as they were when it began.
-            if conn.execute(self.DQ["lock_invoice"], ids).fetchone() is None:
+            if conn.execute(self._sql["lock_invoice"], ids).fetchone() is None:
                 return None
             current = self._read_invoice(conn, tenant, invoice_id)
             assert current is not None  # locked: it cannot have gone
@@ -247,10 +244,10 @@ class SqlDunningTables(SqlStore):
                 )
             check_invoice(new)
             check_events(tenant, invoice_id, result.events)
-            values = invoice_values(new, self._encode_instant)
+            values = invoice_values(new, self._dialect.encode_instant)
             values["expected_version"] = current.version
             # Compare-and-set on the version: the backstop of the lock.
-            if not conn.execute(self.DQ["update_invoice"], values).rowcount:
+            if not conn.execute(self._sql["update_invoice"], values).rowcount:
                 raise Conflict(f"invoice {invoice_id!r} changed meanwhile")
             changed = [a for a in new.attempts if current.attempt(a.attempt) != a]
             self._write_attempts(conn, new, changed)
@@ -261,35 +258,38 @@ class SqlDunningTables(SqlStore):
 
     def invoice_events(self, tenant: str, invoice_id: str) -> list[InvoiceEvent]:
         ids = {"tenant": tenant, "invoice_id": invoice_id}
-        with self.read() as conn:
-            rows = conn.execute(self.DQ["invoice_events"], ids).fetchall()
-        instant = self._decode_instant
+        with self._dialect.read() as conn:
+            rows = conn.execute(self._sql["invoice_events"], ids).fetchall()
+        instant = self._dialect.decode_instant
         return [event_from_row(row, instant) for row in rows]
 
     def event_count(self, tenant: str, invoice_id: str) -> int:
         ids = {"tenant": tenant, "invoice_id": invoice_id}
-        with self.read() as conn:
-            return int(conn.execute(self.DQ["event_count"], ids).fetchone()[0])
+        with self._dialect.read() as conn:
+            return int(conn.execute(self._sql["event_count"], ids).fetchone()[0])
 
     def undispatched_events(self, *, limit: int = 500) -> list[InvoiceEvent]:
-        with self.read() as conn:
-            rows = conn.execute(self.DQ["undispatched_events"], {"limit": limit}).fetchall()
-        instant = self._decode_instant
+        with self._dialect.read() as conn:
+            rows = conn.execute(self._sql["undispatched_events"], {"limit": limit}).fetchall()
+        instant = self._dialect.decode_instant
         return [event_from_row(row, instant) for row in rows]
 
     def mark_events_dispatched(self, event_ids: Sequence[str], *, now: datetime) -> None:
         if not event_ids:
             return
-        params = {"ids": self._encode_texts(event_ids), "now": self._encode_instant(now)}
-        with self.write() as conn:
-            conn.execute(self.DQ["mark_events_dispatched"], params)
+        params = {
+            "ids": self._dialect.encode_texts(event_ids),
+            "now": self._dialect.encode_instant(now),
+        }
+        with self._dialect.write() as conn:
+            conn.execute(self._sql["mark_events_dispatched"], params)
 
     # Consistency with the jobs
 
     def attempts_out_of_sync(self, *, limit: int = 500) -> list[AttemptRef]:
-        with self.read() as conn:
-            rows = conn.execute(self.DQ["attempts_out_of_sync"], {"limit": limit}).fetchall()
-        instant = self._decode_instant
+        with self._dialect.read() as conn:
+            rows = conn.execute(self._sql["attempts_out_of_sync"], {"limit": limit}).fetchall()
+        instant = self._dialect.decode_instant
         return [
             AttemptRef(tenant=row[0], invoice_id=row[1], attempt=attempt_from_row(row[2:], instant))
             for row in rows
@@ -298,10 +298,10 @@ class SqlDunningTables(SqlStore):
     # Card history
 
     def card_history(self, tenant: str, card: str, *, since: datetime) -> list[CardAttempt]:
-        params = {"tenant": tenant, "card": card, "since": self._encode_instant(since)}
-        with self.read() as conn:
-            rows = conn.execute(self.DQ["card_history"], params).fetchall()
-        instant = self._decode_instant
+        params = {"tenant": tenant, "card": card, "since": self._dialect.encode_instant(since)}
+        with self._dialect.read() as conn:
+            rows = conn.execute(self._sql["card_history"], params).fetchall()
+        instant = self._dialect.decode_instant
         return [
             CardAttempt(
                 card=card,
@@ -317,16 +317,16 @@ class SqlDunningTables(SqlStore):
     # Settings
 
     def get_settings(self, tenant: str) -> DunningSettings | None:
-        with self.read() as conn:
-            row = conn.execute(self.DQ["get_settings"], {"tenant": tenant}).fetchone()
-        return None if row is None else settings_from_row(row, self._decode_instant)
+        with self._dialect.read() as conn:
+            row = conn.execute(self._sql["get_settings"], {"tenant": tenant}).fetchone()
+        return None if row is None else settings_from_row(row, self._dialect.decode_instant)
 
     def put_settings(self, settings: DunningSettings) -> DunningSettings:
-        params = settings_values(settings, self._encode_instant)
-        with self.write() as conn:
-            row = conn.execute(self.DQ["put_settings"], params).fetchone()
+        params = settings_values(settings, self._dialect.encode_instant)
+        with self._dialect.write() as conn:
+            row = conn.execute(self._sql["put_settings"], params).fetchone()
         assert row is not None  # an upsert … RETURNING returns its row
-        return settings_from_row(row, self._decode_instant)
+        return settings_from_row(row, self._dialect.decode_instant)
 
 
 __all__ = [

@@ -2,37 +2,28 @@
 backends: a tenant's hosted-charging settings and the ledger of its charges (migration
 0010_hosted_charging.sql; queries in each backend's `hosted_queries.sql`).
 
-Written once, by composition: the backend gives its connections (`read`, `write`), its
-instant codec and its queries; a store exposes the result as `store.hosted`.
+Written once over the backend's dialect; a store exposes it whole as `store.hosted` (the
+narrower seam: its callers take a `HostedChargeStore`, not the store).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
-from datetime import datetime
+from collections.abc import Sequence
 from typing import Any
 
 from recoup.recovery.hosted_store import HostedCharge, HostedChargeState, HostedCharging
+from recoup.storage.dialect import Dialect
 
 
 class SqlHostedTables:
-    """`HostedChargeStore` over one backend's connections."""
+    """`HostedChargeStore` over a dialect's connections, instant codec and queries."""
 
-    def __init__(
-        self,
-        *,
-        read: Callable[[], AbstractContextManager[Any]],
-        write: Callable[[], AbstractContextManager[Any]],
-        encode_instant: Callable[[datetime], Any],
-        decode_instant: Callable[[Any], datetime],
-        queries: Mapping[str, str],
-    ) -> None:
-        self._read = read
-        self._write = write
-        self._encode = encode_instant
-        self._decode = decode_instant
-        self._q = queries
+    def __init__(self, dialect: Dialect) -> None:
+        self._read = dialect.read
+        self._write = dialect.write
+        self._encode = dialect.encode_instant
+        self._decode = dialect.decode_instant
+        self._q = dialect.queries
 
     # Settings
 
@@ -61,7 +52,7 @@ class SqlHostedTables:
     def delete_hosted_charging(self, tenant: str) -> bool:
         with self._write() as conn:
             deleted: int = conn.execute(
-                self._q["delete_hosted_charging"], {"tenant": tenant}
+                self._q["remove_hosted_charging"], {"tenant": tenant}
             ).rowcount
         return deleted > 0
 

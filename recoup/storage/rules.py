@@ -25,7 +25,8 @@ from recoup.errors import Conflict, InvalidInput
 from recoup.jobs.model import MAX_ATTEMPTS, Completion, Job, JobState, NewJob, RunOutcome
 from recoup.jobs.schedule_model import NewSchedule
 from recoup.jobs.store import MAX_PAGE, JobPage, latest_per_job
-from recoup.storage.job_rows import encode_cursor
+from recoup.storage import row_decoding
+from recoup.storage.job_rows import DecodeInstant, encode_cursor
 
 # The schema's ceiling on max_attempts (CHECK max_attempts BETWEEN 1 AND 100, as `BackoffPolicy`
 # validates it): the most attempts a rescue may grant a job whose workers keep vanishing.
@@ -42,6 +43,23 @@ class Executes(Protocol):
     """A connection, as far as `insert_conflict` needs one."""
 
     def execute(self, query: Any, params: Any = ..., /) -> _Cursor: ...
+
+
+def job_holding_key(
+    conn: Executes, queries: Mapping[str, str], job: NewJob, instant: DecodeInstant
+) -> Job:
+    """For a job whose insert inserted nothing: the job already holding its idempotency key (the
+    same request made again, answered with the job it made), else raise its `Conflict`
+    (`insert_conflict`). Uses the backend's `get_job_by_idempotency_key` query, inside the
+    insert's transaction."""
+    if job.idempotency_key is not None:
+        found = conn.execute(
+            queries["get_job_by_idempotency_key"],
+            {"tenant": job.tenant, "key": job.idempotency_key},
+        ).fetchone()
+        if found is not None:
+            return row_decoding.job_from_row(found, instant)
+    raise insert_conflict(conn, queries, job)
 
 
 def insert_conflict(conn: Executes, queries: Mapping[str, str], job: NewJob) -> Conflict:
@@ -88,6 +106,13 @@ def check_name_prefix(prefix: str) -> None:
     named job of the tenant)."""
     if not prefix:
         raise InvalidInput("prefix", prefix, "expected a non-empty name prefix")
+
+
+def claimed_jobs(rows: Iterable[Sequence[Any]], instant: DecodeInstant) -> list[Job]:
+    """The jobs a claim returned, in the order they fire (run_at, then id)."""
+    jobs = [row_decoding.job_from_row(row, instant) for row in rows]
+    jobs.sort(key=lambda job: (job.run_at, job.id))
+    return jobs
 
 
 def job_page(

@@ -1,400 +1,213 @@
-"""What the SQLite and PostgreSQL stores share: the operations whose statements, parameters and
-row mapping are the same on both backends (tenants, cancelling, reading, retention, schedules,
-migrations bookkeeping), written once against four per-dialect hooks:
+"""The store assembled from its parts (`SqlStore`): the backend's dialect and the parts written
+for its driver (`StoreParts`: the queue, worker sessions, migrations, claiming an idempotency
+key), and the table classes written once over the dialect, which it builds itself. Every
+operation of `recoup.storage.Store` is one of the parts' own methods, bound in `__init__`, so a
+call costs what it did when the store inherited them.
 
-- `read()` / `write()`: a connection for reading, and one write transaction (on PostgreSQL
-  both are a pooled connection in a transaction; on SQLite an autocommit read and a
-  `BEGIN IMMEDIATE` transaction);
-- `_encode_instant` / `_decode_instant`: an instant as a query parameter and back from a column
-  (timestamptz as is on PostgreSQL; integer microseconds on SQLite), and `_row_instant`, the
-  encoding `job_rows` uses for whole rows;
-- `Q`: the backend's queries (same names, per-dialect SQL).
-
-The hot paths of the worker (claims, completions, heartbeats, bulk inserts) stay in each
-backend, written for its driver.
+`SqliteStore` and `PostgresStore` make their backend's parts and hand them here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol, TypeVar
 
-from recoup.jobs.model import Job, JobState, NewJob, Run, Tenant
-from recoup.jobs.schedule_model import NewSchedule, Schedule
-from recoup.jobs.store import (
-    JobFilter,
-    JobPage,
-    PruneResult,
-    RunFilter,
-    RunPage,
-    ScheduleFilter,
-    SchedulePage,
-)
-from recoup.storage import job_rows, row_decoding
-from recoup.storage.rules import (
-    check_name_prefix,
-    check_page_limit,
-    check_schedule_jobs,
-    job_page,
-    schedule_conflict,
-    state_counts,
-)
-from recoup.storage.sql_files import Migration, load_migrations
-from recoup.tenancy import TenantInfo
-
-if TYPE_CHECKING:
-    from recoup.storage.protocol import ApiTables
+from recoup.jobs.model import Completion, Job, NewJob
+from recoup.jobs.store import ClaimParams
+from recoup.jobs.worker_records import SessionRules, WorkerInfo, WorkerSession
+from recoup.storage.api_tables import ClaimKey, SqlApiTables
+from recoup.storage.change_tables import SqlChangeTables
+from recoup.storage.dead_letters import SqlDeadLetters
+from recoup.storage.dialect import Dialect
+from recoup.storage.dunning_reports import SqlDunningReports
+from recoup.storage.dunning_tables import SqlDunningTables
+from recoup.storage.hosted_tables import SqlHostedTables
+from recoup.storage.intake_tables import SqlIntakeTables
+from recoup.storage.job_tables import SqlJobTables
+from recoup.storage.lease_tables import SqlLeaseTables
+from recoup.storage.tenant_tables import SqlTenantTables
 
 T = TypeVar("T")
 
 
+class JobQueue(Protocol):
+    """A backend's hot path, written for its driver (`sqlite.queue`, `postgres.queue`)."""
+
+    def insert(self, job: NewJob, *, now: datetime) -> Job: ...
+    def insert_many(self, jobs: Sequence[NewJob], *, now: datetime) -> int: ...
+    def prepare_jobs(self, jobs: Sequence[NewJob], now: datetime) -> Sequence[Any]: ...
+    def insert_prepared(self, conn: Any, prepared: Sequence[Any], now: datetime) -> int: ...
+    def cancel(
+        self, tenant: str, job_id: str, *, now: datetime, begun: bool = True
+    ) -> Job | None: ...
+    def claim_due(self, params: ClaimParams) -> list[Job]: ...
+    def complete_many(self, completions: Sequence[Completion], *, now: datetime) -> list[str]: ...
+    def rescue_expired(self, *, now: datetime, limit: int = 1000) -> list[str]: ...
+    def wait_for_notify(self, timeout: float) -> bool: ...
+
+
+class WorkerSessions(Protocol):
+    """A backend's worker sessions (`sqlite.workers`, `postgres.workers`)."""
+
+    def open_worker_session(
+        self,
+        worker: WorkerInfo,
+        *,
+        now: datetime,
+        rules: SessionRules,
+        replacing: bool = False,
+    ) -> WorkerSession | None: ...
+    def rescue_dead_workers(
+        self, *, now: datetime, rules: SessionRules, limit: int = 100
+    ) -> dict[str, list[str]]: ...
+
+
+class Migrator(Protocol):
+    """A backend's migrations (`sqlite.migrator`, `postgres.migrator`)."""
+
+    def migrate(self) -> int: ...
+    def schema_version(self) -> int: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoreParts:
+    """What a backend makes for its store; the rest is written once over `dialect`."""
+
+    dialect: Dialect
+    queue: JobQueue
+    workers: WorkerSessions
+    migrator: Migrator
+    claim_key: ClaimKey  # `SqlApiTables.begin`'s per-backend part
+    close: Sequence[Callable[[], None]]  # what `close` closes, in order
+
+
 class SqlStore:
-    """The backend-independent part of `SqliteStore` and `PostgresStore`."""
+    """Every store protocol (`recoup.storage.Store`) over one backend's parts."""
 
-    backend: ClassVar[str]  # "sqlite" or "postgresql"
-    migrations_package: ClassVar[str]  # the package of the backend's NNNN_*.sql files
-    schema: str | None = None  # the PostgreSQL schema holding the tables
-    Q: ClassVar[Mapping[str, str]]
+    def __init__(self, parts: StoreParts) -> None:
+        dialect = self.dialect = parts.dialect
+        self.backend = dialect.backend
+        self.schema = dialect.schema
+        self._parts = parts
 
-    @staticmethod
-    def _encode_instant(value: datetime, /) -> Any:
-        """An instant as a query parameter."""
-        raise NotImplementedError
+        jobs = SqlJobTables(dialect, parts.queue)
+        self.ping = jobs.ping
+        self.migrations = jobs.migrations
+        self.ensure_tenant = jobs.ensure_tenant
+        self.get_tenant = jobs.get_tenant
+        self.list_tenants = jobs.list_tenants
+        self.cancel_by_name = jobs.cancel_by_name
+        self.cancel_by_prefix = jobs.cancel_by_prefix
+        self.cancel_group = jobs.cancel_group
+        self.get = jobs.get
+        self.get_by_name = jobs.get_by_name
+        self.list_jobs = jobs.list_jobs
+        self.runs = jobs.runs
+        self.list_runs = jobs.list_runs
+        self.count_by_state = jobs.count_by_state
+        self.count_live = jobs.count_live
+        self.count_by_tenant = jobs.count_by_tenant
+        self.prune = jobs.prune
+        self.insert_schedule = jobs.insert_schedule
+        self.get_schedule = jobs.get_schedule
+        self.list_schedules = jobs.list_schedules
+        self.set_schedule_paused = jobs.set_schedule_paused
+        self.delete_schedule = jobs.delete_schedule
+        self.due_schedules = jobs.due_schedules
+        self.advance_schedule = jobs.advance_schedule
+        self.next_due_at = jobs.next_due_at
+        self.due_backlog = jobs.due_backlog
+        self.workers = jobs.workers
 
-    @staticmethod
-    def _row_instant(value: datetime, /) -> Any:
-        """An instant in a row `job_rows` encodes."""
-        raise NotImplementedError
+        queue = parts.queue
+        self.insert = queue.insert
+        self.insert_many = queue.insert_many
+        self.cancel = queue.cancel
+        self.claim_due = queue.claim_due
+        self.complete_many = queue.complete_many
+        self.rescue_expired = queue.rescue_expired
+        self.wait_for_notify = queue.wait_for_notify
 
-    @staticmethod
-    def _decode_instant(value: Any, /) -> datetime:
-        """An instant from a column."""
-        raise NotImplementedError
+        self.open_worker_session = parts.workers.open_worker_session
+        self.rescue_dead_workers = parts.workers.rescue_dead_workers
+        self.migrate = parts.migrator.migrate
+        self.schema_version = parts.migrator.schema_version
+
+        leases = SqlLeaseTables(dialect)
+        self.heartbeat = leases.heartbeat
+        self.release = leases.release
+
+        dead_letters = SqlDeadLetters(dialect)
+        self.redrive = dead_letters.redrive
+        self.delete_failed = dead_letters.delete_failed
+
+        # Hosted charging's tables are one part, exposed whole (`Store.hosted`).
+        self.hosted = SqlHostedTables(dialect)
+
+        changes = SqlChangeTables(dialect)
+        self.update_scheduled_job = changes.update_scheduled_job
+        self.replace_schedule = changes.replace_schedule
+
+        tenants = SqlTenantTables(dialect)
+        self.set_tenant_disabled = tenants.set_tenant_disabled
+        self.replace_signing_secret = tenants.replace_signing_secret
+        self.delete_tenant = tenants.delete_tenant
+
+        dunning = SqlDunningTables(dialect)
+        self.create_invoice = dunning.create_invoice
+        self.get_invoice = dunning.get_invoice
+        self.list_invoices = dunning.list_invoices
+        self.change_invoice = dunning.change_invoice
+        self.invoice_events = dunning.invoice_events
+        self.event_count = dunning.event_count
+        self.undispatched_events = dunning.undispatched_events
+        self.mark_events_dispatched = dunning.mark_events_dispatched
+        self.attempts_out_of_sync = dunning.attempts_out_of_sync
+        self.card_history = dunning.card_history
+        self.get_settings = dunning.get_settings
+        self.put_settings = dunning.put_settings
+
+        reports = SqlDunningReports(dialect)
+        self.report_invoices = reports.report_invoices
+        self.count_events = reports.count_events
+        self.put_merchant_tag = reports.put_merchant_tag
+        self.delete_merchant_tag = reports.delete_merchant_tag
+        self.merchant_tags = reports.merchant_tags
+
+        intake = SqlIntakeTables(dialect)
+        self.get_intake_settings = intake.get_intake_settings
+        self.put_intake_settings = intake.put_intake_settings
+        self.claim_event = intake.claim_event
+        self.finish_event = intake.finish_event
+        self.release_event = intake.release_event
+        self.invoice_event_since = intake.invoice_event_since
+        self.prune_events = intake.prune_events
 
     def read(self) -> AbstractContextManager[Any]:
-        raise NotImplementedError
+        """A connection for reading, for code beside the store's own tables (see the dialect's
+        `read`): its errors become `StorageError`."""
+        return self.dialect.read()
 
     def write(self) -> AbstractContextManager[Any]:
-        raise NotImplementedError
-
-    def api_tables(self) -> ApiTables:
-        """The API's tables in this store's database (each backend's `api_tables` module)."""
-        raise NotImplementedError
+        """One write transaction, committed when the block ends and rolled back if it raises
+        (see the dialect's `write`): the store's own write lock, timeouts and errors."""
+        return self.dialect.write()
 
     def atomically(self, fn: Callable[[], T]) -> T:
-        """Run `fn`, whose reads and writes go through this store, as one transaction."""
-        raise NotImplementedError
+        """Run `fn`, whose reads and writes go through this store, as one transaction (see
+        `SqliteDialect.atomically` and `PostgresDialect.atomically`)."""
+        return self.dialect.atomically(fn)
 
-    # The database
+    def api_tables(self) -> SqlApiTables:
+        """The API's tables in this store's database."""
+        return SqlApiTables(self.dialect, self._parts.claim_key)
 
-    def ping(self) -> None:
-        """Raise `StorageError` unless the database answers."""
-        with self.read() as conn:
-            conn.execute("SELECT 1").fetchone()
+    def close(self) -> None:
+        for close in self._parts.close:
+            close()
 
-    def migrations(self) -> list[Migration]:
-        return load_migrations(self.migrations_package)
 
-    # Per-dialect details of the shared operations
-
-    def _encode_bool(self, value: bool) -> Any:
-        return value
-
-    def _plan_queue(self, conn: Any) -> None:
-        """Whatever the backend runs before a statement over the queue (nothing by default)."""
-
-    def _execute_batch(self, conn: Any, query: str, params: Mapping[str, Any]) -> Any:
-        """Run a batch statement (listings, pruning), whose plan depends on its parameters."""
-        return conn.execute(query, params)
-
-    def _prepare_jobs(self, jobs: Sequence[NewJob], now: datetime) -> Sequence[Any]:
-        """The jobs of `advance_schedule` as `_insert_prepared` takes them, made before the
-        write transaction begins."""
-        raise NotImplementedError
-
-    def _insert_prepared(self, conn: Any, prepared: Sequence[Any], now: datetime) -> int:
-        raise NotImplementedError
-
-    def _jobs_inserted(self) -> None:
-        """Called after a transaction that inserted jobs has committed (nothing by default)."""
-
-    # Tenants
-
-    def ensure_tenant(self, tenant: Tenant) -> Tenant:
-        Q = self.Q
-        with self.write() as conn:
-            conn.execute(
-                Q["ensure_tenant"],
-                {
-                    "id": tenant.id,
-                    "name": tenant.name,
-                    "signing_secret": tenant.signing_secret,
-                    "created_at": self._encode_instant(tenant.created_at),
-                },
-            )
-            row = conn.execute(Q["get_tenant"], {"id": tenant.id}).fetchone()
-        assert row is not None
-        return row_decoding.tenant_from_row(row, self._decode_instant)
-
-    def get_tenant(self, tenant_id: str) -> Tenant | None:
-        with self.read() as conn:
-            row = conn.execute(self.Q["get_tenant"], {"id": tenant_id}).fetchone()
-        return None if row is None else row_decoding.tenant_from_row(row, self._decode_instant)
-
-    def list_tenants(self) -> list[TenantInfo]:
-        with self.read() as conn:
-            rows = conn.execute(self.Q["list_tenants"]).fetchall()
-        instant = self._decode_instant
-        return [row_decoding.tenant_info_from_row(row, instant) for row in rows]
-
-    # Cancelling
-
-    def cancel_by_name(self, tenant: str, name: str, *, now: datetime) -> int:
-        params = {"tenant": tenant, "name": name, "now": self._encode_instant(now)}
-        with self.write() as conn:
-            cancelled: int = conn.execute(self.Q["cancel_by_name"], params).rowcount
-            return cancelled
-
-    def cancel_by_prefix(self, tenant: str, prefix: str, *, now: datetime) -> int:
-        check_name_prefix(prefix)
-        params = {"tenant": tenant, "prefix": prefix, "now": self._encode_instant(now)}
-        with self.write() as conn:
-            cancelled: int = conn.execute(self.Q["cancel_by_prefix"], params).rowcount
-            return cancelled
-
-    def cancel_group(self, tenant: str, group: str, *, now: datetime) -> int:
-        params = {"tenant": tenant, "group": group, "now": self._encode_instant(now)}
-        with self.write() as conn:
-            cancelled: int = conn.execute(self.Q["cancel_group"], params).rowcount
-            return cancelled
-
-    # Reading
-
-    def get(self, tenant: str, job_id: str) -> Job | None:
-        with self.read() as conn:
-            row = conn.execute(self.Q["get_job"], {"tenant": tenant, "id": job_id}).fetchone()
-        return None if row is None else row_decoding.job_from_row(row, self._decode_instant)
-
-    def get_by_name(self, tenant: str, name: str) -> Job | None:
-        Q = self.Q
-        params = {"tenant": tenant, "name": name}
-        with self.read() as conn:
-            row = conn.execute(Q["get_live_job_by_name"], params).fetchone()
-            if row is None:
-                row = conn.execute(Q["get_latest_job_by_name"], params).fetchone()
-        return None if row is None else row_decoding.job_from_row(row, self._decode_instant)
-
-    def list_jobs(self, query: JobFilter) -> JobPage:
-        check_page_limit(query.limit)
-        cursor_created: Any = None
-        cursor_id: str | None = None
-        if query.cursor is not None:
-            created, cursor_id = job_rows.decode_cursor(query.cursor)
-            cursor_created = self._encode_instant(created)
-        # A group's, a name's or a metadata filter's listing is its own statement, so that it
-        # walks its index.
-        if query.group is not None:
-            statement = self.Q["list_group_jobs"]
-        elif query.name is not None:
-            statement = self.Q["list_named_jobs"]
-        elif query.metadata:
-            statement = self.Q["list_metadata_jobs"]
-        else:
-            statement = self.Q["list_jobs"]
-        with self.read() as conn:
-            rows = self._execute_batch(
-                conn,
-                statement,
-                {
-                    "tenant": query.tenant,
-                    "state": None if query.state is None else query.state.value,
-                    "prefix": query.name_prefix,
-                    "name": query.name,
-                    "schedule_id": query.schedule_id,
-                    "group": query.group,
-                    "metadata": job_rows.dumps(query.metadata) if query.metadata else None,
-                    "cursor_created": cursor_created,
-                    "cursor_id": cursor_id,
-                    "limit": query.limit + 1,  # one more says whether a next page exists
-                },
-            ).fetchall()
-        instant = self._decode_instant
-        return job_page(rows, query.limit, lambda row: row_decoding.job_from_row(row, instant))
-
-    def runs(self, tenant: str, job_id: str) -> list[Run]:
-        with self.read() as conn:
-            rows = conn.execute(self.Q["runs"], {"tenant": tenant, "job_id": job_id}).fetchall()
-        instant = self._decode_instant
-        return [row_decoding.run_from_row(row, instant) for row in rows]
-
-    def list_runs(self, query: RunFilter) -> RunPage:
-        check_page_limit(query.limit)
-        after = 0 if query.cursor is None else job_rows.decode_run_cursor(query.cursor)
-        params = {
-            "tenant": query.tenant,
-            "job_id": query.job_id,
-            "after_attempt": after,
-            "limit": query.limit + 1,  # one more says whether a next page exists
-        }
-        with self.read() as conn:
-            rows = conn.execute(self.Q["list_runs"], params).fetchall()
-        instant = self._decode_instant
-        runs = [row_decoding.run_from_row(row, instant) for row in rows[: query.limit]]
-        more = len(rows) > query.limit
-        return RunPage(runs=runs, next_cursor=str(runs[-1].attempt) if more else None)
-
-    def count_by_state(self, tenant: str | None = None) -> dict[JobState, int]:
-        Q = self.Q
-        with self.read() as conn:
-            if tenant is None:
-                rows = conn.execute(Q["count_by_state"]).fetchall()
-            else:
-                rows = conn.execute(Q["count_by_state_of_tenant"], {"tenant": tenant}).fetchall()
-        return state_counts(rows)
-
-    def count_live(self) -> dict[JobState, int]:
-        with self.read() as conn:
-            rows = conn.execute(self.Q["count_live"]).fetchall()
-        return {JobState(state): int(count) for state, count in rows}
-
-    def count_by_tenant(self) -> dict[str, dict[JobState, int]]:
-        with self.read() as conn:
-            rows = conn.execute(self.Q["count_by_tenant"]).fetchall()
-        counts: dict[str, dict[JobState, int]] = {}
-        for tenant, state, count in rows:
-            counts.setdefault(tenant, {})[JobState(state)] = int(count)
-        return counts
-
-    # Retention
-
-    def prune(self, *, now: datetime, keep_runs_for: timedelta, limit: int = 10_000) -> PruneResult:
-        """Deletes at most `limit` jobs and `limit` runs, each batch its own short transaction
-        (so pruning never holds locks for long); call again while a count equals `limit`."""
-        Q = self.Q
-        with self.write() as conn:
-            self._plan_queue(conn)
-            jobs: int = self._execute_batch(
-                conn, Q["prune_jobs"], {"now": self._encode_instant(now), "limit": limit}
-            ).rowcount
-        with self.write() as conn:
-            self._plan_queue(conn)
-            runs: int = self._execute_batch(
-                conn,
-                Q["prune_runs"],
-                {"before": self._encode_instant(now - keep_runs_for), "limit": limit},
-            ).rowcount
-        return PruneResult(jobs=jobs, runs=runs)
-
-    # Schedules
-
-    def insert_schedule(
-        self, schedule: NewSchedule, *, next_fire_at: datetime | None, now: datetime
-    ) -> Schedule:
-        values = job_rows.schedule_values(
-            schedule, next_fire_at=next_fire_at, now=now, instant=self._row_instant
-        )
-        with self.write() as conn:
-            row = conn.execute(self.Q["insert_schedule"], values).fetchone()
-        if row is None:
-            raise schedule_conflict(schedule)
-        return row_decoding.schedule_from_row(row, self._decode_instant)
-
-    def get_schedule(self, tenant: str, schedule_id: str) -> Schedule | None:
-        """Deleted schedules are returned too, with `deleted=True` (their jobs still name them)."""
-        params = {"tenant": tenant, "id": schedule_id}
-        with self.read() as conn:
-            row = conn.execute(self.Q["get_schedule"], params).fetchone()
-        return None if row is None else row_decoding.schedule_from_row(row, self._decode_instant)
-
-    def list_schedules(self, query: ScheduleFilter) -> SchedulePage:
-        check_page_limit(query.limit)
-        params = {
-            "tenant": query.tenant,
-            "paused": None if query.paused is None else self._encode_bool(query.paused),
-            "ended": None if query.ended is None else self._encode_bool(query.ended),
-            "name": query.name,
-            "metadata": job_rows.dumps(query.metadata) if query.metadata else None,
-            "after_name": query.cursor,  # names are unique among live schedules
-            "limit": query.limit + 1,  # one more says whether a next page exists
-        }
-        with self.read() as conn:
-            rows = conn.execute(self.Q["list_schedules"], params).fetchall()
-        instant = self._decode_instant
-        found = [row_decoding.schedule_from_row(row, instant) for row in rows[: query.limit]]
-        more = len(rows) > query.limit
-        return SchedulePage(schedules=found, next_cursor=found[-1].name if more else None)
-
-    def set_schedule_paused(
-        self,
-        tenant: str,
-        schedule_id: str,
-        *,
-        paused: bool,
-        now: datetime,
-        next_fire_at: datetime | None = None,
-    ) -> Schedule | None:
-        encode = self._encode_instant
-        params = {
-            "tenant": tenant,
-            "id": schedule_id,
-            "paused": self._encode_bool(paused),
-            "next_fire_at": None if next_fire_at is None else encode(next_fire_at),
-            "now": encode(now),
-        }
-        with self.write() as conn:
-            row = conn.execute(self.Q["set_schedule_paused"], params).fetchone()
-        return None if row is None else row_decoding.schedule_from_row(row, self._decode_instant)
-
-    def delete_schedule(self, tenant: str, schedule_id: str, *, now: datetime) -> bool:
-        Q = self.Q
-        at = self._encode_instant(now)
-        with self.write() as conn:
-            deleted = conn.execute(
-                Q["delete_schedule"], {"tenant": tenant, "id": schedule_id, "now": at}
-            ).rowcount
-            if deleted:
-                conn.execute(Q["cancel_schedule_jobs"], {"schedule_id": schedule_id, "now": at})
-        return bool(deleted)
-
-    def due_schedules(self, *, now: datetime, horizon: timedelta, limit: int) -> list[Schedule]:
-        params = {"until": self._encode_instant(now + horizon), "limit": limit}
-        with self.read() as conn:
-            rows = conn.execute(self.Q["due_schedules"], params).fetchall()
-        instant = self._decode_instant
-        return [row_decoding.schedule_from_row(row, instant) for row in rows]
-
-    def advance_schedule(
-        self,
-        schedule_id: str,
-        *,
-        expected_next: datetime,
-        new_next: datetime | None,
-        jobs: Sequence[NewJob],
-        now: datetime,
-        revision: int | None = None,
-    ) -> bool:
-        check_schedule_jobs(schedule_id, jobs)
-        encode = self._encode_instant
-        prepared = self._prepare_jobs(jobs, now)
-        with self.write() as conn:
-            # On PostgreSQL the UPDATE locks the schedule's row (on SQLite the write lock is
-            # held already): a second scheduler waits here, then finds next_fire_at moved and
-            # changes nothing.
-            advanced = conn.execute(
-                self.Q["advance_schedule"],
-                {
-                    "id": schedule_id,
-                    "expected_next": encode(expected_next),
-                    "new_next": None if new_next is None else encode(new_next),
-                    "now": encode(now),
-                    "revision": revision,
-                },
-            ).rowcount
-            if not advanced:
-                return False
-            inserted = self._insert_prepared(conn, prepared, now) if prepared else 0
-        if inserted:
-            self._jobs_inserted()
-        return True
+__all__ = ["JobQueue", "Migrator", "SqlStore", "StoreParts", "WorkerSessions"]

@@ -3,22 +3,21 @@
 signing secret, deleting it with every row of it. The rules are `recoup.tenancy`'s; this
 module makes each operation one transaction.
 
-`SqlTenantTables` is written once over `SqlStore`'s hooks (`read()` / `write()`, the instant
-codec) and the backend's `TQ` queries; `SqliteStore` and `PostgresStore` inherit it. What
-differs by dialect is in the SQL (PostgreSQL locks the tenant's row before deleting) and in
-`_wake_workers`, which lets idle workers know that released jobs may be due.
+`SqlTenantTables` is written once over the dialect (its connections, instant codec and
+queries); `SqliteStore` and `PostgresStore` hold one. What differs by dialect is in the SQL
+(PostgreSQL locks the tenant's row before deleting) and in the dialect's `wake_workers`, which
+lets idle workers know that released jobs may be due.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any
 
 from recoup.errors import Conflict
 from recoup.jobs.model import Tenant
 from recoup.storage import row_decoding
-from recoup.storage.sql_store import SqlStore
+from recoup.storage.dialect import Dialect
 
 # Children before the rows they reference (foreign keys hold on both backends), the tenant
 # last: the `delete_<table>` blocks of `tenant_queries.sql`.
@@ -41,53 +40,52 @@ TENANT_TABLES = (
 )
 
 
-class SqlTenantTables(SqlStore):
-    """`TenantStore`'s operations past creation, shared by both backends."""
+class SqlTenantTables:
+    """`TenantStore`'s operations past creation, over a dialect."""
 
-    TQ: ClassVar[Mapping[str, str]]
-
-    def _wake_workers(self, conn: Any) -> None:
-        """Inside a transaction that made jobs due: let idle workers of every process know
-        once it commits (SQLite bumps its wake-up counter, PostgreSQL notifies)."""
-        raise NotImplementedError
+    def __init__(self, dialect: Dialect) -> None:
+        self._dialect = dialect
+        self._sql = dialect.queries
 
     def _tenant(self, conn: Any, tenant_id: str) -> Tenant | None:
-        row = conn.execute(self.Q["get_tenant"], {"id": tenant_id}).fetchone()
-        return None if row is None else row_decoding.tenant_from_row(row, self._decode_instant)
+        row = conn.execute(self._sql["get_tenant"], {"id": tenant_id}).fetchone()
+        return (
+            None if row is None else row_decoding.tenant_from_row(row, self._dialect.decode_instant)
+        )
 
     def set_tenant_disabled(
         self, tenant_id: str, *, disabled: bool, now: datetime
     ) -> Tenant | None:
-        TQ = self.TQ
-        params = {"id": tenant_id, "tenant": tenant_id, "now": self._encode_instant(now)}
-        with self.write() as conn:
+        Q = self._sql
+        params = {"id": tenant_id, "tenant": tenant_id, "now": self._dialect.encode_instant(now)}
+        with self._dialect.write() as conn:
             if disabled:
-                changed = conn.execute(TQ["disable_tenant"], params).rowcount
+                changed = conn.execute(Q["disable_tenant"], params).rowcount
                 if changed:
-                    conn.execute(TQ["hold_jobs"], params)
+                    conn.execute(Q["hold_jobs"], params)
             else:
-                changed = conn.execute(TQ["enable_tenant"], params).rowcount
-                if changed and conn.execute(TQ["release_held_jobs"], params).rowcount:
-                    self._wake_workers(conn)
+                changed = conn.execute(Q["enable_tenant"], params).rowcount
+                if changed and conn.execute(Q["release_held_jobs"], params).rowcount:
+                    self._dialect.wake_workers(conn)
             tenant = self._tenant(conn, tenant_id) if changed else None
         if not disabled and tenant is not None:
-            self._jobs_inserted()
+            self._dialect.jobs_inserted()
         return tenant
 
     def replace_signing_secret(
         self, tenant_id: str, *, secret: str, previous_until: datetime | None
     ) -> Tenant | None:
-        until = None if previous_until is None else self._encode_instant(previous_until)
+        until = None if previous_until is None else self._dialect.encode_instant(previous_until)
         params = {"id": tenant_id, "secret": secret, "previous_until": until}
-        with self.write() as conn:
-            if not conn.execute(self.TQ["replace_signing_secret"], params).rowcount:
+        with self._dialect.write() as conn:
+            if not conn.execute(self._sql["replace_signing_secret"], params).rowcount:
                 return None
             return self._tenant(conn, tenant_id)
 
     def delete_tenant(self, tenant_id: str) -> dict[str, int] | None:
-        TQ = self.TQ
-        with self.write() as conn:
-            state = conn.execute(TQ["tenant_state"], {"id": tenant_id}).fetchone()
+        Q = self._sql
+        with self._dialect.write() as conn:
+            state = conn.execute(Q["tenant_state"], {"id": tenant_id}).fetchone()
             if state is None:
                 return None
             if state[0] is None:
@@ -95,14 +93,14 @@ class SqlTenantTables(SqlStore):
                     f"tenant {tenant_id!r} is enabled: disable it first "
                     f"(`recoup tenants disable {tenant_id}`), so that nothing of it starts"
                 )
-            running = conn.execute(TQ["running_jobs_of_tenant"], {"tenant": tenant_id}).fetchone()
+            running = conn.execute(Q["running_jobs_of_tenant"], {"tenant": tenant_id}).fetchone()
             if running[0]:
                 raise Conflict(
                     f"tenant {tenant_id!r} has {running[0]} attempt(s) running: delete it once "
                     "they end (a disabled tenant starts no new one)"
                 )
             return {
-                table: max(0, conn.execute(TQ[f"delete_{table}"], {"tenant": tenant_id}).rowcount)
+                table: max(0, conn.execute(Q[f"delete_{table}"], {"tenant": tenant_id}).rowcount)
                 for table in TENANT_TABLES
             }
 

@@ -644,7 +644,7 @@ def test_card_history_walks_the_cards_invoices_not_the_tenants_attempts(store: S
         plan = [
             row[3]
             for row in conn.execute(
-                "EXPLAIN QUERY PLAN " + store.DQ["card_history"],
+                "EXPLAIN QUERY PLAN " + store.dialect.queries["card_history"],
                 {"tenant": TENANT, "card": "card_1", "since": 0},
             )
         ]

@@ -103,7 +103,7 @@ def test_migrating_to_0010_keeps_every_invoice_and_its_references(
     attempts and events, and the references between them survive it."""
     import importlib
 
-    module = importlib.import_module(f"recoup.storage.{backend.name}.store")
+    module = importlib.import_module(f"recoup.storage.{backend.name}.migrator")
     every = module.load_migrations(f"recoup.storage.{backend.name}.migrations")
     monkeypatch.setattr(module, "load_migrations", lambda _: [m for m in every if m.version < 10])
     older = backend.open()

@@ -131,10 +131,10 @@ def test_a_window_that_ends_before_it_starts_is_invalid_input(store: Store) -> N
 def bulk_insert(store: Store, invoices: list[Invoice]) -> None:
     """Many invoices in one transaction, through the store's own insert statements (creating
     them one transaction at a time would dominate the test)."""
-    encode = store._encode_instant  # type: ignore[attr-defined]
+    encode = store.dialect.encode_instant  # type: ignore[attr-defined]
     rows = [invoice_values(one, encode) for one in invoices]
     attempts = [attempt_values(one, a, encode) for one in invoices for a in one.attempts]
-    queries = store.DQ  # type: ignore[attr-defined]
+    queries = store.dialect.queries  # type: ignore[attr-defined]
     with store.write() as conn:
         conn.cursor().executemany(queries["insert_invoice"], rows)
         conn.cursor().executemany(queries["upsert_attempt"], attempts)
@@ -156,17 +156,18 @@ class CountingConnection:
 
 
 def counting_statements(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every statement the store runs from now on (through any of its connections)."""
+    """Every statement the store runs from now on (through any of its dialect's connections)."""
     statements: list[str] = []
-    for opener in ("read", "write", "_snapshot"):
-        original = getattr(store, opener)
+    dialect = store.dialect  # type: ignore[attr-defined]
+    for opener in ("read", "write", "snapshot"):
+        original = getattr(dialect, opener)
 
         @contextmanager
         def counted(original: Any = original) -> Iterator[Any]:
             with original() as conn:
                 yield CountingConnection(conn, statements)
 
-        monkeypatch.setattr(store, opener, counted)
+        monkeypatch.setattr(dialect, opener, counted)
     return statements
 
 
@@ -207,7 +208,7 @@ def test_a_report_over_five_thousand_invoices_is_two_statements(
 
 
 def _plan(store: Store, query: str, params: dict[str, Any]) -> str:
-    sql = store.DQ[query]  # type: ignore[attr-defined]
+    sql = store.dialect.queries[query]  # type: ignore[attr-defined]
     with store.read() as conn:
         if store.backend == "postgresql":
             conn.execute("SET LOCAL enable_seqscan = off")
@@ -242,7 +243,7 @@ def test_the_reports_reads_go_through_their_indexes(store: Store, query: str, in
         # the database, other tests' schemas too, and deadlock with their DROP SCHEMA.
         for table in ("invoices", "invoice_attempts", "invoice_events"):
             conn.execute(f"ANALYZE {table}")
-    encode = store._encode_instant  # type: ignore[attr-defined]
+    encode = store.dialect.encode_instant  # type: ignore[attr-defined]
     params = {
         "tenant": TENANT,
         "type": "invoice.double_charged",

@@ -94,6 +94,6 @@ def test_a_finished_threads_connection_is_closed(tmp_path: Path) -> None:
             thread.start()
             thread.join()
         gc.collect()
-        assert len(store._all) == 1  # this thread's, opened to migrate
+        assert store.dialect.open_connections() == 1  # this thread's, opened to migrate
     finally:
         store.close()

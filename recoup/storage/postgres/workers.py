@@ -12,16 +12,16 @@ is held is never dead, however late its heartbeat: its jobs wait for their lease
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
-from typing import Any, ClassVar
+from typing import Any
 
 import psycopg
 
 from recoup.errors import StorageError
-from recoup.jobs.worker_records import Beat, RegisteredWorker, SessionRules, WorkerInfo
-from recoup.storage.job_rows import aware_utc
+from recoup.jobs.worker_records import Beat, SessionRules, WorkerInfo
+from recoup.storage.postgres.dialect import QUERIES, PostgresDialect
+
+Q = QUERIES
 
 # Seconds: TCP keepalives of a session's connection, on both ends, so that a worker whose
 # machine vanished (no FIN ever comes) loses its lock well within a lease.
@@ -36,12 +36,12 @@ class PostgresWorkerSession:
 
     def __init__(
         self,
-        store: PostgresWorkers,
+        workers: PostgresWorkers,
         conn: psycopg.Connection[Any],
         worker_id: str,
         grace: timedelta,
     ) -> None:
-        self._store = store
+        self._workers = workers
         self._conn = conn
         self._worker_id = worker_id
         self._grace = grace
@@ -54,7 +54,7 @@ class PostgresWorkerSession:
         # A statement that succeeds on this connection proves the session alive, and a live
         # session still holds its lock (only its end releases a session-level lock).
         try:
-            row = self._conn.execute(self._store.Q["beat_worker"], {"id": self._worker_id})
+            row = self._conn.execute(Q["beat_worker"], {"id": self._worker_id})
             return Beat.ALIVE if row.fetchone() is not None else Beat.GONE
         except psycopg.OperationalError as exc:
             if self._conn.broken or self._conn.closed:
@@ -66,14 +66,14 @@ class PostgresWorkerSession:
     def hand_back(self, *, now: datetime) -> list[str]:
         try:
             with self._conn.transaction():
-                handed = self._store._hand_back(self._conn, [self._worker_id], now)
+                handed = self._workers.hand_back(self._conn, [self._worker_id], now)
         except psycopg.Error as exc:
             raise StorageError(f"PostgreSQL: {exc}") from exc
         return [job_id for job_id, _ in handed]
 
     def close(self) -> None:
         try:
-            self._conn.execute(self._store.Q["delete_workers"], {"ids": [self._worker_id]})
+            self._conn.execute(Q["delete_workers"], {"ids": [self._worker_id]})
         except psycopg.Error as exc:
             raise StorageError(f"PostgreSQL: {exc}") from exc
         finally:
@@ -84,17 +84,11 @@ class PostgresWorkerSession:
 
 
 class PostgresWorkers:
-    """The worker-session operations of `PostgresStore`."""
+    """Worker sessions over a `PostgresDialect`: a connection of its own per session, holding
+    the worker's advisory lock; finding dead workers and handing their jobs back."""
 
-    Q: ClassVar[Mapping[str, str]]
-    url: str
-    channel: str
-
-    def _conn(self) -> AbstractContextManager[psycopg.Connection[Any]]:
-        raise NotImplementedError
-
-    def _connect_kwargs(self) -> dict[str, Any]:
-        raise NotImplementedError
+    def __init__(self, dialect: PostgresDialect) -> None:
+        self._dialect = dialect
 
     def open_worker_session(
         self,
@@ -104,7 +98,7 @@ class PostgresWorkers:
         rules: SessionRules,
         replacing: bool = False,
     ) -> PostgresWorkerSession | None:
-        kwargs = self._connect_kwargs()
+        kwargs = self._dialect.connect_kwargs()
         options = (
             f"{kwargs.pop('options', '')} -c tcp_keepalives_idle={KEEPALIVE_IDLE}"
             f" -c tcp_keepalives_interval={KEEPALIVE_INTERVAL}"
@@ -115,7 +109,7 @@ class PostgresWorkers:
         )
         try:
             conn = psycopg.connect(
-                self.url,
+                self._dialect.url,
                 autocommit=True,
                 options=options,
                 application_name=APPLICATION_NAME.format(id=worker.id)[:63],
@@ -128,7 +122,7 @@ class PostgresWorkers:
         except psycopg.Error as exc:
             raise StorageError(f"PostgreSQL: {exc}") from exc
         try:
-            row = conn.execute(self.Q["lock_worker"], {"id": worker.id}).fetchone()
+            row = conn.execute(Q["lock_worker"], {"id": worker.id}).fetchone()
             if row is None or not row[0]:
                 conn.close()  # a live session holds the id (or an observer hands it back)
                 return None
@@ -136,9 +130,9 @@ class PostgresWorkers:
                 if not replacing:
                     # Whatever still runs under this id belongs to a previous session: the
                     # lock says none of it runs now.
-                    self._hand_back(conn, [worker.id], now)
+                    self.hand_back(conn, [worker.id], now)
                 conn.execute(
-                    self.Q["register_worker"],
+                    Q["register_worker"],
                     {
                         "id": worker.id,
                         "host": worker.host,
@@ -154,48 +148,32 @@ class PostgresWorkers:
     def rescue_dead_workers(
         self, *, now: datetime, rules: SessionRules, limit: int = 100
     ) -> dict[str, list[str]]:
-        with self._conn() as conn:
+        with self._dialect.connection() as conn:
             rows = conn.execute(
-                self.Q["dead_workers"], {"grace": rules.grace, "limit": limit}, prepare=False
+                Q["dead_workers"], {"grace": rules.grace, "limit": limit}, prepare=False
             ).fetchall()
             dead = [row[0] for row in rows]
             if not dead:
                 return {}
-            handed = self._hand_back(conn, dead, now)
-            conn.execute(self.Q["delete_workers"], {"ids": dead})
+            handed = self.hand_back(conn, dead, now)
+            conn.execute(Q["delete_workers"], {"ids": dead})
         found: dict[str, list[str]] = {worker_id: [] for worker_id in dead}
         for job_id, worker_id in handed:
             found[worker_id].append(job_id)
         return found
 
-    def _hand_back(
+    def hand_back(
         self, conn: psycopg.Connection[Any], workers: list[str], now: datetime
     ) -> list[tuple[str, str]]:
         """Hand back the running jobs of `workers` (in the caller's transaction); (job id,
         worker id) each."""
-        Q = self.Q
         conn.execute(Q["queue_plans"])
         rows = conn.execute(
             Q["hand_back_jobs"], {"workers": workers, "now": now}, prepare=False
         ).fetchall()
         if rows:
-            conn.execute(Q["notify"], {"channel": self.channel})
+            self._dialect.wake_workers(conn)
         return [(row[0], row[1]) for row in rows]
-
-    def workers(self) -> list[RegisteredWorker]:
-        with self._conn() as conn:
-            rows = conn.execute(self.Q["list_workers"]).fetchall()
-        return [
-            RegisteredWorker(
-                id=row[0],
-                host=row[1],
-                pid=row[2],
-                process_key=row[3],
-                started_at=aware_utc(row[4]),
-                heartbeat_at=aware_utc(row[5]),
-            )
-            for row in rows
-        ]
 
 
 __all__ = ["APPLICATION_NAME", "PostgresWorkerSession", "PostgresWorkers"]

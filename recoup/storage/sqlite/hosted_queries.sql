@@ -14,7 +14,7 @@ ON CONFLICT (tenant) DO UPDATE
 SET provider = excluded.provider, api_key = excluded.api_key, updated_at = excluded.updated_at
 RETURNING tenant, provider, api_key, updated_at
 
--- delete_hosted_charging --
+-- remove_hosted_charging --
 DELETE FROM hosted_charging WHERE tenant = :tenant
 
 -- list_hosted_charging --

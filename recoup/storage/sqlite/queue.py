@@ -1,5 +1,7 @@
-"""The worker's side of the SQLite job store, its hot path: claims, completions, heartbeats,
-releases and rescues, each one `BEGIN IMMEDIATE` transaction, and waiting for new jobs.
+"""The SQLite job queue, the hot path written for `sqlite3`: inserting jobs (one, and in bulk
+with `executemany`) and cancelling one; claims, completions and rescues, each one `BEGIN
+IMMEDIATE` transaction; and waiting for new jobs. Heartbeats and releases, the same on both
+drivers, are `lease_tables`'.
 
 `wait_for_notify` wakes at once for inserts made through any store on the same file in this
 process, and within `WAKE_POLL_INTERVAL` for inserts made by other processes (they bump a
@@ -10,12 +12,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 import time
-from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any
 
 from recoup.errors import StorageError
 from recoup.jobs.model import (
@@ -29,68 +29,84 @@ from recoup.jobs.model import (
     RunOutcome,
 )
 from recoup.jobs.store import ClaimParams
-from recoup.storage import row_decoding
+from recoup.storage import job_rows, row_decoding
 from recoup.storage.job_rows import ONE_US, from_micros, micros
 from recoup.storage.rules import (
     ENDED,
     FINAL_STATE_OF,
-    attempt_keys,
+    claimed_jobs,
     clip,
+    job_holding_key,
     latest_completions,
     outcome_is_retry,
 )
+from recoup.storage.sqlite.dialect import MEMORY, QUERIES, SqliteDialect
 
 WAKE_POLL_INTERVAL = 0.05  # seconds between checks for inserts made by other processes
-MEMORY = ":memory:"
 
-
-class Wakeups:
-    """In-process wake-ups per database file: a counter and a condition."""
-
-    _lock = threading.Lock()
-    _by_path: dict[str, Wakeups] = {}  # noqa: RUF012  (a registry shared by all instances)
-
-    def __init__(self) -> None:
-        self.condition = threading.Condition()
-        self.generation = 0
-
-    @classmethod
-    def for_path(cls, path: str) -> Wakeups:
-        with cls._lock:
-            found = cls._by_path.get(path)
-            if found is None:
-                found = cls._by_path[path] = cls()
-            return found
-
-    def notify(self) -> None:
-        with self.condition:
-            self.generation += 1
-            self.condition.notify_all()
+Q = QUERIES
 
 
 class SqliteQueue:
-    """The worker's operations of `SqliteStore`, over its connections (`_connection`, `_write`),
-    queries (`Q`) and wake-ups."""
+    """The jobs' hot path over a `SqliteDialect`'s connections, write lock and wake-ups."""
 
-    Q: ClassVar[Mapping[str, str]]
-    path: str
-    _closed: bool
-    _wakeups: Wakeups
+    def __init__(self, dialect: SqliteDialect) -> None:
+        self._dialect = dialect
+        self._write = dialect.transaction
+        self._connection = dialect.connection
+        self._wakeups = dialect.wakeups
 
-    def _connection(self) -> AbstractContextManager[sqlite3.Connection]:
-        """This thread's connection, outside any transaction (`SqliteStore` opens it)."""
-        raise NotImplementedError
+    # Writing jobs
 
-    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
-        """One `BEGIN IMMEDIATE` write transaction (`SqliteStore` opens it)."""
-        raise NotImplementedError
+    def insert(self, job: NewJob, *, now: datetime) -> Job:
+        values = job_rows.JobEncoder(micros).row(job, micros(now))
+        with self._write() as conn:
+            row = conn.execute(Q["insert_job"], values).fetchone()
+            if row is None:
+                return job_holding_key(conn, Q, job, from_micros)
+            conn.execute(Q["bump_wakeups"])
+        self._wakeups.notify()
+        return row_decoding.job_from_row(row, from_micros)
 
-    def _prepare_jobs(self, jobs: Sequence[NewJob], now: datetime) -> list[tuple[Any, ...]]:
-        raise NotImplementedError  # `SqliteStore`: new jobs as rows
+    def insert_many(self, jobs: Sequence[NewJob], *, now: datetime) -> int:
+        if not jobs:
+            return 0
+        rows = self.prepare_jobs(jobs, now)
+        with self._write() as conn:
+            inserted = self._insert_rows(conn, rows)
+        if inserted:
+            self._wakeups.notify()
+        return inserted
+
+    def prepare_jobs(self, jobs: Sequence[NewJob], now: datetime) -> list[tuple[Any, ...]]:
+        # Encoded before the write transaction, so that the write lock is held the shorter.
+        encoder = job_rows.JobEncoder(micros)
+        now_us = micros(now)
+        return [encoder.row(job, now_us) for job in jobs]
+
+    def insert_prepared(
+        self, conn: sqlite3.Connection, prepared: Sequence[Any], now: datetime
+    ) -> int:
+        return self._insert_rows(conn, list(prepared))
 
     @staticmethod
     def _insert_rows(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> int:
-        raise NotImplementedError  # `SqliteStore`: insert rows, skipping clashes
+        before = conn.total_changes
+        conn.executemany(Q["insert_job_quietly"], rows)
+        inserted = conn.total_changes - before
+        if inserted:
+            # Other processes' idle waiters poll this counter (see wait_for_notify).
+            conn.execute(Q["bump_wakeups"])
+        return inserted
+
+    def cancel(self, tenant: str, job_id: str, *, now: datetime, begun: bool = True) -> Job | None:
+        query = Q["cancel_job" if begun else "cancel_unbegun_job"]
+        with self._write() as conn:
+            conn.execute(query, {"tenant": tenant, "id": job_id, "now": micros(now)})
+            row = conn.execute(Q["get_job"], {"tenant": tenant, "id": job_id}).fetchone()
+        return None if row is None else row_decoding.job_from_row(row, from_micros)
+
+    # The worker's side
 
     def claim_due(self, params: ClaimParams) -> list[Job]:
         if params.limit <= 0:
@@ -98,7 +114,7 @@ class SqliteQueue:
         now = micros(params.now)
         with self._write() as conn:
             rows = conn.execute(
-                self.Q["claim_due"],
+                Q["claim_due"],
                 {
                     "worker_id": params.worker_id,
                     "now": now,
@@ -107,14 +123,11 @@ class SqliteQueue:
                     "limit": params.limit,
                 },
             ).fetchall()
-        jobs = [row_decoding.job_from_row(row, from_micros) for row in rows]
-        jobs.sort(key=lambda job: (job.run_at, job.id))
-        return jobs
+        return claimed_jobs(rows, from_micros)
 
     def complete_many(self, completions: Sequence[Completion], *, now: datetime) -> list[str]:
         if not completions:
             return []
-        Q = self.Q
         now_us = micros(now)
         applied: list[str] = []
         runs: list[tuple[Any, ...]] = []
@@ -152,54 +165,14 @@ class SqliteQueue:
             # The reports of the jobs that ended, in the same transaction (a clash on their
             # idempotency key, a report already made, is skipped).
             reported = (
-                self._insert_rows(conn, self._prepare_jobs(callbacks, now)) if callbacks else 0
+                self._insert_rows(conn, self.prepare_jobs(callbacks, now)) if callbacks else 0
             )
         if reported:
             self._wakeups.notify()
         return applied
 
-    def heartbeat(
-        self,
-        worker_id: str,
-        job_ids: Sequence[str],
-        *,
-        lease_until: datetime,
-        attempts: Sequence[int] | None = None,
-    ) -> list[str]:
-        if not job_ids:
-            return []
-        keys = attempt_keys(job_ids, attempts)
-        with self._write() as conn:
-            rows = conn.execute(
-                self.Q["heartbeat"],
-                {
-                    "ids": json.dumps(list(job_ids)),
-                    "keys": None if keys is None else json.dumps(keys),
-                    "worker_id": worker_id,
-                    "lease_until": micros(lease_until),
-                },
-            ).fetchall()
-        return [row[0] for row in rows]
-
-    def release(self, worker_id: str, job_ids: Sequence[str], *, now: datetime) -> int:
-        if not job_ids:
-            return 0
-        Q = self.Q
-        with self._write() as conn:
-            cursor = conn.execute(
-                Q["release"],
-                {"ids": json.dumps(list(job_ids)), "worker_id": worker_id, "now": micros(now)},
-            )
-            released = cursor.rowcount
-            if released:
-                conn.execute(Q["bump_wakeups"])
-        if released:
-            self._wakeups.notify()
-        return released
-
     def rescue_expired(self, *, now: datetime, limit: int = 1000) -> list[str]:
         # The rule is `recoup.storage.rules`'; the write lock holds the batch still meanwhile.
-        Q = self.Q
         now_us = micros(now)
         with self._write() as conn:
             rows = conn.execute(Q["expired_leases"], {"now": now_us, "limit": limit}).fetchall()
@@ -213,16 +186,6 @@ class SqliteQueue:
             self._wakeups.notify()
         return rescued
 
-    def next_due_at(self) -> datetime | None:
-        with self._connection() as conn:
-            row = conn.execute(self.Q["next_due_at"]).fetchone()
-        return None if row is None else from_micros(row[0])
-
-    def due_backlog(self, now: datetime) -> int:
-        with self._connection() as conn:
-            count: int = conn.execute(self.Q["due_backlog"], {"now": micros(now)}).fetchone()[0]
-        return count
-
     def wait_for_notify(self, timeout: float) -> bool:
         """Sleep up to `timeout` seconds; True as soon as jobs were inserted (or released or
         rescued) through any store on this database, False on timeout or once the store is
@@ -234,7 +197,7 @@ class SqliteQueue:
         seq = self._wake_seq()
         while True:
             remaining = deadline - time.monotonic()
-            if remaining <= 0 or self._closed:
+            if remaining <= 0 or self._dialect.closed:
                 return False
             with wakeups.condition:
                 if wakeups.condition.wait_for(
@@ -242,19 +205,19 @@ class SqliteQueue:
                     timeout=min(remaining, WAKE_POLL_INTERVAL),
                 ):
                     return True
-            if self.path == MEMORY:
+            if self._dialect.path == MEMORY:
                 continue
             try:
                 if self._wake_seq() != seq:
                     return True
             except StorageError:
-                if self._closed:  # closed from another thread while we polled
+                if self._dialect.closed:  # closed from another thread while we polled
                     return False
                 raise
 
     def _wake_seq(self) -> int:
         with self._connection() as conn:
-            seq: int = conn.execute(self.Q["wake_seq"]).fetchone()[0]
+            seq: int = conn.execute(Q["wake_seq"]).fetchone()[0]
             return seq
 
 

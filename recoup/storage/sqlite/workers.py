@@ -15,15 +15,15 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import ClassVar
 
 from recoup.jobs.processes import process_alive
-from recoup.jobs.worker_records import Beat, RegisteredWorker, SessionRules, WorkerInfo
-from recoup.storage.job_rows import ONE_US, from_micros, micros
-from recoup.storage.sqlite.queue import Wakeups
+from recoup.jobs.worker_records import Beat, SessionRules, WorkerInfo
+from recoup.storage.job_rows import ONE_US, micros
+from recoup.storage.sqlite.dialect import QUERIES, SqliteDialect
+
+Q = QUERIES
 
 
 def _clock_us() -> int:
@@ -43,12 +43,13 @@ class SqliteWorkerSession:
 
     def __init__(
         self,
-        store: SqliteWorkers,
+        workers: SqliteWorkers,
         conn: sqlite3.Connection | None,
         worker: WorkerInfo,
         dead_after: timedelta,
     ) -> None:
-        self._store = store
+        self._workers = workers
+        self._dialect = workers.dialect
         self._conn = conn
         self._worker = worker
         self._dead_after = dead_after
@@ -62,57 +63,37 @@ class SqliteWorkerSession:
         return {"id": w.id, "pid": w.pid, "process_key": w.process_key}
 
     def beat(self) -> Beat:
-        with self._store._write(self._conn) as conn:
-            row = conn.execute(
-                self._store.Q["beat_worker"], {**self._key(), "now": _clock_us()}
-            ).fetchone()
+        with self._dialect.transaction(self._conn) as conn:
+            row = conn.execute(Q["beat_worker"], {**self._key(), "now": _clock_us()}).fetchone()
         # No row: found dead, or its id taken over (the registration is all the session is).
         return Beat.ALIVE if row is not None else Beat.GONE
 
     def hand_back(self, *, now: datetime) -> list[str]:
-        store = self._store
-        with store._write(self._conn) as conn:
-            if conn.execute(store.Q["get_own_worker"], self._key()).fetchone() is None:
+        with self._dialect.transaction(self._conn) as conn:
+            if conn.execute(Q["get_own_worker"], self._key()).fetchone() is None:
                 return []  # no longer ours: whoever took the id over handled its jobs
-            handed = store._hand_back(conn, [self._worker.id], now)
+            handed = self._workers.hand_back(conn, [self._worker.id], now)
         if handed:
-            store._wakeups.notify()
+            self._dialect.jobs_inserted()
         return [job_id for job_id, _ in handed]
 
     def close(self) -> None:
         try:
-            with self._store._write(self._conn) as conn:
-                conn.execute(self._store.Q["delete_own_worker"], self._key())
+            with self._dialect.transaction(self._conn) as conn:
+                conn.execute(Q["delete_own_worker"], self._key())
         finally:
             self.drop()
 
     def drop(self) -> None:
-        self._store._close_connection(self._conn)
+        self._dialect.close_connection(self._conn)
         self._conn = None
 
 
 class SqliteWorkers:
-    """The worker-session operations of `SqliteStore`."""
+    """Worker sessions over a `SqliteDialect`: registering, judging and rescuing workers."""
 
-    Q: ClassVar[Mapping[str, str]]
-
-    def _connection(
-        self, own: sqlite3.Connection | None = None
-    ) -> AbstractContextManager[sqlite3.Connection]:
-        raise NotImplementedError
-
-    def _write(
-        self, own: sqlite3.Connection | None = None
-    ) -> AbstractContextManager[sqlite3.Connection]:
-        raise NotImplementedError
-
-    def _own_connection(self, synchronous: str) -> sqlite3.Connection | None:
-        raise NotImplementedError
-
-    def _close_connection(self, conn: sqlite3.Connection | None) -> None:
-        raise NotImplementedError
-
-    _wakeups: Wakeups
+    def __init__(self, dialect: SqliteDialect) -> None:
+        self.dialect = dialect
 
     def open_worker_session(
         self,
@@ -122,11 +103,11 @@ class SqliteWorkers:
         rules: SessionRules,
         replacing: bool = False,
     ) -> SqliteWorkerSession | None:
-        conn = self._own_connection("NORMAL")
+        conn = self.dialect.own_connection("NORMAL")
         handed: list[tuple[str, str]] = []
         try:
-            with self._write(conn) as c:
-                row = c.execute(self.Q["get_worker"], {"id": worker.id}).fetchone()
+            with self.dialect.transaction(conn) as c:
+                row = c.execute(Q["get_worker"], {"id": worker.id}).fetchone()
                 held = False
                 if row is not None:
                     pid, key, heartbeat = row
@@ -137,9 +118,9 @@ class SqliteWorkers:
                 if not held:
                     if not replacing:
                         # Whatever still runs under this id belongs to a dead previous session.
-                        handed = self._hand_back(c, [worker.id], now)
+                        handed = self.hand_back(c, [worker.id], now)
                     c.execute(
-                        self.Q["register_worker"],
+                        Q["register_worker"],
                         {
                             "id": worker.id,
                             "host": worker.host,
@@ -149,13 +130,13 @@ class SqliteWorkers:
                         },
                     )
         except BaseException:
-            self._close_connection(conn)
+            self.dialect.close_connection(conn)
             raise
         if held:
-            self._close_connection(conn)
+            self.dialect.close_connection(conn)
             return None
         if handed:
-            self._wakeups.notify()
+            self.dialect.jobs_inserted()
         return SqliteWorkerSession(self, conn, worker, rules.dead_after)
 
     def rescue_dead_workers(
@@ -164,14 +145,14 @@ class SqliteWorkers:
         # Read without the write lock first: usually nobody is dead, and then no write happens.
         if not self._find_dead(rules, limit, None):
             return {}
-        with self._write() as conn:
+        with self.dialect.transaction() as conn:
             dead = self._find_dead(rules, limit, conn)  # again: a heartbeat may have come
             if not dead:
                 return {}
-            handed = self._hand_back(conn, dead, now)
-            conn.execute(self.Q["delete_workers"], {"ids": json.dumps(dead)})
+            handed = self.hand_back(conn, dead, now)
+            conn.execute(Q["delete_workers"], {"ids": json.dumps(dead)})
         if handed:
-            self._wakeups.notify()
+            self.dialect.jobs_inserted()
         found: dict[str, list[str]] = {worker_id: [] for worker_id in dead}
         for job_id, worker_id in handed:
             found[worker_id].append(job_id)
@@ -181,19 +162,18 @@ class SqliteWorkers:
         self, rules: SessionRules, limit: int, conn: sqlite3.Connection | None
     ) -> list[str]:
         if conn is None:
-            with self._connection() as read:
-                rows = read.execute(self.Q["worker_liveness"]).fetchall()
+            with self.dialect.connection() as read:
+                rows = read.execute(Q["worker_liveness"]).fetchall()
         else:
-            rows = conn.execute(self.Q["worker_liveness"]).fetchall()
+            rows = conn.execute(Q["worker_liveness"]).fetchall()
         dead = [row[0] for row in rows if _dead(row[1], row[2], row[3], rules.dead_after)]
         return dead[:limit]
 
-    def _hand_back(
+    def hand_back(
         self, conn: sqlite3.Connection, workers: Sequence[str], now: datetime
     ) -> list[tuple[str, str]]:
         """Hand back the running jobs of `workers` by the rescue rule (in the caller's write
         transaction); (job id, worker id) each. The caller notifies waiters after commit."""
-        Q = self.Q
         rows = conn.execute(
             Q["running_jobs_of_workers"], {"workers": json.dumps(list(workers))}
         ).fetchall()
@@ -203,21 +183,6 @@ class SqliteWorkers:
             conn.execute(Q["rescue_jobs"], params)
             conn.execute(Q["bump_wakeups"])
         return [(row[0], row[1]) for row in rows]
-
-    def workers(self) -> list[RegisteredWorker]:
-        with self._connection() as conn:
-            rows = conn.execute(self.Q["list_workers"]).fetchall()
-        return [
-            RegisteredWorker(
-                id=row[0],
-                host=row[1],
-                pid=row[2],
-                process_key=row[3],
-                started_at=from_micros(row[4]),
-                heartbeat_at=from_micros(row[5]),
-            )
-            for row in rows
-        ]
 
 
 __all__ = ["SqliteWorkerSession", "SqliteWorkers"]
