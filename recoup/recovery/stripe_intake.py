@@ -432,10 +432,12 @@ class StripeIntake:
             or failed.timezone_source in ("country", "default")
             or failed.country is None
         )
-        client = self._client(tenant) if wanted else None
-        if client is None:
+        if not wanted or self.stripe is None:
             return failed
-        try:
+        try:  # the key unopened (another secret key) is a read that failed too
+            client = self._client(tenant)
+            if client is None:
+                return failed
             facts = client.failure_facts(failed.invoice_id)
         except RecoupError as exc:
             log.warning("tenant %s: Stripe facts of %s unread: %s", tenant, failed.invoice_id, exc)

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from cryptography.fernet import Fernet
 
 from recoup.recovery.hosted_store import HostedCharging
 from recoup.sealed import SecretBox
@@ -457,6 +458,26 @@ def test_a_facts_read_that_fails_still_opens_dunning_from_the_event(
         None,
     )
     assert {j["state"] for j in keyed.jobs()} == {"scheduled"}
+
+
+def test_a_key_sealed_with_another_secret_key_is_a_facts_read_that_failed(
+    stripe_server: RecordingStripe, intake: Intake
+) -> None:
+    other = SecretBox([Fernet.generate_key().decode()])
+    intake.store.hosted.put_hosted_charging(
+        HostedCharging(
+            tenant=intake.tenant,
+            provider="stripe",
+            api_key=other.seal(TEST_KEY),
+            updated_at=datetime.now(UTC),
+        )
+    )
+
+    answer = intake.send(plain_failure()).json()
+
+    assert answer["outcome"] == "dunning_opened"
+    assert "Stripe's facts could not be read" in answer["detail"]
+    assert stripe_server.requests == []
 
 
 def test_an_invoice_stripe_shows_paid_or_void_by_now_opens_no_dunning(
