@@ -33,6 +33,7 @@ from recoup.api.state import ApiSettings, ApiState
 from recoup.errors import RecoupError
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.test_clock import TestClock
+from recoup.recovery.hosted_charging import StripeAccounts
 from recoup.recovery.hosted_settings import HostedSettings
 from recoup.recovery.service import Dunning
 from recoup.recovery.stripe_intake import StripeIntake
@@ -43,6 +44,7 @@ from recoup.timekeeping.clock import Clock
 log = logging.getLogger("recoup.api")
 
 PRUNE_BATCH = 5_000  # keys deleted per statement
+STRIPE_API_BASE_ENV = "RECOUP_STRIPE_API_BASE"  # another Stripe-compatible server (tests)
 
 
 def _default_box(store: Store) -> Box:
@@ -63,6 +65,7 @@ def create_app(
     test_clock: TestClock | None = None,
     limiter: TenantRateLimiter | None = None,
     secret_box: Box | None = None,
+    stripe_accounts: StripeAccounts | None = None,
 ) -> FastAPI:
     """The HTTP API over `store` (a backend from `recoup.storage.open_store`).
 
@@ -73,13 +76,17 @@ def create_app(
     clock) adds /v1/clock. `limiter` defaults to buckets of `settings.rate_limit` on the
     monotonic clock (tests pass one on a clock they step). `secret_box` seals the provider
     secrets the API stores (default: `RECOUP_SECRET_KEY`, else the key file beside a SQLite
-    file; `recoup.sealed`).
+    file; `recoup.sealed`). `stripe_accounts` reads Stripe with a tenant's key (hosted
+    charging) for the webhook intake (default: over `secret_box`, at Stripe's API or at
+    `RECOUP_STRIPE_API_BASE`; pass the process's own to share its clients).
     """
     settings = settings or ApiSettings()
     scheduler = scheduler or Scheduler(store, clock=clock, ssrf=settings.ssrf)
     services = Services(scheduler, tables or open_api_tables(store))
     dunning = dunning or Dunning(scheduler, store)
     box = secret_box or _default_box(store)
+    if stripe_accounts is None:
+        stripe_accounts = StripeAccounts(box, api_base=os.environ.get(STRIPE_API_BASE_ENV) or None)
     state = ApiState(
         settings=settings,
         clock=clock,
@@ -90,6 +97,7 @@ def create_app(
             store,
             box=box,
             lock_timeout=settings.idempotency_lock_timeout,
+            stripe=stripe_accounts,
         ),
         hosted=HostedSettings(store.hosted, box, now=clock.now),
         metrics=metrics

@@ -140,7 +140,8 @@ def serve_command(
         metrics_token=metrics_token or None,
     )
     box = secret_box(db)
-    dunning, registry = dunning_runtime(scheduler, store, registry, stripe=stripe_accounts(box))
+    accounts = stripe_accounts(box)  # one set of Stripe clients: attempts and intake
+    dunning, registry = dunning_runtime(scheduler, store, registry, stripe=accounts)
     test_clock = None
     if virtual is not None:
         test_clock = TestClock(
@@ -160,6 +161,7 @@ def serve_command(
         dunning=dunning,
         test_clock=test_clock,
         secret_box=box,
+        stripe_accounts=accounts,
     )
     # log_config=None: uvicorn's loggers go through ours (one format, one level).
     config = uvicorn.Config(

@@ -275,6 +275,16 @@ class StripeBilling:
             detail=f"look-up failed: {self._detail(answer.error)}",
         )
 
+    def subscription_of(self, invoice_id: str) -> str | None:
+        """The subscription the invoice bills (None: a one-off invoice), from one read of the
+        invoice. Raises `StripeLookupFailed` if the invoice cannot be read (a deleted one too:
+        an invoice in dunning is finalized, and never deleted at Stripe)."""
+        answer = self._retrieve_invoice(invoice_id)
+        if answer.body is None:
+            assert answer.error is not None
+            raise StripeLookupFailed(invoice_id, self._detail(answer.error), retry=answer.transport)
+        return _subscription_of(answer.body)
+
     def failure_facts(self, invoice_id: str) -> FailureFacts:
         """The facts of the invoice's failure (see `FailureFacts`). Raises
         `StripeLookupFailed` if the invoice itself cannot be read; a customer, subscription or

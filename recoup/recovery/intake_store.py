@@ -74,8 +74,10 @@ class IntakeSettings:
 @dataclass(frozen=True, kw_only=True)
 class IntakeEvent:
     """A provider's event as the intake records it. `invoice_id` is the invoice it is about
-    (None for a customer's event); `occurred_at` is when the provider created it (Stripe's
-    `created`), which orders events that arrive out of order."""
+    (a subscription's event: the subscription's id, so that a failure of its invoices arriving
+    after its cancellation is known stale; None for a customer's event); `occurred_at` is when
+    the provider created it (Stripe's `created`), which orders events that arrive out of
+    order."""
 
     tenant: str
     provider: str  # "stripe"

@@ -2,13 +2,30 @@
 with it. Pure: no clock, no network; the event's own fields and the tenant's default zone
 decide everything (`recoup.recovery.stripe_intake` acts on the result).
 
-| event                                   | becomes                                          |
-|-----------------------------------------|--------------------------------------------------|
+| event                                   | becomes                                        |
+|-----------------------------------------|------------------------------------------------|
 | `invoice.payment_failed`                | `InvoiceFailed`: a failure (or attempt n failed) |
-| `invoice.paid`, `invoice.payment_succeeded` | `InvoicePaid` (or attempt n succeeded)        |
-| `payment_method.automatically_updated`  | `CardUpdated` for the method's customer          |
-| `customer.updated`, default method changed | `CardUpdated` for that customer               |
-| anything else                           | `Ignored`, saying why                            |
+| `invoice.payment_action_required`       | `InvoiceFailed`, decline `authentication_required` |
+| `invoice.paid`, `invoice.payment_succeeded` | `InvoicePaid` (or attempt n succeeded)     |
+| `invoice.voided`                        | `InvoiceClosed`: `invoice_voided`              |
+| `invoice.marked_uncollectible`          | `InvoiceClosed`: `invoice_marked_uncollectible` |
+| `customer.subscription.deleted`         | `SubscriptionEnded`: `subscription_deleted`    |
+| `customer.subscription.updated` (1)     | `SubscriptionEnded`: `subscription_set_to_cancel` |
+| `customer.subscription.updated`, else   | `Ignored`: not set to cancel                   |
+| `payment_method.automatically_updated`  | `CardUpdated` for the method's customer        |
+| `customer.updated`, default method changed | `CardUpdated` for that customer             |
+| anything else                           | `Ignored`, saying why                          |
+
+(1) set to cancel: `cancel_at_period_end` true, or `cancel_at` set, or `status` `canceled` (or
+`incomplete_expired`: its first invoice was never paid).
+
+`invoice.payment_action_required` is read as a failure (the same fields as below): the
+customer must authenticate (3-D Secure) before the invoice can be paid, which the decline
+taxonomy sends to "awaiting the customer". A subscription's event needs its `id` and
+`customer` (an id or the expanded customer); an invoice's closing needs its `id`. A
+subscription set to cancel is read from its state in the event, not from what changed
+(`previous_attributes`): an update of a subscription already set to cancel reads the same, and
+stopping twice is harmless.
 
 The fields of a failure, as Stripe sends them (both the invoice shapes before and after API
 version 2025-03-31.basil):
@@ -31,11 +48,17 @@ version 2025-03-31.basil):
   (this reading of codes is `recoup.payments.stripe_reading`'s, which the Stripe client
   shares, so a decline reads the same from a webhook and from a pay);
 - zone: invoice `metadata.timezone`, else the subscription's (`subscription_details` before
-  basil, `parent.subscription_details` after), else the tenant's default; a name that is no
-  IANA zone is passed over, noted;
+  basil, `parent.subscription_details` after), else the zone of the country of the invoice's
+  `customer_address` when that country has exactly one IANA zone (IANA's zone.tab as the
+  `tzdata` package ships it; a country of several zones, such as the US, is noted), else the
+  tenant's default; a name that is no IANA zone is passed over, noted. `timezone_source`
+  says which (`invoice`, `subscription`, `country`, `default`); with the tenant's Stripe key
+  the intake reads the customer's own `metadata.timezone` before the country
+  (`recoup.recovery.stripe_intake`);
 - country: invoice `customer_address.country` when the holidays package knows it, else none
   (the policy's `calendar.default_country` then applies);
-- merchant id: the Connect account of the event (`account`), if any.
+- merchant id: the Connect account of the event (`account`), if any;
+- subscription: `subscription` before basil, `parent.subscription_details.subscription` after.
 
 An event caused by Recoup's own attempt n is recognised by the idempotency key of the API
 request behind it (`request.idempotency_key`): the charge request gives the endpoint
@@ -48,9 +71,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from recoup.errors import InvalidInput
 from recoup.payments.stripe_reading import PaymentCodes as _Codes
@@ -62,17 +85,34 @@ from recoup.payments.stripe_reading import codes_of_error as _from_intent_error
 from recoup.payments.stripe_reading import id_of as _id_of
 from recoup.payments.stripe_reading import text as _text
 from recoup.timekeeping.calendar import BusinessCalendar
-from recoup.timekeeping.zones import zone
+from recoup.timekeeping.instants import format_utc
+from recoup.timekeeping.zones import country_zones, zone
 
+FAILED_TYPE = "invoice.payment_failed"
+ACTION_REQUIRED_TYPE = "invoice.payment_action_required"
+FAILURE_TYPES = (FAILED_TYPE, ACTION_REQUIRED_TYPE)
 PAID_TYPES = ("invoice.paid", "invoice.payment_succeeded")
+# An invoice closed without a payment, and the reason its dunning stops with.
+CLOSED_REASONS = {
+    "invoice.voided": "invoice_voided",
+    "invoice.marked_uncollectible": "invoice_marked_uncollectible",
+}
+CLOSED_TYPES = tuple(CLOSED_REASONS)
+SUBSCRIPTION_DELETED = "customer.subscription.deleted"
+SUBSCRIPTION_TYPES = (SUBSCRIPTION_DELETED, "customer.subscription.updated")
 CARD_TYPES = (
     "payment_method.automatically_updated",
     "payment_method.card_automatically_updated",  # its name before API version 2020-08-27
     "customer.updated",
 )
-SUPPORTED = ("invoice.payment_failed", *PAID_TYPES, *CARD_TYPES)
+SUPPORTED = (*FAILURE_TYPES, *PAID_TYPES, *CLOSED_TYPES, *SUBSCRIPTION_TYPES, *CARD_TYPES)
+AUTHENTICATION_REQUIRED = "authentication_required"  # the taxonomy's "customer action" code
+ENDED_STATUSES = ("canceled", "incomplete_expired")
 MAX_UNIX = 10**11  # year 5138: any instant a plan can start from (and no overflow)
 _CHARGE_KEY = re.compile(r"charge:(?P<invoice>.+):(?P<attempt>[1-9][0-9]{0,3})")
+
+
+ZoneSource = Literal["invoice", "subscription", "customer", "country", "default"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,12 +131,32 @@ class InvoiceFailed:
     merchant_id: str | None
     attempt: int | None  # Recoup's attempt behind the event, if any
     notes: tuple[str, ...] = ()
+    subscription_id: str | None = None
+    timezone_source: ZoneSource = "default"  # where `timezone` came from
 
 
 @dataclass(frozen=True, kw_only=True)
 class InvoicePaid:
     invoice_id: str
     attempt: int | None  # Recoup's attempt behind the event, if any
+
+
+@dataclass(frozen=True, kw_only=True)
+class InvoiceClosed:
+    """The invoice was closed without a payment (voided, written off): dunning stops."""
+
+    invoice_id: str
+    reason: str  # `invoice_voided`, `invoice_marked_uncollectible`
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubscriptionEnded:
+    """The subscription was cancelled or set to cancel: its invoices are dunned no more."""
+
+    subscription_id: str
+    customer_id: str
+    reason: str  # `subscription_deleted`, `subscription_set_to_cancel`
+    why: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,7 +170,7 @@ class Ignored:
     why: str
 
 
-Reading = InvoiceFailed | InvoicePaid | CardUpdated | Ignored
+Reading = InvoiceFailed | InvoicePaid | InvoiceClosed | SubscriptionEnded | CardUpdated | Ignored
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -148,8 +208,17 @@ def event_head(event: Any) -> EventHead:
 def read_event(head: EventHead, *, default_timezone: str) -> Reading:
     """What the event means for dunning (the table in the module docstring)."""
     obj = head.object
-    if head.type == "invoice.payment_failed":
+    if head.type == FAILED_TYPE:
         return _failure(head, default_timezone)
+    if head.type == ACTION_REQUIRED_TYPE:
+        return _failure(head, default_timezone, decline=AUTHENTICATION_REQUIRED)
+    if head.type in CLOSED_REASONS:
+        invoice_id = _text(obj.get("id"))
+        if invoice_id is None:
+            return Ignored(why="the event's invoice has no id")
+        return InvoiceClosed(invoice_id=invoice_id, reason=CLOSED_REASONS[head.type])
+    if head.type in SUBSCRIPTION_TYPES:
+        return _subscription_event(head)
     if head.type in PAID_TYPES:
         invoice_id = _text(obj.get("id"))
         if invoice_id is None:
@@ -175,7 +244,9 @@ def recoup_attempt(event: Mapping[str, Any], invoice_id: str) -> int | None:
     return int(match["attempt"])
 
 
-def _failure(head: EventHead, default_timezone: str) -> Reading:
+def _failure(head: EventHead, default_timezone: str, *, decline: str | None = None) -> Reading:
+    """A failure; `decline`: the decline code the event's type gives whatever its payment
+    says (`invoice.payment_action_required`)."""
     inv = head.object
     invoice_id, customer = _text(inv.get("id")), _id_of(inv.get("customer"))
     currency = _text(inv.get("currency"))
@@ -190,16 +261,20 @@ def _failure(head: EventHead, default_timezone: str) -> Reading:
         return Ignored(why="the invoice has nothing left to pay")
     notes: list[str] = []
     codes = _codes(inv)
-    if codes is None:
+    if decline is not None:
+        notes.append(f"the customer must authenticate: decline code {decline}")
+        codes = replace(codes or _Codes(), decline=decline)
+    elif codes is None:
         notes.append("no expanded payment in the event: no decline code")
         codes = _Codes()
+    timezone, source = _timezone(inv, default_timezone, notes)
     return InvoiceFailed(
         invoice_id=invoice_id,
         customer_id=customer,
         amount=amount,
         currency=currency.lower(),
         failed_at=head.created,
-        timezone=_timezone(inv, default_timezone, notes),
+        timezone=timezone,
         country=_country(inv, notes),
         decline_code=codes.decline,
         advice_code=codes.advice,
@@ -208,6 +283,48 @@ def _failure(head: EventHead, default_timezone: str) -> Reading:
         merchant_id=_text(head.raw.get("account")),
         attempt=recoup_attempt(head.raw, invoice_id),
         notes=tuple(notes),
+        subscription_id=subscription_of(inv),
+        timezone_source=source,
+    )
+
+
+def subscription_of(inv: Mapping[str, Any]) -> str | None:
+    """The invoice's subscription: `subscription` before basil (an id or the expanded
+    object), `parent.subscription_details.subscription` after."""
+    found = _id_of(inv.get("subscription"))
+    if found is None:
+        details = _map(_map(inv.get("parent")).get("subscription_details"))
+        found = _id_of(details.get("subscription"))
+    return found
+
+
+def _subscription_event(head: EventHead) -> Reading:
+    sub = head.object
+    subscription_id, customer = _text(sub.get("id")), _id_of(sub.get("customer"))
+    if subscription_id is None or customer is None:
+        return Ignored(why="the subscription names no id or no customer")
+    if head.type == SUBSCRIPTION_DELETED:
+        return SubscriptionEnded(
+            subscription_id=subscription_id,
+            customer_id=customer,
+            reason="subscription_deleted",
+            why=f"subscription {subscription_id} cancelled",
+        )
+    status, cancel_at = _text(sub.get("status")), _int(sub.get("cancel_at"))
+    if status in ENDED_STATUSES:
+        why = f"subscription {subscription_id} is {status}"
+    elif sub.get("cancel_at_period_end") is True:
+        why = f"subscription {subscription_id} is set to cancel at the end of its period"
+    elif cancel_at is not None and 0 <= cancel_at < MAX_UNIX:
+        at = format_utc(datetime.fromtimestamp(cancel_at, UTC))
+        why = f"subscription {subscription_id} is set to cancel at {at}"
+    else:
+        return Ignored(why=f"the update does not set subscription {subscription_id} to cancel")
+    return SubscriptionEnded(
+        subscription_id=subscription_id,
+        customer_id=customer,
+        reason="subscription_set_to_cancel",
+        why=why,
     )
 
 
@@ -239,7 +356,7 @@ def _codes(inv: Mapping[str, Any]) -> _Codes | None:
     return None
 
 
-def _timezone(inv: Mapping[str, Any], default: str, notes: list[str]) -> str:
+def _timezone(inv: Mapping[str, Any], default: str, notes: list[str]) -> tuple[str, ZoneSource]:
     subscription = _map(inv.get("subscription_details")) or _map(
         _map(inv.get("parent")).get("subscription_details")
     )
@@ -255,13 +372,35 @@ def _timezone(inv: Mapping[str, Any], default: str, notes: list[str]) -> str:
         except InvalidInput:
             notes.append(f"the {where}'s metadata timezone {name[:64]!r} is no IANA zone")
             continue
-        return name
+        return name, "invoice" if where == "invoice" else "subscription"
+    country = _text(_map(inv.get("customer_address")).get("country"), 2)
+    found = zone_of_country(country, notes)
+    if found is not None:
+        return found, "country"
     notes.append(f"customer zone: the tenant's default, {default}")
-    return default
+    return default, "default"
+
+
+def zone_of_country(country: str | None, notes: list[str]) -> str | None:
+    """The zone of a country that has exactly one (else None, noted)."""
+    if country is None:
+        return None
+    zones = country_zones(country)
+    if len(zones) == 1:
+        notes.append(f"customer zone: {zones[0]}, the only zone of their country {country.upper()}")
+        return zones[0]
+    if zones:
+        notes.append(f"their country {country.upper()} has {len(zones)} zones: none chosen")
+    return None
 
 
 def _country(inv: Mapping[str, Any], notes: list[str]) -> str | None:
-    code = _text(_map(inv.get("customer_address")).get("country"))
+    return holiday_country(_text(_map(inv.get("customer_address")).get("country")), notes)
+
+
+def holiday_country(code: str | None, notes: list[str]) -> str | None:
+    """`code` (ISO 3166-1 alpha-2, any case) upper-cased when the holidays package knows the
+    country, else None (noted)."""
     if code is None:
         return None
     code = code.upper()
@@ -276,16 +415,28 @@ def _country(inv: Mapping[str, Any], notes: list[str]) -> str | None:
 
 
 __all__ = [
+    "ACTION_REQUIRED_TYPE",
+    "AUTHENTICATION_REQUIRED",
     "CARD_TYPES",
+    "CLOSED_TYPES",
+    "FAILURE_TYPES",
     "PAID_TYPES",
+    "SUBSCRIPTION_DELETED",
+    "SUBSCRIPTION_TYPES",
     "SUPPORTED",
     "CardUpdated",
     "EventHead",
     "Ignored",
+    "InvoiceClosed",
     "InvoiceFailed",
     "InvoicePaid",
     "Reading",
+    "SubscriptionEnded",
+    "ZoneSource",
     "event_head",
+    "holiday_country",
     "read_event",
     "recoup_attempt",
+    "subscription_of",
+    "zone_of_country",
 ]

@@ -6,12 +6,17 @@ hands the parsed event to `receive`, which claims the event id in the intake sto
 replay answers what the first delivery answered and changes nothing; see
 `recoup.recovery.intake_store`), reads it (`recoup.recovery.stripe_events`) and acts:
 
-- a failure caused by Recoup's attempt n → `report_outcome(n, "failed", codes)`:
-  `attempt_failed`;
-- a failure older than a payment of the invoice already processed (the events crossed) →
-  nothing: `ignored`;
+- a failure (`invoice.payment_failed`, or `invoice.payment_action_required`: decline code
+  `authentication_required`) caused by Recoup's attempt n → `report_outcome(n, "failed",
+  codes)`: `attempt_failed`;
+- a failure older than a payment or a closing of the invoice already processed (the events
+  crossed), or of an invoice whose subscription's cancellation was processed → nothing:
+  `ignored`;
 - a failure of an invoice not in dunning → `report_failure`: `dunning_opened` (the same
-  failure again opens nothing more);
+  failure again opens nothing more). With the tenant's Stripe key (hosted charging), what the
+  event lacks is read at Stripe first (`StripeBilling.failure_facts`: the invoice, its
+  payment or charge, customer and subscription) — see "Facts from Stripe" below; an invoice
+  Stripe shows paid, void or uncollectible by then opens nothing (`ignored`);
 - another failure of an invoice in dunning (Stripe's own retry, a payment page) → nothing,
   its retries stand: `already_in_dunning`;
 - a payment caused by Recoup's attempt n → `report_outcome(n, "succeeded")`:
@@ -19,9 +24,36 @@ replay answers what the first delivery answered and changes nothing; see
 - a payment → `mark_paid`, the remaining attempts cancelled: `recovered`; of an invoice
   recovered already: `already_recovered`; of one never in dunning: `not_in_dunning` (recorded,
   so that a failure arriving late is known stale);
+- an invoice voided or marked uncollectible → `stop(reason)`: `dunning_cancelled` (its open
+  attempts cancelled, nothing charged again); of an invoice not in dunning: `not_in_dunning`
+  (recorded, so that a failure arriving late is known stale); of one whose dunning had ended
+  (recovered, exhausted, stopped): `already_final`, unchanged;
+- a subscription cancelled (`customer.subscription.deleted`) or set to cancel → `stop` on
+  each of the customer's open invoices (retrying or awaiting them) **of that subscription**:
+  `dunning_cancelled`, the invoices listed (none: `not_in_dunning`). Recoup's invoice does not
+  know its subscription: with the tenant's Stripe key, each open invoice of the customer is
+  read at Stripe (`StripeBilling.subscription_of`, every one read before any is stopped) and
+  those of another subscription keep their retries; without a key, every open invoice of the
+  customer is stopped (give Recoup a key when customers hold several subscriptions);
 - a customer's card update → `payment_method_updated` on each of the customer's invoices that
   is retrying or awaiting them: `payment_method_updated` (none: `ignored`);
 - anything else → nothing: `ignored`, saying why.
+
+Facts from Stripe. A plain `invoice.payment_failed` carries its payment as an id only, so no
+decline code and no card. When the tenant has a Stripe key and the event lacks the decline
+code, the card, or a zone of its own (from the invoice's or subscription's metadata), the
+failure is completed from `failure_facts`, each part only where the event had none:
+- decline and advice codes, the card's fingerprint and network, from the payment intent's
+  error or the charge (Stripe's generic `card_declined` says nothing: still no code);
+- zone, first found: the invoice's `metadata.timezone`, the subscription's (the event's
+  snapshot, then the subscription itself), the customer's `metadata.timezone`, the zone of
+  the customer's country when it has exactly one IANA zone (`tzdata`'s zone.tab; a country of
+  several zones is noted), then the tenant's `default_timezone`;
+- country: the invoice's `customer_address.country`, else the customer's address.
+The answer's `detail` says where each part came from. A facts read that fails loses nothing:
+dunning opens from what the event had, and the detail says so (the event is not released).
+A Stripe read for a subscription's end that fails does release it: Stripe delivers it again
+rather than Recoup stopping some of its invoices and not others.
 
 An operation that fails (the tenant has no charge URL, the database is down) releases the
 claim and raises: the edge answers an error, and Stripe's retry runs afresh. Events of types
@@ -30,14 +62,16 @@ the intake never acts on are answered without being recorded.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
-from typing import Any
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from recoup.dunning.invoice import Invoice, InvoiceState
-from recoup.errors import Conflict
+from recoup.errors import Conflict, RecoupError
 from recoup.idempotency import DEFAULT_LOCK_TIMEOUT
+from recoup.recovery.hosted_charging import StripeAccounts
 from recoup.recovery.intake_store import (
     DEFAULT_TIMEZONE,
     Answered,
@@ -50,17 +84,28 @@ from recoup.recovery.records import KEEP, FailureReport, Keep
 from recoup.recovery.service import Dunning
 from recoup.recovery.store import InvoiceFilter
 from recoup.recovery.stripe_events import (
+    CLOSED_TYPES,
     PAID_TYPES,
+    SUBSCRIPTION_DELETED,
     SUPPORTED,
     CardUpdated,
     Ignored,
+    InvoiceClosed,
     InvoiceFailed,
     InvoicePaid,
     Reading,
+    SubscriptionEnded,
     event_head,
+    holiday_country,
     read_event,
+    zone_of_country,
 )
 from recoup.sealed import Box, is_sealed
+
+if TYPE_CHECKING:
+    from recoup.payments.stripe_billing import FailureFacts, StripeBilling
+
+log = logging.getLogger("recoup.intake")
 
 PROVIDER = "stripe"
 GATEWAY = "stripe"  # the failures' `gateway`, which the recovery report groups by
@@ -68,6 +113,9 @@ _OPEN_STATES = (InvoiceState.AWAITING_CUSTOMER, InvoiceState.RETRYING)
 # How long a processed event is remembered: past Stripe's retries (3 days) and the 30 days in
 # which an event can still be sent again (the Events API keeps 30 days).
 RETENTION = timedelta(days=35)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_GENERIC_DECLINE = "card_declined"  # Stripe's code of a decline without a reason
+_CLOSED_AT_STRIPE = ("paid", "void", "uncollectible")
 
 
 class EventInProgress(Conflict):
@@ -129,13 +177,17 @@ class StripeIntake:
         box: Box,
         lock_timeout: timedelta = DEFAULT_LOCK_TIMEOUT,
         retention: timedelta = RETENTION,
+        stripe: StripeAccounts | None = None,
     ) -> None:
-        """`box` seals the endpoint secret before it is stored and opens it to verify."""
+        """`box` seals the endpoint secret before it is stored and opens it to verify.
+        `stripe`: the tenants' Stripe accounts, read with a tenant's key when it has one
+        (hosted charging); without it, only the events' own fields are used."""
         self.dunning = dunning
         self.store = store
         self.box = box
         self.lock_timeout = lock_timeout
         self.retention = retention
+        self.stripe = stripe
 
     # -- settings ----------------------------------------------------------------------------
 
@@ -233,9 +285,7 @@ class StripeIntake:
             provider=PROVIDER,
             event_id=head.id,
             type=head.type,
-            invoice_id=reading.invoice_id
-            if isinstance(reading, InvoiceFailed | InvoicePaid)
-            else None,
+            invoice_id=_about(reading),
             occurred_at=head.created,
         )
         claim = self.store.claim_event(
@@ -246,7 +296,7 @@ class StripeIntake:
         if isinstance(claim, Busy):
             raise EventInProgress(head.id, claim.retry_after)
         try:
-            acted = self._act(tenant, reading)
+            acted = self._act(tenant, reading, head.type)
         except BaseException:
             self.store.release_event(record, claimed_at=claim.claimed_at)
             raise
@@ -277,20 +327,23 @@ class StripeIntake:
             if pruned < batch:
                 return total
 
-    def _act(self, tenant: str, reading: Reading) -> _Acted:
+    def _act(self, tenant: str, reading: Reading, event_type: str) -> _Acted:
         match reading:
             case InvoiceFailed():
-                return self._failed(tenant, reading)
+                return self._failed(tenant, reading, event_type)
             case InvoicePaid():
                 return self._paid(tenant, reading)
+            case InvoiceClosed():
+                return self._closed(tenant, reading)
+            case SubscriptionEnded():
+                return self._subscription_ended(tenant, reading)
             case CardUpdated():
                 return self._card_updated(tenant, reading)
             case Ignored():
                 return _Acted("ignored", reading.why)
 
-    def _failed(self, tenant: str, failed: InvoiceFailed) -> _Acted:
+    def _failed(self, tenant: str, failed: InvoiceFailed, event_type: str) -> _Acted:
         dunning = self.dunning
-        notes = "; ".join(failed.notes)
         known = dunning.store.get_invoice(tenant, failed.invoice_id)
         if known is not None and failed.attempt is not None and known.attempt(failed.attempt):
             invoice = dunning.report_outcome(
@@ -300,7 +353,7 @@ class StripeIntake:
                 "failed",
                 decline_code=failed.decline_code,
                 advice_code=failed.advice_code,
-                detail="invoice.payment_failed",
+                detail=event_type,
             )
             return _Acted("attempt_failed", f"Recoup's attempt {failed.attempt} failed", [invoice])
         if self.store.invoice_event_since(
@@ -309,6 +362,25 @@ class StripeIntake:
             return _Acted(
                 "ignored", "the invoice was paid after this failure (the events arrived crossed)"
             )
+        if self.store.invoice_event_since(
+            tenant, PROVIDER, failed.invoice_id, types=CLOSED_TYPES, since=failed.failed_at
+        ):
+            return _Acted(
+                "ignored", "the invoice was closed (voided or written off) after this failure"
+            )
+        ended = failed.subscription_id
+        if ended is not None and self.store.invoice_event_since(
+            tenant, PROVIDER, ended, types=(SUBSCRIPTION_DELETED,), since=_EPOCH
+        ):
+            return _Acted(
+                "ignored", f"the invoice's subscription {ended} is cancelled: it is dunned no more"
+            )
+        if known is None:
+            completed = self._with_facts(tenant, failed)
+            if isinstance(completed, _Acted):
+                return completed
+            failed = completed
+        notes = "; ".join(failed.notes)
         report = FailureReport(
             invoice_id=failed.invoice_id,
             customer_id=failed.customer_id,
@@ -350,6 +422,86 @@ class StripeIntake:
         done = dunning.mark_paid(tenant, paid.invoice_id)
         return _Acted("recovered", "paid out of band: the remaining attempts are cancelled", [done])
 
+    def _with_facts(self, tenant: str, failed: InvoiceFailed) -> InvoiceFailed | _Acted:
+        """The failure completed from Stripe's facts where the event lacks a part (see the
+        module docstring); as it is without a key or when nothing is missing; `ignored` when
+        Stripe shows the invoice paid or closed by now."""
+        wanted = (
+            failed.decline_code is None
+            or failed.card_fingerprint is None
+            or failed.timezone_source in ("country", "default")
+            or failed.country is None
+        )
+        if not wanted or self.stripe is None:
+            return failed
+        try:  # the key unopened (another secret key) is a read that failed too
+            client = self._client(tenant)
+            if client is None:
+                return failed
+            facts = client.failure_facts(failed.invoice_id)
+        except RecoupError as exc:
+            log.warning("tenant %s: Stripe facts of %s unread: %s", tenant, failed.invoice_id, exc)
+            return replace(
+                failed,
+                notes=(*failed.notes, f"Stripe's facts could not be read ({exc}): the event's own"),
+            )
+        if facts.invoice_status in _CLOSED_AT_STRIPE:
+            return _Acted(
+                "ignored", f"the invoice is {facts.invoice_status} at Stripe: nothing to collect"
+            )
+        return _completed(failed, facts)
+
+    def _client(self, tenant: str) -> StripeBilling | None:
+        """The tenant's Stripe client, when it has a key and this intake reads Stripe."""
+        if self.stripe is None:
+            return None
+        charging = self.dunning.store.hosted.get_hosted_charging(tenant)
+        return None if charging is None else self.stripe.client(charging)
+
+    def _closed(self, tenant: str, closed: InvoiceClosed) -> _Acted:
+        dunning = self.dunning
+        invoice = dunning.store.get_invoice(tenant, closed.invoice_id)
+        what = closed.reason.removeprefix("invoice_").replace("_", " ")
+        if invoice is None:
+            return _Acted("not_in_dunning", f"the invoice ({what}) is not in dunning")
+        if not invoice.state.is_final:
+            invoice = dunning.stop(tenant, closed.invoice_id, reason=closed.reason)
+            if invoice.state is InvoiceState.CANCELLED:
+                return _Acted(
+                    "dunning_cancelled",
+                    f"invoice {what}: dunning stopped, its open attempts cancelled",
+                    [invoice],
+                )
+        return _Acted(
+            "already_final", f"invoice {what}; its dunning had ended ({invoice.state})", [invoice]
+        )
+
+    def _subscription_ended(self, tenant: str, ended: SubscriptionEnded) -> _Acted:
+        # Listed whole and, with a key, every one read at Stripe before any is stopped: a read
+        # that fails raises (the event is released, Stripe delivers it again), never a part.
+        waiting = list(self._open_invoices(tenant, ended.customer_id))
+        client = self._client(tenant) if waiting else None
+        if client is None:
+            ours = waiting
+            how = (
+                "every open invoice of the customer (no Stripe key tells their subscriptions apart)"
+            )
+        else:
+            of = {i.invoice_id: client.subscription_of(i.invoice_id) for i in waiting}
+            ours = [i for i in waiting if of[i.invoice_id] == ended.subscription_id]
+            others = len(waiting) - len(ours)
+            how = f"its invoices, as Stripe says ({others} of the customer's other ones kept)"
+        stopped = [
+            self.dunning.stop(tenant, invoice.invoice_id, reason=ended.reason) for invoice in ours
+        ]
+        if not stopped:
+            return _Acted(
+                "not_in_dunning",
+                f"{ended.why}; no invoice of it is in dunning ({len(waiting)} of"
+                f" {ended.customer_id} open)",
+            )
+        return _Acted("dunning_cancelled", f"{ended.why}: dunning stopped for {how}", stopped)
+
     def _card_updated(self, tenant: str, update: CardUpdated) -> _Acted:
         # Listed whole before any update: an update moves an invoice from awaiting the
         # customer to retrying, where a listing still to come would find it again.
@@ -376,6 +528,59 @@ class StripeIntake:
                 if page.next_cursor is None:
                     break
                 cursor = page.next_cursor
+
+
+def _about(reading: Reading) -> str | None:
+    """What the event's record is about: its invoice, or its subscription."""
+    match reading:
+        case InvoiceFailed() | InvoicePaid() | InvoiceClosed():
+            return reading.invoice_id
+        case SubscriptionEnded():
+            return reading.subscription_id
+        case _:
+            return None
+
+
+def _completed(failed: InvoiceFailed, facts: FailureFacts) -> InvoiceFailed:
+    """`failed` with what it lacks taken from `facts`, each part noted."""
+    notes = list(failed.notes)
+    changes: dict[str, Any] = {}
+    if failed.decline_code is None:
+        decline = None if facts.decline_code == _GENERIC_DECLINE else facts.decline_code
+        notes = [n for n in notes if not n.startswith("no expanded payment")]
+        if decline is not None:
+            changes["decline_code"] = decline
+            notes.append(f"decline code {decline} read from the payment at Stripe")
+        else:
+            notes.append("no decline code at Stripe either")
+        if failed.advice_code is None and facts.advice_code is not None:
+            changes["advice_code"] = facts.advice_code
+    if failed.card_fingerprint is None and facts.card_fingerprint is not None:
+        changes["card_fingerprint"] = facts.card_fingerprint
+        notes.append("card read at Stripe")
+    if failed.card_network is None and facts.card_network is not None:
+        changes["card_network"] = facts.card_network
+    if failed.timezone_source in ("country", "default"):
+        found = facts.timezone if facts.timezone_source is not None else None
+        if found is not None and facts.timezone_source in ("subscription", "customer"):
+            notes = [n for n in notes if not n.startswith(("customer zone:", "their country"))]
+            changes["timezone"], changes["timezone_source"] = found, facts.timezone_source
+            notes.append(
+                f"customer zone: {found}, the {facts.timezone_source}'s metadata at Stripe"
+            )
+        elif failed.timezone_source == "default" and facts.customer_country is not None:
+            said: list[str] = []
+            by_country = zone_of_country(facts.customer_country, said)
+            if by_country is not None:
+                notes = [n for n in notes if not n.startswith(("customer zone:", "their country"))]
+                changes["timezone"], changes["timezone_source"] = by_country, "country"
+            notes += [f"{n} (the customer's address at Stripe)" for n in said]
+    if failed.country is None and facts.customer_country is not None:
+        country = holiday_country(facts.customer_country, notes)
+        if country is not None:
+            changes["country"] = country
+            notes.append(f"country {country} from the customer's address at Stripe")
+    return replace(failed, notes=tuple(notes), **changes)
 
 
 __all__ = ["GATEWAY", "PROVIDER", "RETENTION", "EventInProgress", "IntakeAnswer", "StripeIntake"]

@@ -11,7 +11,9 @@ The rule (ARCHITECTURE.md, "Semantics that must not drift"):
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from datetime import UTC, datetime
+from importlib import resources
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from recoup.errors import InvalidInput, UnknownTimeZone
@@ -71,7 +73,40 @@ def start_of_local_day(day: datetime, tz: ZoneInfo | str) -> datetime:
     return resolve_local(datetime(day.year, day.month, day.day), tz)
 
 
+# The zones of each country, as the `tzdata` package ships IANA's tables: zone.tab (each
+# country's own zones), else zone1970.tab (zones shared by the countries that agree since 1970).
+COUNTRY_TABLES = ("zone.tab", "zone1970.tab")
+
+
+@functools.cache
+def _country_table() -> Mapping[str, tuple[str, ...]]:
+    root = resources.files("tzdata").joinpath("zoneinfo")
+    for name in COUNTRY_TABLES:
+        try:
+            text = root.joinpath(name).read_text(encoding="utf-8")
+        except OSError:
+            continue
+        table: dict[str, list[str]] = {}
+        for line in text.splitlines():
+            parts = line.split("\t")
+            if line.startswith("#") or len(parts) < 3:
+                continue
+            for code in parts[0].split(","):
+                zones = table.setdefault(code.strip().upper(), [])
+                if parts[2] not in zones:
+                    zones.append(parts[2])
+        return {code: tuple(zones) for code, zones in table.items()}
+    return {}
+
+
+def country_zones(country: str) -> tuple[str, ...]:
+    """The IANA zones of the ISO 3166-1 alpha-2 `country` (none for a code it does not know),
+    in the table's order."""
+    return _country_table().get(country.strip().upper(), ()) if country else ()
+
+
 __all__ = [
+    "country_zones",
     "is_ambiguous",
     "is_in_gap",
     "resolve_local",

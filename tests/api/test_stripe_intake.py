@@ -78,6 +78,11 @@ class Intake:
 
 @pytest.fixture
 def intake(api: Api) -> Intake:
+    return make_intake(api)
+
+
+def make_intake(api: Api) -> Intake:
+    """A tenant of `api` with the Stripe secret, a charge URL and New York as its default."""
     caller = api.tenant()
     http = api.http(caller)
     put = http.put(

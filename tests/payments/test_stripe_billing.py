@@ -280,6 +280,31 @@ def test_the_facts_of_an_invoice_that_cannot_be_read_raise_saying_whether_to_ret
     assert raised.value.retry is False
 
 
+def test_an_invoices_subscription_is_read_from_it_and_a_missing_invoice_raises(
+    stripe_sdk: stripe.StripeClient, billing: StripeBilling
+) -> None:
+    failed = failed_subscription(stripe_sdk)
+
+    assert billing.subscription_of(failed.invoice_id) == failed.subscription_id
+    with pytest.raises(StripeLookupFailed) as raised:
+        billing.subscription_of("in_missing")
+    assert raised.value.retry is False
+
+
+def test_a_basil_invoice_names_its_subscription_under_parent() -> None:
+    parent = {"type": "subscription_details", "subscription_details": {"subscription": "sub_9"}}
+    with RecordingStripe() as recording:
+        recording.on("GET", "/v1/invoices/in_1", (200, stripe_invoice("in_1", parent=parent)))
+        recording.on("GET", "/v1/invoices/in_2", (200, stripe_invoice("in_2")))
+        recording.on("GET", "/v1/invoices/in_3", (503, {"error": {"type": "api_error"}}))
+        with billing_through(recording.url) as billing:
+            assert billing.subscription_of("in_1") == "sub_9"
+            assert billing.subscription_of("in_2") is None  # a one-off invoice
+            with pytest.raises(StripeLookupFailed) as raised:
+                billing.subscription_of("in_3")
+    assert raised.value.retry is True
+
+
 def test_a_subscription_is_canceled_once_and_a_second_cancel_is_already_done(
     stripe_sdk: stripe.StripeClient, billing: StripeBilling, localstripe: LocalStripe
 ) -> None:

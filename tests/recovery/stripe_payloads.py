@@ -189,6 +189,45 @@ def customer(
     }
 
 
+def subscription(
+    subscription_id: str = "sub_1Pq",
+    *,
+    customer: str | dict[str, Any] = "cus_QxYz123",
+    status: str = "active",
+    cancel_at_period_end: bool = False,
+    cancel_at: int | None = None,
+    basil: bool = False,
+) -> dict[str, Any]:
+    """A subscription as a `customer.subscription.*` event carries it: before basil its
+    period at the top (`current_period_end`), after basil on each item."""
+    period = {"current_period_start": CREATED - 86_400 * 30, "current_period_end": CREATED}
+    item: dict[str, Any] = {
+        "id": "si_1Pq",
+        "object": "subscription_item",
+        "price": {"id": "price_1Pq", "object": "price", "unit_amount": 1999, "currency": "usd"},
+        "quantity": 1,
+    }
+    body: dict[str, Any] = {
+        "id": subscription_id,
+        "object": "subscription",
+        "cancel_at": cancel_at,
+        "cancel_at_period_end": cancel_at_period_end,
+        "canceled_at": CREATED if status == "canceled" else None,
+        "collection_method": "charge_automatically",
+        "customer": customer,
+        "items": {"object": "list", "data": [item], "has_more": False},
+        "latest_invoice": "in_1PqRsT2eZvKYlo2C",
+        "livemode": False,
+        "metadata": {},
+        "status": status,
+    }
+    if basil:
+        item.update(period)
+    else:
+        body.update(period)
+    return body
+
+
 def event(
     type: str,
     obj: dict[str, Any],
@@ -244,4 +283,5 @@ __all__ = [
     "payload",
     "payment_intent",
     "signed",
+    "subscription",
 ]

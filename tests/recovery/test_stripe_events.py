@@ -13,11 +13,14 @@ from hypothesis import strategies as st
 
 from recoup.errors import InvalidInput
 from recoup.recovery.stripe_events import (
+    SUPPORTED,
     CardUpdated,
     Ignored,
+    InvoiceClosed,
     InvoiceFailed,
     InvoicePaid,
     Reading,
+    SubscriptionEnded,
     event_head,
     read_event,
     recoup_attempt,
@@ -30,9 +33,11 @@ from tests.recovery.stripe_payloads import (
     event,
     invoice,
     payment_intent,
+    subscription,
 )
 
 FAILED = "invoice.payment_failed"
+ACTION = "invoice.payment_action_required"
 
 
 def read(body: dict[str, Any], default: str = "Europe/Paris") -> Reading:
@@ -128,6 +133,38 @@ def test_the_zone_comes_from_the_invoice_then_the_subscription_then_the_tenant()
     found = failure(event(FAILED, invoice(timezone=None)), default="America/New_York")
     assert found.timezone == "America/New_York"
     assert any("tenant's default" in n for n in found.notes)
+
+
+@pytest.mark.parametrize(
+    ("country", "zone", "source"),
+    [
+        ("FR", "Europe/Paris", "country"),  # one zone: the customer's own
+        ("jp", "Asia/Tokyo", "country"),
+        ("US", "Europe/Paris", "default"),  # 29 zones: the tenant's default, noted
+        ("ZZ", "Europe/Paris", "default"),
+        (None, "Europe/Paris", "default"),
+    ],
+)
+def test_without_metadata_the_zone_is_the_customer_countrys_when_it_has_only_one(
+    country: str | None, zone: str, source: str
+) -> None:
+    found = failure(event(FAILED, invoice(timezone=None, country=country)))
+    assert (found.timezone, found.timezone_source) == (zone, source)
+    if country == "US":
+        assert any("US has 29 zones" in n for n in found.notes), found.notes
+        assert any("tenant's default" in n for n in found.notes)
+    metadata = failure(event(FAILED, invoice(timezone="Asia/Seoul", country=country)))
+    assert (metadata.timezone, metadata.timezone_source) == ("Asia/Seoul", "invoice")
+
+
+@pytest.mark.parametrize("basil", [False, True])
+def test_a_failure_names_its_subscription_in_both_shapes(basil: bool) -> None:
+    found = failure(event(FAILED, invoice(basil=basil)))
+    assert found.subscription_id == "sub_1Pq"
+    one_off = invoice(basil=basil)
+    one_off.pop("subscription", None)
+    one_off.pop("parent", None)
+    assert failure(event(FAILED, one_off)).subscription_id is None
 
 
 def test_a_zone_that_is_none_is_passed_over_noted() -> None:
@@ -233,6 +270,114 @@ def test_a_payment_method_updated_by_the_network_is_its_customers_card_update(ki
     assert isinstance(orphan, Ignored)
 
 
+@pytest.mark.parametrize(
+    ("kind", "reason"),
+    [
+        ("invoice.voided", "invoice_voided"),
+        ("invoice.marked_uncollectible", "invoice_marked_uncollectible"),
+    ],
+)
+@pytest.mark.parametrize("basil", [False, True])
+def test_a_voided_or_uncollectible_invoice_is_closed_with_its_reason(
+    kind: str, reason: str, basil: bool
+) -> None:
+    status = "void" if kind == "invoice.voided" else "uncollectible"
+    found = read(event(kind, invoice(status=status, basil=basil)))
+    assert found == InvoiceClosed(invoice_id="in_1PqRsT2eZvKYlo2C", reason=reason)
+    nameless = read(event(kind, {**invoice(status=status), "id": None}))
+    assert isinstance(nameless, Ignored) and "no id" in nameless.why
+
+
+@pytest.mark.parametrize("basil", [False, True])
+def test_a_deleted_subscription_ends_with_its_customer(basil: bool) -> None:
+    found = read(event("customer.subscription.deleted", subscription(status="canceled")))
+    assert found == SubscriptionEnded(
+        subscription_id="sub_1Pq",
+        customer_id="cus_QxYz123",
+        reason="subscription_deleted",
+        why="subscription sub_1Pq cancelled",
+    )
+    expanded = subscription(customer=customer("cus_Exp4nd"), status="canceled", basil=basil)
+    found = read(event("customer.subscription.deleted", expanded))
+    assert isinstance(found, SubscriptionEnded) and found.customer_id == "cus_Exp4nd"
+
+
+@pytest.mark.parametrize("basil", [False, True])
+@pytest.mark.parametrize(
+    ("fields", "why"),
+    [
+        ({"cancel_at_period_end": True}, "at the end of its period"),
+        ({"cancel_at": CREATED + 86_400}, "at 2026-06-24T15:00:00Z"),
+        ({"status": "canceled"}, "is canceled"),
+        ({"status": "incomplete_expired"}, "is incomplete_expired"),
+    ],
+)
+def test_an_update_that_sets_the_subscription_to_cancel_ends_it(
+    basil: bool, fields: dict[str, Any], why: str
+) -> None:
+    found = read(
+        event(
+            "customer.subscription.updated",
+            subscription(basil=basil, **fields),
+            previous={"cancel_at_period_end": False},
+        )
+    )
+    assert isinstance(found, SubscriptionEnded), found
+    assert (found.subscription_id, found.customer_id) == ("sub_1Pq", "cus_QxYz123")
+    assert found.reason == "subscription_set_to_cancel" and why in found.why
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {},  # a plan change, a new quantity
+        {"status": "past_due"},
+        {"cancel_at_period_end": False},  # a cancellation undone
+        {"cancel_at": "soon"},  # not an instant
+    ],
+)
+def test_an_update_that_does_not_set_it_to_cancel_is_ignored_saying_so(
+    fields: dict[str, Any],
+) -> None:
+    found = read(event("customer.subscription.updated", subscription(**fields)))
+    assert isinstance(found, Ignored) and "does not set subscription sub_1Pq to cancel" in found.why
+
+
+def test_a_subscription_without_id_or_customer_is_ignored() -> None:
+    for change in ({"id": None}, {"customer": None}):
+        found = read(event("customer.subscription.deleted", {**subscription(), **change}))
+        assert isinstance(found, Ignored) and "no id or no customer" in found.why
+
+
+@pytest.mark.parametrize("basil", [False, True])
+def test_payment_action_required_is_a_failure_needing_the_customer(basil: bool) -> None:
+    body = event(ACTION, invoice(basil=basil), api_version=BASIL if basil else "2024-06-20")
+    found = failure(body)
+    assert found.decline_code == "authentication_required" and found.attempt is None
+    assert (found.amount, found.timezone) == (1999, "America/Chicago")
+    assert any("must authenticate" in n for n in found.notes)
+    assert not any("no decline code" in n for n in found.notes)
+    # Even when its payment, expanded, tells another code.
+    expanded = failure(event(ACTION, invoice(intent=payment_intent(), basil=basil)))
+    assert expanded.decline_code == "authentication_required"
+    assert expanded.card_fingerprint == "fp_Q1w2E3r4"
+
+
+def test_payment_action_required_of_recoups_attempt_is_that_attempt() -> None:
+    found = failure(event(ACTION, invoice("in_9"), idempotency_key="charge:in_9:2"))
+    assert (found.attempt, found.decline_code) == (2, "authentication_required")
+
+
+def test_every_new_type_is_supported() -> None:
+    assert {
+        ACTION,
+        "invoice.voided",
+        "invoice.marked_uncollectible",
+        "customer.subscription.deleted",
+        "customer.subscription.updated",
+    } <= set(SUPPORTED)
+
+
 def test_other_types_are_ignored() -> None:
     found = read(event("charge.refunded", {"id": "ch_1", "object": "charge"}))
     assert isinstance(found, Ignored) and "charge.refunded" in found.why
@@ -267,14 +412,20 @@ FIELDS = st.sampled_from(
     [
         "id", "customer", "currency", "amount_due", "amount_remaining", "metadata", "charge",
         "payment_intent", "payments", "customer_address", "parent", "subscription_details",
-        "invoice_settings", "default_source",
+        "invoice_settings", "default_source", "status", "cancel_at", "cancel_at_period_end",
+        "subscription",
     ]
 )  # fmt: skip
 TYPES = st.sampled_from(
     [
         FAILED,
+        ACTION,
         "invoice.paid",
         "invoice.payment_succeeded",
+        "invoice.voided",
+        "invoice.marked_uncollectible",
+        "customer.subscription.deleted",
+        "customer.subscription.updated",
         "customer.updated",
         "payment_method.automatically_updated",
         "ping",
@@ -294,7 +445,10 @@ def test_no_shape_of_object_makes_the_reader_fail_and_a_failure_is_at_created(
     body = event(kind, obj, created=created)
     body["data"]["previous_attributes"] = previous
     found = read(body)
-    assert isinstance(found, InvoiceFailed | InvoicePaid | CardUpdated | Ignored)
+    assert isinstance(
+        found,
+        InvoiceFailed | InvoicePaid | InvoiceClosed | SubscriptionEnded | CardUpdated | Ignored,
+    )
     if isinstance(found, InvoiceFailed):
         assert found.failed_at == datetime.fromtimestamp(created, UTC)
         assert found.amount > 0 and len(found.currency) == 3
