@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import aiohttp
 
-from recoup.dunning.invoice import AttemptState, Invoice
+from recoup.dunning.invoice import AttemptState, Invoice, InvoiceState
 from recoup.dunning.messages import ReportedOutcome
 from recoup.dunning.outcomes import idempotency_key
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry, PermanentError
@@ -45,6 +45,7 @@ from recoup.recovery.job_specs import (
     ATTEMPT_RETRY,
     ATTEMPT_TIMEOUT,
     DEADLINE_HANDLER,
+    FINAL_ACTION_HANDLER,
 )
 from recoup.recovery.service import Dunning
 from recoup.timekeeping.clock import SystemClock
@@ -99,6 +100,7 @@ class AttemptRunner:
     def register(self, registry: HandlerRegistry) -> HandlerRegistry:
         registry.add(ATTEMPT_HANDLER, self.attempt)
         registry.add(DEADLINE_HANDLER, self.deadline)
+        registry.add(FINAL_ACTION_HANDLER, self.final_action)
         return registry
 
     async def _send(self, ctx: HandlerContext, job: Job, keys: SigningKeys | None) -> AttemptResult:
@@ -184,6 +186,35 @@ class AttemptRunner:
         if outcome == "errored":
             raise PermanentError(detail or "refused by the charge endpoint")
         return said
+
+    async def final_action(self, ctx: HandlerContext) -> str:
+        """A final action at Stripe (`job_specs.final_action_job`), taken only while the
+        invoice is still in the state that asked for it: a pause is not taken for an invoice
+        recovered meanwhile, nor a resume for one that is not recovered."""
+        invoice_id, action = str(ctx.payload["invoice_id"]), str(ctx.payload["action"])
+        invoice, _ = await asyncio.to_thread(self._read, ctx.tenant, invoice_id)
+        if invoice is None:
+            raise PermanentError(f"no invoice {invoice_id!r}")
+        wanted = InvoiceState.RECOVERED if action == "resume_access" else InvoiceState.EXHAUSTED
+        if invoice.state is not wanted:
+            return f"not taken: {action} is for an invoice {wanted}, this one is {invoice.state}"
+        return await asyncio.to_thread(self._act_at_stripe, invoice, action, ctx.idempotency_key)
+
+    def _act_at_stripe(self, invoice: Invoice, action: str, key: str | None) -> str:
+        from recoup.recovery.hosted_charging import take_action
+
+        charging = self.hosted.charging(invoice.tenant) if self.hosted is not None else None
+        if self.hosted is None or charging is None:
+            raise AskAgain(f"no Stripe access for tenant {invoice.tenant!r}: {action} waits")
+        stripe = self.hosted.accounts.client(charging)
+        answer = take_action(
+            stripe, invoice.invoice_id, action, key=key or f"final:{invoice.invoice_id}:{action}"
+        )
+        if answer.done:
+            return answer.summary
+        if answer.retry:
+            raise AskAgain(answer.summary)
+        raise PermanentError(answer.summary)
 
     def _charge_hosted(self, invoice: Invoice, n: int, may_pay: bool) -> HostedAnswer:
         """Attempt `n` charged by Recoup itself, through the tenant's Stripe account."""

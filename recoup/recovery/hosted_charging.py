@@ -247,6 +247,47 @@ class HostedCharger:
         return replace(_replay(settled), detail=said.detail)
 
 
+@dataclass(frozen=True, kw_only=True)
+class ActionAnswer:
+    """What became of a final action at Stripe: done (or done already), to try again later
+    (`retry`: a transport failure; every action reads before it acts), or refused."""
+
+    done: bool
+    retry: bool
+    summary: str
+
+
+def take_action(stripe: StripeBilling, invoice_id: str, action: str, *, key: str) -> ActionAnswer:
+    """`action` (`job_specs.PROVIDER_ACTIONS`) for the invoice at Stripe, under the
+    Idempotency-Key `key`: `mark_uncollectible` marks the invoice; `cancel` cancels its
+    subscription; `pause_access` pauses the subscription's collection and `resume_access`
+    resumes it. An invoice without a subscription has nothing to cancel or pause."""
+    from recoup.payments.stripe_billing import StripeLookupFailed
+
+    if action == "mark_uncollectible":
+        result = stripe.mark_uncollectible(invoice_id, idempotency_key=key)
+    else:
+        try:
+            subscription = stripe.subscription_of(invoice_id)
+        except StripeLookupFailed as exc:
+            return ActionAnswer(done=False, retry=exc.retry, summary=f"stripe: {exc}")
+        if subscription is None:
+            return ActionAnswer(
+                done=True, retry=False, summary=f"stripe: {action} skipped: a one-off invoice"
+            )
+        act = {
+            "cancel": stripe.cancel_subscription,
+            "pause_access": stripe.pause_collection,
+            "resume_access": stripe.resume_collection,
+        }[action]
+        result = act(subscription, idempotency_key=key)
+    said = (
+        f"stripe: {result.action} {result.object_id} {result.outcome}"
+        f"{': ' + result.detail if result.detail else ''} [request {result.request_id or 'none'}]"
+    )
+    return ActionAnswer(done=result.ok, retry=result.retry, summary=said)
+
+
 def _replay(entry: HostedCharge) -> HostedAnswer:
     """The answer of a settled ledger row (a repeat of the attempt calls nothing)."""
     return HostedAnswer(
@@ -258,4 +299,4 @@ def _replay(entry: HostedCharge) -> HostedAnswer:
     )
 
 
-__all__ = ["HostedAnswer", "HostedCharger", "StripeAccounts"]
+__all__ = ["ActionAnswer", "HostedAnswer", "HostedCharger", "StripeAccounts", "take_action"]

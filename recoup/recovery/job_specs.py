@@ -13,6 +13,7 @@ from recoup.timekeeping.instants import format_utc
 
 ATTEMPT_HANDLER = "recoup.dunning.attempt"
 DEADLINE_HANDLER = "recoup.dunning.deadline"
+FINAL_ACTION_HANDLER = "recoup.dunning.final_action"  # taken at the provider (Stripe)
 # An attempt job is retried (same attempt, same keys) on transport failures and while the
 # provider's answer is pending; backoff from a minute up to six hours, for about three days.
 ATTEMPT_RETRY = BackoffPolicy(
@@ -46,6 +47,35 @@ def attempt_job(invoice: Invoice, n: int) -> NewJob:
         payload={"invoice_id": invoice.invoice_id, "attempt": n},
         idempotency_key=idempotency_key(invoice.invoice_id, n),
         retry=ATTEMPT_RETRY,
+        timeout=ATTEMPT_TIMEOUT,
+        keep_for=KEEP_JOBS_FOR,
+    )
+
+
+# The final actions Recoup takes at Stripe for an invoice it charges there, and the one it
+# undoes when such an invoice is recovered after all (access paused → resumed).
+PROVIDER_ACTIONS = ("mark_uncollectible", "cancel", "pause_access", "resume_access")
+FINAL_ACTION_RETRY = BackoffPolicy(
+    max_attempts=20, min_backoff=timedelta(seconds=10), max_backoff=timedelta(hours=1)
+)
+
+
+def final_action_job(invoice: Invoice, action: str, *, at: datetime) -> NewJob:
+    """The job that takes `action` at the provider for the invoice, once: its id and key are
+    the invoice's and the action's, so a transition carried out twice makes one job."""
+    if action not in PROVIDER_ACTIONS:
+        raise ValueError(f"no provider action {action!r}; expected one of {PROVIDER_ACTIONS}")
+    key = f"final:{invoice.invoice_id}:{action}"
+    return NewJob(
+        id=str(uuid.uuid5(ID_NAMESPACE, f"final\x00{invoice.tenant}\x00{key}")),
+        run_at=at,
+        target=PythonTarget(handler=FINAL_ACTION_HANDLER),
+        tenant=invoice.tenant,
+        name=f"dunning-{action.replace('_', '-')}-{invoice.invoice_id}",
+        group=job_group(invoice.invoice_id),
+        payload={"invoice_id": invoice.invoice_id, "action": action},
+        idempotency_key=key,
+        retry=FINAL_ACTION_RETRY,
         timeout=ATTEMPT_TIMEOUT,
         keep_for=KEEP_JOBS_FOR,
     )

@@ -42,11 +42,17 @@ from recoup.dunning.lifecycle import (
 from recoup.dunning.planner import plan_retries
 from recoup.dunning.policy import DunningPolicy
 from recoup.errors import Conflict, InvalidInput, NotFound
-from recoup.jobs.model import HttpTarget
+from recoup.jobs.model import HttpTarget, NewJob
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.store import JobStore
 from recoup.recovery.hosted_store import STRIPE_CHARGE_TARGET, HostedChargeStore
-from recoup.recovery.job_specs import attempt_job, deadline_job, event_job
+from recoup.recovery.job_specs import (
+    PROVIDER_ACTIONS,
+    attempt_job,
+    deadline_job,
+    event_job,
+    final_action_job,
+)
 from recoup.recovery.policies import (
     DEFAULT_POLICY,
     TenantPolicies,
@@ -357,9 +363,27 @@ class Dunning:
                     self.store.cancel(invoice.tenant, command.attempt.job_id, now=now, begun=False)
                 case ScheduleDeadline():
                     jobs.append(deadline_job(invoice, command.at))
+        if invoice.charge_url == STRIPE_CHARGE_TARGET:
+            jobs.extend(self._provider_actions(invoice, events, now=now))
         if jobs:
             self.store.insert_many(jobs, now=now)
         self._dispatch(list(events), urls={invoice.tenant: event_url}, now=now)
+
+    def _provider_actions(
+        self, invoice: Invoice, events: tuple[InvoiceEvent, ...], *, now: datetime
+    ) -> list[NewJob]:
+        """For an invoice charged through Stripe, the final action taken there when it is
+        exhausted (marked uncollectible, subscription cancelled, collection paused), and the
+        pause undone when it is recovered after one."""
+        types = {e.type for e in events}
+        action = invoice.final_action
+        if "invoice.exhausted" in types and action in PROVIDER_ACTIONS:
+            return [final_action_job(invoice, action, at=now)]
+        if "invoice.recovered" in types and action == "pause_access":
+            paused = final_action_job(invoice, "pause_access", at=now)
+            if self.store.get(invoice.tenant, paused.id) is not None:
+                return [final_action_job(invoice, "resume_access", at=now)]
+        return []
 
     def _dispatch(
         self,
