@@ -20,6 +20,8 @@ from recoup.api.dashboard.web import (
 from recoup.api.deps import Api
 from recoup.api.routes.common import Id
 from recoup.dunning.invoice import InvoiceState
+from recoup.dunning.messages import STOP_REASON_MAX
+from recoup.errors import InvalidInput
 from recoup.recovery.store import InvoiceFilter
 
 router = APIRouter(route_class=HtmlRoute, include_in_schema=False)
@@ -88,6 +90,16 @@ def mark_paid(action: Acting, api: Api, invoice_id: Id) -> Response:
     /v1/dunning/invoices/{id}/paid)."""
     invoice = api.dunning.mark_paid(action.tenant, invoice_id)
     return see_other(f"/invoices/{invoice.invoice_id}", notice="paid")
+
+
+@router.post("/invoices/{invoice_id}/cancel")
+def stop_dunning(action: Acting, api: Api, invoice_id: Id) -> Response:
+    """Stop dunning without a payment (as POST /v1/dunning/invoices/{id}/cancel)."""
+    reason = text_param("reason", action.form.get("reason"), max_length=STOP_REASON_MAX)
+    if reason is None:
+        raise InvalidInput("reason", "", f"expected 1–{STOP_REASON_MAX} characters")
+    invoice = api.dunning.stop(action.tenant, invoice_id, reason=reason)
+    return see_other(f"/invoices/{invoice.invoice_id}", notice="cancelled")
 
 
 __all__ = ["router"]

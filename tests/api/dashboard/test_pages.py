@@ -148,6 +148,38 @@ def test_marking_an_invoice_paid_recovers_it_and_cancels_its_attempts(desk: Desk
     assert "Mark paid" not in after
 
 
+def test_stopping_dunning_cancels_the_invoice_and_its_attempts_without_a_recovery(
+    desk: Desk,
+) -> None:
+    browser = desk.sign_in(desk.tenant("acme"))
+    invoice = desk.invoice("acme", "inv_1")
+    page = browser.get("/invoices/inv_1")
+    assert 'data-testid="stop-dunning"' in page.text
+    csrf = csrf_of(page.text)
+    refused = browser.post("/invoices/inv_1/cancel", data={"csrf": csrf, "reason": "  "})
+    assert refused.status_code == 422 and "reason" in page_text(refused)
+    assert desk.dunning.get("acme", "inv_1").state is InvoiceState.RETRYING
+    answer = browser.post(
+        "/invoices/inv_1/cancel", data={"csrf": csrf, "reason": "subscription cancelled"}
+    )
+    assert answer.status_code == 303
+    stored = desk.dunning.get("acme", "inv_1")
+    assert stored.state is InvoiceState.CANCELLED and stored.recovered_by is None
+    for attempt in invoice.attempts:
+        assert desk.scheduler.get(attempt.job_id, tenant="acme").state is JobState.CANCELLED
+    after = page_text(browser.get(answer.headers["location"]))
+    assert "Dunning stopped: the invoice is now cancelled" in after
+    assert "Stop dunning" not in after and "invoice.dunning_cancelled" in after
+
+
+def test_stopping_dunning_needs_the_sessions_csrf_token(desk: Desk) -> None:
+    browser = desk.sign_in(desk.tenant("acme"))
+    desk.invoice("acme", "inv_1")
+    answer = browser.post("/invoices/inv_1/cancel", data={"csrf": "forged", "reason": "x"})
+    assert answer.status_code == 403
+    assert desk.dunning.get("acme", "inv_1").state is InvoiceState.RETRYING
+
+
 @pytest.mark.parametrize(
     ("path", "field"),
     [
