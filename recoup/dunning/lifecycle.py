@@ -229,14 +229,7 @@ def _late_success(b: Builder, record: AttemptRecord, at: datetime) -> None:
     stood for (credited), or a second charge."""
     inv = b.invoice
     if inv.state is InvoiceState.CANCELLED:
-        b.set_attempt(replace(record, state=AttemptState.SUCCEEDED, reported_at=at))
-        b.event(
-            "invoice.charged_after_stop",
-            at,
-            attempt=record.attempt,
-            amount=inv.amount,
-            currency=inv.currency,
-        )
+        _charged_anyway(b, record, at, "invoice.charged_after_stop")
         return
     credited = any(a.state is AttemptState.SUCCEEDED for a in b.attempts.values())
     if inv.recovered_by != "charge_endpoint" or credited:
@@ -250,16 +243,17 @@ def _late_success(b: Builder, record: AttemptRecord, at: datetime) -> None:
 
 def _double_charged(b: Builder, record: AttemptRecord, at: datetime) -> None:
     """A charge that landed for an invoice already recovered: the merchant must refund it."""
+    _charged_anyway(b, record, at, "invoice.double_charged", recovered_by=b.invoice.recovered_by)
+
+
+def _charged_anyway(
+    b: Builder, record: AttemptRecord, at: datetime, event: str, **data: str | None
+) -> None:
+    """A charge that landed after its invoice no longer wanted one (recovered otherwise, or
+    stopped): recorded on its attempt and raised as `event`, for the merchant to refund."""
     b.set_attempt(replace(record, state=AttemptState.SUCCEEDED, reported_at=at))
     inv = b.invoice
-    b.event(
-        "invoice.double_charged",
-        at,
-        attempt=record.attempt,
-        recovered_by=inv.recovered_by,
-        amount=inv.amount,
-        currency=inv.currency,
-    )
+    b.event(event, at, attempt=record.attempt, **data, amount=inv.amount, currency=inv.currency)
 
 
 def _on_failed(b: Builder, record: AttemptRecord, msg: AttemptReported, planning: Planning) -> bool:
