@@ -38,7 +38,7 @@ from recoup.sealed import SecretBox
 from recoup.storage import open_api_tables
 from recoup.tenancy import issue_token, new_tenant
 from recoup.timekeeping.clock import VirtualClock
-from tests.support import ServerThread
+from tests.support import DEADLINE, ServerThread, wait_until
 from tests.support_stripe import (
     GOOD_CARD,
     Delivery,
@@ -141,10 +141,21 @@ class World:
         assert [a["state"] for a in timeline["attempts"]] == ["scheduled"] * ATTEMPTS
         return timeline
 
-    def forward(self, event_type: str, object_id: str) -> dict[str, Any]:
-        """localstripe's own webhook of `event_type` about `object_id` (waited for with a
-        deadline), delivered to the intake unchanged."""
-        delivery: Delivery = self.sink.wait_for(event_type, object_id)
+    def forward(self, event_type: str, object_id: str, *, after: int = 0) -> dict[str, Any]:
+        """localstripe's own webhook of `event_type` about `object_id`, the first one after
+        the sink's first `after` deliveries (waited for with a deadline), delivered to the
+        intake unchanged."""
+
+        def found() -> Delivery | None:
+            for delivery in self.sink.deliveries[after:]:
+                event = delivery.event
+                if event["type"] == event_type and event["data"]["object"]["id"] == object_id:
+                    return delivery
+            return None
+
+        wait_until(lambda: found() is not None, DEADLINE, interval=0.05)
+        delivery = found()
+        assert delivery is not None, f"localstripe sent no {event_type} of {object_id}"
         assert delivery.signature is not None
         return self.deliver(delivery.payload, delivery.signature)
 
@@ -258,8 +269,13 @@ def test_a_replaced_card_recovers_at_the_next_attempt_and_stripes_webhook_change
     assert world.timeline(invoice)["attempts"][0]["state"] == "failed"
     assert world.charges(customer) == 0
     # The customer replaces the card; localstripe's customer.updated says nothing of what
-    # changed, so the billing app tells Recoup through its API.
+    # changed (no previous_attributes): the intake cannot tell a card change from it ...
+    seen = len(world.sink.deliveries)
     replace_card(world.stripe, customer.customer_id, GOOD_CARD)
+    answer = world.forward("customer.updated", customer.customer_id, after=seen)
+    assert answer["outcome"] == "ignored", answer
+    assert world.timeline(invoice)["attempts"][1]["state"] == "scheduled"
+    # ... so the billing app tells Recoup through its API.
     told = world.http.post(f"/v1/dunning/invoices/{invoice}/payment-method-updated")
     assert told.status_code == 200, told.text
 
@@ -367,3 +383,31 @@ def test_a_pay_that_times_out_is_reconciled_by_a_look_up_not_paid_again(world: W
     assert world.charges(customer) == 1
     assert world.run_until(world.attempt_at(invoice, ATTEMPTS) + timedelta(days=1)) == []
     assert world.charges(customer) == 1
+
+
+def test_a_lost_pay_whose_webhook_comes_first_is_not_paid_again(world: World) -> None:
+    customer = world.failing_customer()
+    invoice = customer.invoice_id
+    world.report_failure(customer)
+    replace_card(world.stripe, customer.customer_id, GOOD_CARD)
+    # The pay reaches localstripe, which charges; the connection drops before its answer.
+    world.proxy.inject(FaultKind.DROP_AFTER, pay_path(invoice))
+    assert world.run_attempt(invoice, 1) == an_attempt(invoice)[:3]
+    assert world.timeline(invoice)["attempts"][0]["state"] == "pending"
+
+    # localstripe's invoice.payment_succeeded of that pay reaches the intake before the
+    # attempt is asked again. Its events name no request idempotency key (Stripe's would say
+    # charge:{invoice}:1, crediting the attempt): to the intake it is a payment out of band.
+    answer = world.forward("invoice.payment_succeeded", invoice)
+    assert answer["outcome"] == "recovered", answer
+
+    # The attempt's retry only looks the invoice up: paid, once.
+    calls = world.run_until(world.test_clock.now() + timedelta(hours=1))
+
+    assert calls == an_attempt(invoice)[:2]
+    timeline = world.timeline(invoice)
+    assert timeline["state"] == "recovered"
+    assert "invoice.double_charged" not in [e["type"] for e in timeline["events"]]
+    assert world.pays(invoice) == 1
+    assert world.charges(customer) == 1
+    assert world.run_until(world.last_attempt_at(invoice) + timedelta(days=1)) == []
