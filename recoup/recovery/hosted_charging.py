@@ -29,8 +29,10 @@ One attempt, keyed `charge:{invoice}:{n}` (the Idempotency-Key Stripe is sent):
 | 429, 5xx, timeout, network    | `pending`: asked again with the job's backoff, same key |
 
 The Stripe calls of an attempt: one invoice read and one pay; a retry after a lost answer, one
-read (and a pay only if nothing was charged). Every answer's Stripe request id goes to the run
-log.
+read (and a pay only if nothing was charged). A read, and a pay's answer, also read the
+invoice's payment intent (and charge) where Stripe names them by id only: at localstripe an
+attempt is 4 requests (invoice, intent, pay, intent), a retry 2. Every answer's Stripe request
+id goes to the run log.
 """
 
 from __future__ import annotations
