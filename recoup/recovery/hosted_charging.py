@@ -96,7 +96,10 @@ class StripeAccounts:
     reused from one attempt to the next). `api_base` points every client at another
     Stripe-compatible server (`RECOUP_STRIPE_API_BASE`, for tests)."""
 
-    def __init__(self, box: Box, *, api_base: str | None = None, timeout: float = 20.0) -> None:
+    def __init__(self, box: Box, *, api_base: str | None = None, timeout: float = 10.0) -> None:
+        """`timeout`: seconds per Stripe request. An attempt makes up to four in a row (see the
+        module docstring), which must fit in the attempt job's own timeout (60 s); a request
+        that takes longer is in doubt, and the next try looks the invoice up."""
         self._box = box
         self._api_base = api_base
         self._timeout = timeout
