@@ -43,7 +43,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from recoup.dunning.invoice import Invoice
+from recoup.dunning.invoice import Invoice, InvoiceState
 from recoup.dunning.messages import ReportedOutcome
 from recoup.recovery.hosted_store import (
     HostedCharge,
@@ -182,9 +182,11 @@ class HostedCharger:
         stripe = self.accounts.client(charging)
         if asked_before:
             seen = stripe.look_up(invoice.invoice_id, previous_charge_id=entry.provider_charge_id)
-            if seen.outcome is StripeOutcome.SUCCEEDED and invoice.state.is_final:
+            if seen.outcome is StripeOutcome.SUCCEEDED and invoice.state is InvoiceState.RECOVERED:
                 # Recovered (paid another way, as Recoup heard it) while this pay was in
                 # doubt: Stripe pays an invoice once, so that one payment is counted already.
+                # Stopped or exhausted instead, Recoup heard of no payment: the paid invoice
+                # is this pay, to be heard (`invoice.charged_after_stop`), not swallowed.
                 return self._settle(entry, seen, ours=False)
             if seen.outcome is not StripeOutcome.NOT_CHARGED:
                 return self._settle(entry, seen, ours=True)

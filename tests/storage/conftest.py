@@ -73,6 +73,10 @@ class Backend:
         discouraged."""
         raise NotImplementedError
 
+    def dump(self) -> str:
+        """Every row of every table as text: what a dump or a backup of the database holds."""
+        raise NotImplementedError
+
 
 class SqliteBackend(Backend):
     @property
@@ -118,6 +122,13 @@ class SqliteBackend(Backend):
         finally:
             conn.close()
 
+    def dump(self) -> str:
+        conn = sqlite3.connect(self.path)
+        try:
+            return "\n".join(conn.iterdump())
+        finally:
+            conn.close()
+
 
 class PostgresBackend(Backend):
     def _connect(self, options: str = "") -> Any:
@@ -151,6 +162,19 @@ class PostgresBackend(Backend):
     def plan(self, query: str) -> str:
         with self._connect("-c enable_seqscan=off") as pg:
             return "\n".join(row[0] for row in pg.execute("EXPLAIN " + self.queries[query]))
+
+    def dump(self) -> str:
+        lines = []
+        with self._connect() as pg:
+            tables = pg.execute(
+                "SELECT table_name FROM information_schema.tables"
+                " WHERE table_schema = %s AND table_type = 'BASE TABLE' ORDER BY table_name",
+                (self.schema,),
+            ).fetchall()
+            for (table,) in tables:
+                rows = pg.execute(f'SELECT t::text FROM "{table}" t').fetchall()
+                lines += [f"{table}: {row[0]}" for row in rows]
+        return "\n".join(lines)
 
 
 def _drop_schema(url: str, schema: str) -> None:
