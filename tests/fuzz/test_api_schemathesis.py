@@ -78,6 +78,9 @@ schemathesis.openapi.format(CRON_FORMAT, cron_expressions())
 schemathesis.openapi.format(POLICY_FORMAT, policies())
 
 
+FUZZ_STRIPE_KEY = "sk_test_" + "F" * 24  # stored sealed; settings never call Stripe
+
+
 def unique_key(header: str) -> str:
     """The same Idempotency-Key, made unique: a key the document allows is reused by generated
     requests for other paths and bodies, which the server rightly refuses (422, draft §2.7)."""
@@ -94,9 +97,10 @@ def as_the_document_requires(context: Any, case: Any, kwargs: dict[str, Any]) ->
     minimum (RetryIn states the rule, JSON Schema cannot compare two fields); settings that
     keep a default charge URL, which a failure without its own needs (a rule of the tenant's
     state), an experiment whose policy is named apart from the tenant's (a rule inside the
-    TOML texts); a schedule's window that does not end before it starts, at most one of a
-    PATCH's `run_at` and `delay_seconds`, and a schedule PATCH's rule as one of its two
-    kinds."""
+    TOML texts), a Stripe API key only beside `charge_with` `stripe` and charging with
+    Stripe only with a key (a rule of two fields and of the tenant's state); a schedule's
+    window that does not end before it starts, at most one of a PATCH's `run_at` and
+    `delay_seconds`, and a schedule PATCH's rule as one of its two kinds."""
     headers = case.headers or {}
     key = headers.get("Idempotency-Key")
     if isinstance(key, str) and KEY.fullmatch(key):
@@ -112,6 +116,10 @@ def as_the_document_requires(context: Any, case: Any, kwargs: dict[str, Any]) ->
             body["experiment_policy"] = ARM_B_NAME.sub(
                 'name = "fuzz-arm-b"', body["experiment_policy"]
             )
+        if body.get("stripe_api_key") is not None:
+            body["charge_with"] = "stripe"
+        elif body.get("charge_with") == "stripe":
+            body["stripe_api_key"] = FUZZ_STRIPE_KEY
     # Two fields of one body that JSON Schema cannot compare: a window's start after its end;
     # both of a PATCH's run_at and delay_seconds (at most one, as the description says).
     start, end = body.get("start_at"), body.get("end_at")
