@@ -34,7 +34,7 @@ from recoup.jobs.worker.config import (
     WorkerConfig,
     default_worker_id,
 )
-from recoup.jobs.worker.ledger import READY, REVOKED, WAITING, WorkerStats
+from recoup.jobs.worker.ledger import WorkerStats
 from recoup.jobs.worker.parts import assemble
 from recoup.timekeeping.clock import Clock, SystemClock
 
@@ -352,12 +352,7 @@ class Worker:
         ledger = self._ledger
         ledger.stopping = True
         self._firing.disarm()
-        unstarted = [h for h in ledger.held.values() if h.state in (WAITING, READY)]
-        ledger.ready.clear()
-        for held in unstarted:
-            held.state = REVOKED
-            ledger.forget(held)
-        ledger.unstarted = 0
+        unstarted = ledger.release_unstarted()
         if unstarted:
             ids = [h.job.id for h in unstarted]
             try:
