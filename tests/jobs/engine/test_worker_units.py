@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
+from recoup.errors import InvalidInput
 from recoup.jobs.model import BackoffPolicy, Job, JobState, PythonTarget, RunOutcome
 from recoup.jobs.targets import AttemptOutcome, AttemptResult
 from recoup.jobs.worker import WorkerConfig, completion_for
+from recoup.jobs.worker.config import worker_config
 from recoup.jobs.worker.ledger import HeldState, Ledger, WorkerStats
 
 Outcome = tuple[RunOutcome, datetime | None, str | None]  # a run's outcome, retry_at, error
@@ -129,11 +131,27 @@ def test_jitter_comes_from_the_rng_it_is_given() -> None:
         ({"batch_size": 0}, "batch_size"),
         ({"lease": timedelta(0)}, "lease"),
         ({"lease": timedelta(seconds=3), "heartbeat_interval": timedelta(seconds=3)}, "heartbeat"),
+        ({"session_beat": timedelta(0)}, "session_beat"),
+        ({"session_grace": timedelta(seconds=1)}, "session_grace"),
+        ({"dead_after": timedelta(seconds=1)}, "dead_after"),
     ],
 )
 def test_a_config_refuses_settings_that_cannot_work(options: dict[str, Any], message: str) -> None:
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(InvalidInput, match=message) as refused:
         WorkerConfig(**options)
+    assert refused.value.field == message or refused.value.field.startswith(message)
+
+
+def test_knobs_by_name_make_the_config_and_are_refused_beside_one() -> None:
+    made = worker_config(None, {"concurrency": 4, "worker_id": "w"})
+    assert made == WorkerConfig(concurrency=4, worker_id="w")
+    given = WorkerConfig(concurrency=2)
+    assert worker_config(given, {}) is given
+    with pytest.raises(InvalidInput, match="concurrency") as refused:
+        worker_config(given, {"concurrency": 4})
+    assert refused.value.field == "concurrency"
+    with pytest.raises(TypeError, match="concurency"):
+        worker_config(None, {"concurency": 4})
 
 
 def test_a_configs_derived_settings_follow_the_lease_and_the_batch() -> None:
