@@ -39,7 +39,7 @@ import psycopg
 from recoup.jobs.model import HttpTarget, NewJob
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
-from recoup.jobs.worker import Worker
+from recoup.jobs.worker import Worker, WorkerConfig
 from recoup.storage.postgres.store import PostgresStore
 from recoup.storage.sqlite.store import SqliteStore
 
@@ -189,9 +189,8 @@ async def drain(store: Any, n: int) -> float:
 
     worker = Worker(
         store,
-        concurrency=WORKER_CONCURRENCY,
+        WorkerConfig(concurrency=WORKER_CONCURRENCY, schedules=False),
         ssrf=SsrfGuard(allow_private=True),
-        schedules=False,
         on_attempt=observe,
     )
     start = time.perf_counter()

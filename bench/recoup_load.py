@@ -33,7 +33,7 @@ from typing import Any
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry
 from recoup.jobs.model import NewJob, PythonTarget
 from recoup.jobs.store import ClaimParams
-from recoup.jobs.worker import Worker
+from recoup.jobs.worker import Worker, WorkerConfig
 from recoup.storage import Store, open_store
 
 BATCH = 5_000  # jobs per insert_many call
@@ -65,7 +65,9 @@ def noop_registry() -> HandlerRegistry:
 
 
 def drain_part(store: Store, concurrency: int) -> None:
-    worker = Worker(store, handlers=noop_registry(), concurrency=concurrency, schedules=False)
+    worker = Worker(
+        store, WorkerConfig(concurrency=concurrency, schedules=False), handlers=noop_registry()
+    )
     print("ready", flush=True)
     sys.stdin.readline()
     count = worker.drain()
@@ -98,7 +100,9 @@ async def fire(store: Store, instants: list[datetime], concurrency: int) -> dict
 
     handlers.add("steady", record)
     insert(store, instants, "steady")
-    worker = Worker(store, handlers=handlers, concurrency=concurrency, schedules=False)
+    worker = Worker(
+        store, WorkerConfig(concurrency=concurrency, schedules=False), handlers=handlers
+    )
     task = asyncio.create_task(worker.run())
     try:
         last = (max(instants) - datetime.now(UTC)).total_seconds()
@@ -139,7 +143,9 @@ def claim_ms(store: Store) -> float:
 def drain_rate(store: Store, concurrency: int) -> float:
     insert(store, [datetime.now(UTC)] * DRAIN_PROBE)
     analyze(store)
-    worker = Worker(store, handlers=noop_registry(), concurrency=concurrency, schedules=False)
+    worker = Worker(
+        store, WorkerConfig(concurrency=concurrency, schedules=False), handlers=noop_registry()
+    )
     began = time.perf_counter()
     count = worker.drain()
     assert count >= DRAIN_PROBE, count

@@ -23,7 +23,7 @@ import psycopg
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry
 from recoup.jobs.model import NewJob, PythonTarget
 from recoup.jobs.store import ClaimParams
-from recoup.jobs.worker import Worker
+from recoup.jobs.worker import Worker, WorkerConfig
 from recoup.storage.postgres.store import PostgresStore
 
 BURST_LEAD = 3.0  # seconds between enqueueing the burst and its due instant
@@ -83,7 +83,9 @@ async def drain(
         handlers.add("noop", noop_inline, inline=True)
     else:
         handlers.add("noop", noop)
-    worker = Worker(store, handlers=handlers, concurrency=concurrency, schedules=False)
+    worker = Worker(
+        store, WorkerConfig(concurrency=concurrency, schedules=False), handlers=handlers
+    )
     start = time.perf_counter()
     await run_worker_until(worker, done, timeout=600)
     elapsed = time.perf_counter() - start
@@ -102,7 +104,9 @@ async def burst(store: PostgresStore, n: int, concurrency: int) -> dict[str, flo
             done.set()
 
     handlers.add("burst", record)
-    worker = Worker(store, handlers=handlers, concurrency=concurrency, schedules=False)
+    worker = Worker(
+        store, WorkerConfig(concurrency=concurrency, schedules=False), handlers=handlers
+    )
     task = asyncio.create_task(run_worker_until(worker, done, timeout=BURST_LEAD + 60))
     await asyncio.sleep(0.5)  # the worker is up and idle, as in the peers' runs
     due = datetime.now(UTC) + timedelta(seconds=BURST_LEAD)

@@ -17,6 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+# The exported names are one list, `_HOMES` (each name → the module that defines it, imported
+# on first use); the `TYPE_CHECKING` imports (for type checkers) and `__all__` repeat it, and
+# tests/test_packaging.py holds them to it name for name and module for module.
 if TYPE_CHECKING:
     from recoup.dunning.planner import Failure, plan_retries
     from recoup.dunning.policy import DunningPolicy, parse_policy, preset
@@ -36,7 +39,7 @@ _HOMES = {
     "Dunning": "recoup.recovery.service",
     "DunningPolicy": "recoup.dunning.policy",
     "Failure": "recoup.dunning.planner",
-    "FailureReport": "recoup.recovery.service",
+    "FailureReport": "recoup.recovery.records",
     "HandlerContext": "recoup.jobs.handlers",
     "HandlerRegistry": "recoup.jobs.handlers",
     "HttpTarget": "recoup.jobs.model",

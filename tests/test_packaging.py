@@ -7,12 +7,15 @@ package fails, as it would where it was never installed."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import subprocess
 import sys
 import textwrap
 import tomllib
 from pathlib import Path
+
+import pytest
 
 import recoup
 
@@ -196,3 +199,42 @@ def test_importing_recoup_loads_no_module_of_its_own_until_a_name_is_used() -> N
     )
     assert done.stdout.strip() == "[]", done.stdout
     assert importlib.import_module("recoup").__version__
+
+
+def lazy_exports() -> tuple[dict[str, str], dict[str, str], list[str]]:
+    """From `recoup/__init__.py`'s text: the lazy map (`_HOMES`), the `TYPE_CHECKING` imports
+    (name → module) and `__all__`."""
+    tree = ast.parse(Path(recoup.__file__).read_text(encoding="utf-8"))
+    homes: dict[str, str] = {}
+    typed: dict[str, str] = {}
+    exported: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for imp in node.body:
+                assert isinstance(imp, ast.ImportFrom) and imp.module and not imp.level
+                for alias in imp.names:
+                    assert alias.asname is None, alias.asname
+                    assert alias.name not in typed, f"{alias.name} imported twice"
+                    typed[alias.name] = imp.module
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+            if isinstance(target, ast.Name) and target.id == "_HOMES":
+                homes = ast.literal_eval(node.value)  # type: ignore[arg-type]
+            elif isinstance(target, ast.Name) and target.id == "__all__":
+                exported = ast.literal_eval(node.value)  # type: ignore[arg-type]
+    return homes, typed, exported
+
+
+def test_the_lazy_exports_and_the_type_checking_imports_are_one_list() -> None:
+    homes, typed, exported = lazy_exports()
+    assert homes and homes == recoup._HOMES
+    assert typed == homes, "recoup/__init__.py: the TYPE_CHECKING imports and _HOMES disagree"
+    assert exported == sorted([*homes, "__version__"])
+
+
+@pytest.mark.parametrize("name", sorted(recoup._HOMES))
+def test_each_lazy_export_is_defined_in_the_module_it_is_loaded_from(name: str) -> None:
+    home = recoup._HOMES[name]
+    value = getattr(importlib.import_module(home), name)
+    assert getattr(value, "__module__", home) == home, f"{name} is defined elsewhere"
+    assert getattr(recoup, name) is value

@@ -33,7 +33,13 @@ from pydantic import BaseModel
 from starlette.responses import Response
 
 from recoup.api.echoes import echo_header
-from recoup.api.problems import ApiProblem, FieldError, problem_for, problem_response
+from recoup.api.problems import (
+    ApiProblem,
+    BodyTooLarge,
+    FieldError,
+    problem_for,
+    problem_response,
+)
 from recoup.errors import InvalidInput, RecoupError, StorageError
 from recoup.idempotency import (
     IdempotencyStore,
@@ -110,6 +116,9 @@ class PostContext:
         try:
             response = json_response(*operation())
             keep = True
+        except _ANSWERED_ELSEWHERE:
+            self._release(locked_at)
+            raise
         except RecoupError as exc:
             response = problem_response(problem_for(exc))
             keep = _worth_keeping(exc)
@@ -129,6 +138,8 @@ class PostContext:
                 return outcome
             try:
                 response = json_response(*operation())
+            except _ANSWERED_ELSEWHERE:
+                raise
             except RecoupError as exc:
                 raise _Refused(exc) from exc
             self._complete(outcome.locked_at, response)
@@ -219,7 +230,12 @@ class PostContext:
                 assert_never(outcome)
 
 
-class _Refused(Exception):
+# Errors of the HTTP layer, not the operation's decision: answered by their own handlers (with
+# their headers), never stored under the key, which is freed as for any other exception.
+_ANSWERED_ELSEWHERE = (ApiProblem, BodyTooLarge)
+
+
+class _Refused(RecoupError):
     """The operation of an atomic run raised `error`: undo the run's transaction."""
 
     def __init__(self, error: RecoupError) -> None:

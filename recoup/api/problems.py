@@ -77,8 +77,9 @@ class Problem(BaseModel):
         return echo(text, DETAIL_LIMIT)
 
 
-class ApiProblem(Exception):
-    """An error answered as problem+json with an exact status (auth, idempotency, limits)."""
+class ApiProblem(RecoupError):
+    """An error answered as problem+json with an exact status (auth, idempotency, limits),
+    and its headers: its own handler answers it, never `problem_for`'s rule."""
 
     def __init__(
         self,
@@ -98,6 +99,7 @@ class ApiProblem(Exception):
             errors=list(errors),
         )
         self.headers = dict(headers or {})
+        self.http_status = status
 
 
 def problem_response(problem: Problem, headers: Mapping[str, str] | None = None) -> Response:
@@ -128,7 +130,9 @@ def _short(value: object) -> JsonValue:
 
 
 def problem_for(exc: RecoupError) -> Problem:
-    """The problem a domain error answers with."""
+    """The problem a domain error answers with (an `ApiProblem`, the one it carries)."""
+    if isinstance(exc, ApiProblem):
+        return exc.problem
     status = exc.http_status
     if isinstance(exc, InvalidInput):
         rule = exc.rule if isinstance(exc, TargetRefused) else None
@@ -202,9 +206,11 @@ class CatchAllMiddleware:
                 await problem_response(INTERNAL_ERROR)(scope, receive, send)
 
 
-class BodyTooLarge(StarletteHTTPException):
-    """Raised from `receive` when a streamed body passes the limit. An HTTP exception, so
-    that FastAPI's body reader lets it through and the handler above answers 413."""
+class BodyTooLarge(StarletteHTTPException, RecoupError):
+    """Raised from `receive` when a streamed body passes the limit. An HTTP exception first,
+    so that FastAPI's body reader lets it through and the handler above answers 413."""
+
+    http_status = 413
 
     def __init__(self, limit: int) -> None:
         super().__init__(413, f"the request body is over the limit of {limit} bytes")

@@ -45,7 +45,7 @@ from recoup.cli._app import (
 )
 from recoup.errors import InvalidInput
 from recoup.jobs.handlers import HandlerRegistry
-from recoup.jobs.worker import Worker
+from recoup.jobs.worker import Worker, WorkerConfig, default_worker_id
 from recoup.storage import DEFAULT_DB_URL
 
 log = logging.getLogger("recoup.worker")
@@ -131,17 +131,15 @@ def worker_command(
     stripe = stripe_accounts(secret_box(db))
     scheduler = Scheduler(store, clock=clock, ssrf=guard)
     _, registry = dunning_runtime(scheduler, store, registry, stripe=stripe)
-    worker = Worker(
-        store,
-        handlers=registry,
+    config = WorkerConfig(
+        worker_id=default_worker_id() if worker_id is None else worker_id,
         concurrency=concurrency,
-        worker_id=worker_id,
         lease=timedelta(seconds=lease_seconds),
         grace=timedelta(seconds=grace_seconds),
         batch_size=batch_size,
-        ssrf=guard,
-        clock=clock,
-        on_attempt=on_attempt,
+    )
+    worker = Worker(
+        store, config, handlers=registry, ssrf=guard, clock=clock, on_attempt=on_attempt
     )
 
     async def main() -> None:

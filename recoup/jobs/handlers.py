@@ -28,14 +28,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from recoup.errors import InvalidInput
+from recoup.errors import InvalidInput, RecoupError
 
 if TYPE_CHECKING:
     from recoup.jobs.targets import HttpExecutor
 
 
-class PermanentError(Exception):
-    """Raised by a handler to fail its job at once, without retrying."""
+class PermanentError(RecoupError):
+    """Raised by a handler to fail its job at once, without retrying (any other exception is
+    retried: the worker tells them apart by this class, not by `RecoupError`)."""
 
 
 @dataclass(frozen=True, slots=True)

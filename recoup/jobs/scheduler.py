@@ -53,7 +53,8 @@ from recoup.jobs.target_checks import (
     check_method,
     check_url_text,
 )
-from recoup.jobs.worker import Worker
+from recoup.jobs.worker import Worker, WorkerConfig
+from recoup.jobs.worker.config import KNOBS, worker_config
 from recoup.timekeeping.clock import Clock, SystemClock
 from recoup.timekeeping.instants import to_utc
 
@@ -313,18 +314,24 @@ class Scheduler(ScheduleCalls):
 
     # -- embedded worker ---------------------------------------------------------------------
 
-    def worker(self, **options: Any) -> Worker:
-        """A `Worker` over this scheduler's store, clock and SSRF guard."""
+    def worker(self, config: WorkerConfig | None = None, **options: Any) -> Worker:
+        """A `Worker` over this scheduler's store, clock and SSRF guard. `options` are the
+        worker's collaborators (`handlers=`, `rng=`, …) and, for convenience, `WorkerConfig`
+        fields by name (`concurrency=4`), made into its configuration: with `config` too, a
+        field given by name is refused (`InvalidInput` naming it)."""
+        knobs = {name: options.pop(name) for name in list(options) if name in KNOBS}
         options.setdefault("clock", self.clock)
         options.setdefault("ssrf", self.ssrf)
-        return Worker(self.store, **options)
+        return Worker(self.store, worker_config(config, knobs), **options)
 
     @contextlib.contextmanager
-    def running_worker(self, **options: Any) -> Iterator[Worker]:
+    def running_worker(
+        self, config: WorkerConfig | None = None, **options: Any
+    ) -> Iterator[Worker]:
         """Run a worker in a background thread (its own event loop) for the `with` block;
         on exit, stop it gracefully and wait for it. Jobs enqueued through this scheduler
         meanwhile wake it at once."""
-        worker = self.worker(**options)
+        worker = self.worker(config, **options)
         failure: list[BaseException] = []
 
         def main() -> None:

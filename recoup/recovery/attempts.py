@@ -35,6 +35,7 @@ import aiohttp
 from recoup.dunning.invoice import AttemptState, Invoice, InvoiceState
 from recoup.dunning.messages import ReportedOutcome
 from recoup.dunning.outcomes import idempotency_key
+from recoup.errors import RecoupError
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry, PermanentError
 from recoup.jobs.model import HttpTarget, Job, JobState, Tenant, trusted
 from recoup.jobs.signing import SigningKeys
@@ -59,8 +60,9 @@ ANSWERED = ("succeeded", "failed", "already_handled", "closed", "pending")
 _RETRYABLE_STATUS = frozenset({408, 409, 429})  # 409: the receiver holds the key in flight
 
 
-class AskAgain(Exception):
-    """Retry this attempt with the job's backoff (same attempt, same keys)."""
+class AskAgain(RecoupError):
+    """Retry this attempt with the job's backoff (same attempt, same keys): raised out of a
+    handler like any exception but `PermanentError`, it is retried."""
 
 
 def charge_request(invoice: Invoice, n: int, at: datetime) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from starlette.responses import RedirectResponse, Response
 from recoup.api.dashboard.sessions import SESSION_COOKIE, Session, Sessions
 from recoup.api.deps import Api
 from recoup.api.echoes import echo
-from recoup.errors import InvalidInput, NotFound
+from recoup.errors import InvalidInput, NotFound, RecoupError
 
 E = TypeVar("E", bound=StrEnum)
 
@@ -61,7 +61,7 @@ def dashboard_state(request: Request) -> DashboardState:
 Dash = Annotated[DashboardState, Depends(dashboard_state)]
 
 
-class LoginRequired(Exception):
+class LoginRequired(RecoupError):
     """No valid session: the visitor goes to the login page, then back to `next_url`."""
 
     def __init__(self, next_url: str) -> None:
@@ -69,7 +69,7 @@ class LoginRequired(Exception):
         self.next_url = next_url
 
 
-class CsrfRefused(Exception):
+class CsrfRefused(RecoupError):
     """A POST without this session's CSRF token (or the login form's)."""
 
 

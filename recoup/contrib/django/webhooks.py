@@ -215,7 +215,7 @@ def idempotent_webhook(
     return decorate(view) if view is not None else decorate
 
 
-class _LockLost(Exception):
+class _LockLost(RecoupError):
     """The key was taken over while the view ran: its writes must not commit."""
 
 

@@ -4,9 +4,13 @@ concurrently, and reports completions in batches.
 One asyncio loop per worker; every store call runs in a small thread pool, so the loop never
 waits on the database. Where each part lives (ARCHITECTURE.md, 'Time in the worker'):
 
-- `config`: `WorkerConfig`, every tunable in one frozen record.
+- `config`: `WorkerConfig`, every tunable in one frozen record (`Worker(store, config, …)`
+  takes collaborators only beside it).
 - `clocks`: due time (the injected `Clock`, maybe virtual) and elapsed time (`Elapsed`: real
   unless a test steps it), never mixed; `WorkerClock` carries both, and the wall clock.
+- `ledger`: what the worker holds in memory, shared by the parts: each held job's state (a
+  `HeldState`, changed only by the ledger's transitions), the counts claims are sized by, and
+  the statistics.
 - `firing`: claim what is due within `horizon` under a lease, hold it in memory, arm one timer
   per distinct `run_at`: a burst due at one instant starts within milliseconds of it instead
   of at the next poll. A saturated worker claims only as many as it frees.

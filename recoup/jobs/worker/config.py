@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 import random
 import socket
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from datetime import timedelta
+from typing import Any
 
+from recoup.errors import InvalidInput
 from recoup.jobs.schedules import SCHEDULE_HORIZON
 from recoup.jobs.worker_records import SessionRules
 
@@ -83,23 +86,34 @@ class WorkerConfig:
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
-            raise ValueError("concurrency must be ≥ 1")
+            raise InvalidInput("concurrency", self.concurrency, "expected ≥ 1")
         if self.batch_size < 1:
-            raise ValueError("batch_size must be ≥ 1")
+            raise InvalidInput("batch_size", self.batch_size, "expected ≥ 1")
         if self.lease <= timedelta(0):
-            raise ValueError("lease must be positive")
+            raise InvalidInput("lease", self.lease, "expected a positive duration")
         if self.heartbeat_interval is not None and self.heartbeat_interval >= self.lease * (
             1 - LEASE_MARGIN
         ):
-            raise ValueError("heartbeat_interval must be well within the lease")
-        if self.session_beat <= timedelta(0) or self.dead_check_interval <= timedelta(0):
-            raise ValueError("session_beat and dead_check_interval must be positive")
+            raise InvalidInput(
+                "heartbeat_interval",
+                self.heartbeat_interval,
+                f"expected well within the lease (< {1 - LEASE_MARGIN:.0%} of {self.lease})",
+            )
+        for name in ("session_beat", "dead_check_interval"):
+            if getattr(self, name) <= timedelta(0):
+                raise InvalidInput(name, getattr(self, name), "expected a positive duration")
         # The worker gives its jobs up `SESSION_MARGIN` before either rule may apply: leave it
         # two beats at least to prove its session first.
         least = 2 * self.session_beat + timedelta(seconds=SESSION_MARGIN)
-        if not least <= self.session_grace <= self.dead_after:
-            raise ValueError(
-                "expected 2 × session_beat + SESSION_MARGIN ≤ session_grace ≤ dead_after"
+        if not least <= self.session_grace:
+            raise InvalidInput(
+                "session_grace",
+                self.session_grace,
+                f"expected ≥ 2 × session_beat + SESSION_MARGIN ({least}) and ≤ dead_after",
+            )
+        if not self.session_grace <= self.dead_after:
+            raise InvalidInput(
+                "dead_after", self.dead_after, f"expected ≥ session_grace ({self.session_grace})"
             )
 
     @property
@@ -130,6 +144,25 @@ class WorkerConfig:
         return self.lease.total_seconds() * (1 - LEASE_MARGIN)
 
 
+KNOBS = frozenset(f.name for f in fields(WorkerConfig))  # every tuning knob, by name
+
+
+def worker_config(config: WorkerConfig | None, knobs: Mapping[str, Any]) -> WorkerConfig:
+    """The configuration of a worker asked for with `config` or with knobs by name (for
+    conveniences such as `Scheduler.worker(concurrency=4)`), not both: a knob given with
+    `config` too is refused, naming it, rather than one of them silently ignored. A name that
+    is not a `WorkerConfig` field is a TypeError, as for any unexpected keyword."""
+    unknown = sorted(set(knobs) - KNOBS)
+    if unknown:
+        raise TypeError(f"unexpected worker option {unknown[0]!r} (not a WorkerConfig field)")
+    if config is None:
+        return WorkerConfig(**knobs)
+    if knobs:
+        name = sorted(knobs)[0]
+        raise InvalidInput(name, knobs[name], "given with config= too: set it in config only")
+    return config
+
+
 __all__ = [
     "DEAD_AFTER",
     "DEAD_CHECK_INTERVAL",
@@ -137,6 +170,7 @@ __all__ = [
     "DEFAULT_HORIZON",
     "DEFAULT_LEASE",
     "KEEP_RUNS_FOR",
+    "KNOBS",
     "LEASE_MARGIN",
     "MAX_SLEEP",
     "PRUNE_INTERVAL",
@@ -146,4 +180,5 @@ __all__ = [
     "SESSION_MARGIN",
     "WorkerConfig",
     "default_worker_id",
+    "worker_config",
 ]

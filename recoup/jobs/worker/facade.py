@@ -15,26 +15,11 @@ import aiohttp
 
 from recoup.jobs.handlers import HandlerRegistry
 from recoup.jobs.model import Job, Run
-from recoup.jobs.schedules import SCHEDULE_HORIZON
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.store import SchedulerStore
 from recoup.jobs.worker.clocks import Elapsed, RealElapsed, WorkerClock, wait_tasks
-from recoup.jobs.worker.config import (
-    DEAD_AFTER,
-    DEAD_CHECK_INTERVAL,
-    DEFAULT_GRACE,
-    DEFAULT_HORIZON,
-    DEFAULT_LEASE,
-    KEEP_RUNS_FOR,
-    MAX_SLEEP,
-    PRUNE_INTERVAL,
-    SCHEDULE_INTERVAL,
-    SESSION_BEAT,
-    SESSION_GRACE,
-    WorkerConfig,
-    default_worker_id,
-)
-from recoup.jobs.worker.ledger import READY, REVOKED, WAITING, WorkerStats
+from recoup.jobs.worker.config import WorkerConfig
+from recoup.jobs.worker.ledger import WorkerStats
 from recoup.jobs.worker.parts import assemble
 from recoup.timekeeping.clock import Clock, SystemClock
 
@@ -45,15 +30,16 @@ ERROR_PAUSE = 1.0  # seconds to wait after a store error before trying again
 
 class Worker:
     """Runs due jobs from `store` (jobs, and the schedules it materialises unless
-    `schedules=False`; see the package docstring for the design).
+    `config.schedules` is off; see the package docstring for the design).
 
-    The keyword arguments are `WorkerConfig`'s fields (or pass `config=` whole), plus:
-    `clock` (due time, maybe a `VirtualClock`), `elapsed` (elapsed time: real unless a test
-    steps it), `wall_clock` (signature timestamps: real even when `clock` is virtual),
-    `handlers` (Python targets), `ssrf` (guards HTTP targets at send time; the default refuses
-    every non-public address), `http_session` (makes the HTTP session of each worker session,
-    on its event loop, closed with it; default: a pooled `guarded_client`), `rng` (backoff
-    jitter: seed it for reproducible tests).
+    Every tuning knob is a field of `config` (`WorkerConfig`; None: its defaults). The
+    keyword arguments are the worker's collaborators: `clock` (due time, maybe a
+    `VirtualClock`), `elapsed` (elapsed time: real unless a test steps it), `wall_clock`
+    (signature timestamps: real even when `clock` is virtual), `handlers` (Python targets),
+    `ssrf` (guards HTTP targets at send time; the default refuses every non-public address),
+    `http_session` (makes the HTTP session of each worker session, on its event loop, closed
+    with it; default: a pooled `guarded_client`), `rng` (backoff jitter: seed it for
+    reproducible tests).
 
     `on_attempt(job, run)` observes every attempt whose completion this worker wrote (metrics,
     logs): called on the worker's event loop, once per attempt, right after the batch holding
@@ -65,64 +51,21 @@ class Worker:
     def __init__(
         self,
         store: SchedulerStore,
+        config: WorkerConfig | None = None,
         *,
         clock: Clock | None = None,
         handlers: HandlerRegistry | None = None,
-        concurrency: int = 100,
-        worker_id: str | None = None,
-        lease: timedelta = DEFAULT_LEASE,
-        horizon: timedelta = DEFAULT_HORIZON,
-        batch_size: int = 1000,
-        prefetch: int | None = None,
         ssrf: SsrfGuard | None = None,
         http_session: Callable[[], aiohttp.ClientSession] | None = None,
         wall_clock: Callable[[], datetime] | None = None,
         rng: random.Random | None = None,
-        flush_size: int = 500,
-        flush_interval: float = 0.005,
-        heartbeat_interval: timedelta | None = None,
-        rescue_interval: timedelta | None = None,
-        schedules: bool = True,
-        schedule_horizon: timedelta = SCHEDULE_HORIZON,
-        schedule_interval: timedelta = SCHEDULE_INTERVAL,
-        grace: timedelta = DEFAULT_GRACE,
-        prune_interval: timedelta | None = PRUNE_INTERVAL,
-        keep_runs_for: timedelta = KEEP_RUNS_FOR,
-        max_sleep: float = MAX_SLEEP,
-        store_threads: int = 4,
         on_attempt: Callable[[Job, Run], None] | None = None,
         elapsed: Elapsed | None = None,
-        config: WorkerConfig | None = None,
-        session_beat: timedelta = SESSION_BEAT,
-        session_grace: timedelta = SESSION_GRACE,
-        dead_after: timedelta = DEAD_AFTER,
-        dead_check_interval: timedelta = DEAD_CHECK_INTERVAL,
     ) -> None:
         if config is None:
-            config = WorkerConfig(
-                concurrency=concurrency,
-                lease=lease,
-                horizon=horizon,
-                batch_size=batch_size,
-                prefetch=prefetch,
-                flush_size=flush_size,
-                flush_interval=flush_interval,
-                heartbeat_interval=heartbeat_interval,
-                rescue_interval=rescue_interval,
-                schedules=schedules,
-                schedule_horizon=schedule_horizon,
-                schedule_interval=schedule_interval,
-                grace=grace,
-                prune_interval=prune_interval,
-                keep_runs_for=keep_runs_for,
-                max_sleep=max_sleep,
-                store_threads=store_threads,
-                session_beat=session_beat,
-                session_grace=session_grace,
-                dead_after=dead_after,
-                dead_check_interval=dead_check_interval,
-                worker_id=default_worker_id() if worker_id is None else worker_id,
-            )
+            config = WorkerConfig()
+        elif not isinstance(config, WorkerConfig):
+            raise TypeError(f"config: expected a WorkerConfig, got {type(config).__name__}")
         self.config = config
         self.store = store
         self.time = WorkerClock(
@@ -352,12 +295,7 @@ class Worker:
         ledger = self._ledger
         ledger.stopping = True
         self._firing.disarm()
-        unstarted = [h for h in ledger.held.values() if h.state in (WAITING, READY)]
-        ledger.ready.clear()
-        for held in unstarted:
-            held.state = REVOKED
-            ledger.forget(held)
-        ledger.unstarted = 0
+        unstarted = ledger.release_unstarted()
         if unstarted:
             ids = [h.job.id for h in unstarted]
             try:

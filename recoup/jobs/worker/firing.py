@@ -12,7 +12,7 @@ from recoup.jobs.model import Job
 from recoup.jobs.store import ClaimParams, JobStore
 from recoup.jobs.worker.clocks import Elapsed, Timer
 from recoup.jobs.worker.config import WorkerConfig
-from recoup.jobs.worker.ledger import DONE, READY, WAITING, Held, Ledger
+from recoup.jobs.worker.ledger import WAITING, Held, Ledger
 from recoup.jobs.worker.resources import StoreCall
 
 log = logging.getLogger("recoup.worker")
@@ -135,14 +135,7 @@ class Firing:
         now = self._now()
         due: list[Held] = []
         for job in jobs:
-            old = ledger.held.get(job.id)
-            if old is not None and old.state != DONE:
-                # We claimed it again, so the store took the older attempt back (our lease
-                # lapsed during a stall and it was rescued): stop that one first.
-                ledger.revoke(old)
-            held = Held(job)
-            ledger.held[job.id] = held
-            ledger.unstarted += 1
+            held = ledger.hold(job)  # an older attempt of it still held is revoked
             if job.run_at <= now:
                 due.append(held)
                 continue
@@ -178,13 +171,12 @@ class Firing:
         """The instant of these jobs has come: start them, or queue them for a slot."""
         ledger = self._ledger
         for held in batch:
-            if held.state != WAITING:
+            if held.state is not WAITING:
                 continue  # revoked while waiting
             if ledger.running < self._config.concurrency and not ledger.ready:
                 self._start(held)
             else:
-                held.state = READY
-                ledger.ready.append(held)
+                ledger.queue(held)
 
     def disarm(self) -> None:
         """Cancel every timer and forget the buckets (the worker is stopping)."""

@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
 
 from recoup.jobs.worker.clocks import Elapsed, Timer, sleep
-from recoup.jobs.worker.ledger import READY, RUNNING, WAITING, Ledger
+from recoup.jobs.worker.ledger import LIVE, Ledger
 
 log = logging.getLogger("recoup.worker")
 
@@ -80,7 +80,7 @@ class LeaseKeeper:
             attempts = [h.job.attempts for h in held]
             still = set(await self._heartbeat(ids, attempts, self._now() + self._lease))
             for h in held:
-                if h.job.id not in still and h.state in (WAITING, READY, RUNNING):
+                if h.job.id not in still and h.state in LIVE:
                     self._ledger.revoke(h)
         self._ok_at = began  # every lease we hold now runs past began + lease
         self._arm()

@@ -24,7 +24,7 @@ from recoup.jobs.targets import (
 )
 from recoup.jobs.worker.clocks import Elapsed, Timer
 from recoup.jobs.worker.completions import CompletionBuffer
-from recoup.jobs.worker.ledger import DONE, INTERRUPTED, READY, REVOKED, RUNNING, Held, Ledger
+from recoup.jobs.worker.ledger import INTERRUPTED, READY, REVOKED, RUNNING, Held, Ledger
 from recoup.jobs.worker.secret_cache import SecretCache
 
 log = logging.getLogger("recoup.worker")
@@ -62,7 +62,6 @@ class Runner:
     ) -> None:
         self.handlers = handlers
         self._ledger = ledger
-        self._stats = ledger.stats
         self._buffer = buffer
         self._secrets = secrets
         self._http = http
@@ -87,16 +86,12 @@ class Runner:
 
     def running_tasks(self) -> set[asyncio.Task[None]]:
         """The tasks running attempts now (consumers included): the ones a stop waits for."""
-        tasks = {h.task for h in self._ledger.held.values() if h.state == RUNNING and h.task}
+        tasks = {h.task for h in self._ledger.held.values() if h.state is RUNNING and h.task}
         return tasks | self.consumers  # they end once the attempts they run and hold are done
 
     def start(self, held: Held) -> None:
-        ledger = self._ledger
+        self._ledger.start(held)
         job = held.job
-        held.state = RUNNING
-        ledger.unstarted -= 1
-        ledger.running += 1
-        self._stats.started += 1
         target = job.target
         held.started_at = self._due_now(held)
         if isinstance(target, PythonTarget):
@@ -117,20 +112,16 @@ class Runner:
 
     def finish(self, held: Held, result: AttemptResult) -> None:
         """An attempt ended: queue its completion, give its slot to the next ready job."""
-        if held.state not in (RUNNING, REVOKED):
-            return
         ledger = self._ledger
-        held.revoked = held.state == REVOKED
-        held.state = DONE
-        ledger.running -= 1
-        ledger.freed += 1
+        if not ledger.finish(held):
+            return
         assert held.started_at is not None
         # A revoked attempt is reported too: the store logs it as cancelled when the job was
         # cancelled during it, and refuses it (logging nothing) when the lease was lost.
         self._buffer.add(held, result, held.started_at, self._due_now(held))
         while ledger.ready and ledger.running < self._concurrency and not ledger.stopping:
             nxt = ledger.ready.popleft()
-            if nxt.state == READY:
+            if nxt.state is READY:
                 self.start(nxt)
         ledger.check_idle()
 
@@ -161,7 +152,7 @@ class Runner:
             while runq:
                 held = runq.popleft()
                 self._free -= 1
-                if held.state != RUNNING:  # revoked while queued: release its slot
+                if held.state is not RUNNING:  # revoked while queued: release its slot
                     self._free += 1
                     self.finish(held, INTERRUPTED)
                     continue
@@ -184,7 +175,7 @@ class Runner:
                         self._free += 1
                         self.finish(held, timed_out(job, began))
                         continue
-                    revoked = held.state == REVOKED
+                    revoked = held.state is REVOKED
                     self._free += 1
                     self.finish(held, INTERRUPTED)
                     if revoked and task.uncancel() == 0:
@@ -197,7 +188,7 @@ class Runner:
                 if held.timed_out:  # the handler swallowed its timeout and returned late
                     task.uncancel()
                     result = timed_out(job, began)
-                if held.state == REVOKED and task.cancelling():
+                if held.state is REVOKED and task.cancelling():
                     task.uncancel()  # the handler swallowed its revocation
                 self._free += 1
                 self.finish(held, result)
@@ -238,7 +229,7 @@ class Runner:
         now = self._elapsed.monotonic()
         ahead = math.inf
         for held in self._ledger.held.values():
-            if held.state != RUNNING or held.task is None or held.expires == math.inf:
+            if held.state is not RUNNING or held.task is None or held.expires == math.inf:
                 continue  # not running on a consumer now
             if held.expires <= now:
                 if not held.timed_out:

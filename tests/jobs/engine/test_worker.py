@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 from standardwebhooks import Webhook
 
-from recoup.errors import NotFound
+from recoup.errors import InvalidInput, NotFound
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry, PermanentError
 from recoup.jobs.model import BackoffPolicy, HttpTarget, JobState, PythonTarget, RunOutcome
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.store import ClaimParams
-from recoup.jobs.worker import Worker
+from recoup.jobs.worker import Worker, WorkerConfig
 from recoup.timekeeping.clock import VirtualClock
 from tests.jobs.engine.support import SECRET, Database, Receiver, Reply
 from tests.support import DEADLINE, ManualElapsed, eventually, wait_until
@@ -348,3 +348,16 @@ def test_graceful_stop_finishes_running_attempts_and_releases_the_rest(jobstore:
     assert released.state is JobState.SCHEDULED
     assert released.attempts == 0
     assert worker.stats.released == 1
+
+
+def test_a_workers_knobs_are_its_config_given_once(jobstore: Any) -> None:
+    scheduler = Scheduler(jobstore, clock=VirtualClock(datetime(2026, 1, 1, tzinfo=UTC)))
+    config = WorkerConfig(concurrency=3, schedules=False)
+    assert scheduler.worker(config).config is config
+    assert scheduler.worker(concurrency=3).config.concurrency == 3
+    assert Worker(jobstore, config, clock=scheduler.clock).config is config
+    with pytest.raises(InvalidInput, match="concurrency") as refused:
+        scheduler.worker(config, concurrency=4)  # never one of them silently ignored
+    assert refused.value.field == "concurrency"
+    with pytest.raises(TypeError):
+        Worker(jobstore, concurrency=4)  # type: ignore[call-arg]

@@ -1,5 +1,5 @@
-"""The worker's pure parts: the completion rule (an attempt's result → the completion to write)
-and the configuration's checks. No store, no event loop."""
+"""The worker's pure parts: the completion rule (an attempt's result → the completion to write),
+the configuration's checks and the ledger's transitions. No store, no event loop."""
 
 from __future__ import annotations
 
@@ -9,9 +9,12 @@ from typing import Any
 
 import pytest
 
+from recoup.errors import InvalidInput
 from recoup.jobs.model import BackoffPolicy, Job, JobState, PythonTarget, RunOutcome
 from recoup.jobs.targets import AttemptOutcome, AttemptResult
 from recoup.jobs.worker import WorkerConfig, completion_for
+from recoup.jobs.worker.config import worker_config
+from recoup.jobs.worker.ledger import HeldState, Ledger, WorkerStats
 
 Outcome = tuple[RunOutcome, datetime | None, str | None]  # a run's outcome, retry_at, error
 
@@ -128,11 +131,27 @@ def test_jitter_comes_from_the_rng_it_is_given() -> None:
         ({"batch_size": 0}, "batch_size"),
         ({"lease": timedelta(0)}, "lease"),
         ({"lease": timedelta(seconds=3), "heartbeat_interval": timedelta(seconds=3)}, "heartbeat"),
+        ({"session_beat": timedelta(0)}, "session_beat"),
+        ({"session_grace": timedelta(seconds=1)}, "session_grace"),
+        ({"dead_after": timedelta(seconds=1)}, "dead_after"),
     ],
 )
 def test_a_config_refuses_settings_that_cannot_work(options: dict[str, Any], message: str) -> None:
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(InvalidInput, match=message) as refused:
         WorkerConfig(**options)
+    assert refused.value.field == message or refused.value.field.startswith(message)
+
+
+def test_knobs_by_name_make_the_config_and_are_refused_beside_one() -> None:
+    made = worker_config(None, {"concurrency": 4, "worker_id": "w"})
+    assert made == WorkerConfig(concurrency=4, worker_id="w")
+    given = WorkerConfig(concurrency=2)
+    assert worker_config(given, {}) is given
+    with pytest.raises(InvalidInput, match="concurrency") as refused:
+        worker_config(given, {"concurrency": 4})
+    assert refused.value.field == "concurrency"
+    with pytest.raises(TypeError, match="concurency"):
+        worker_config(None, {"concurency": 4})
 
 
 def test_a_configs_derived_settings_follow_the_lease_and_the_batch() -> None:
@@ -141,3 +160,27 @@ def test_a_configs_derived_settings_follow_the_lease_and_the_batch() -> None:
     assert config.lease_safe == pytest.approx(7.2)
     assert config.unstarted_limit == 50  # 2 × batch_size, at least concurrency
     assert WorkerConfig(prefetch=7).unstarted_limit == 7
+
+
+def test_a_held_jobs_state_changes_through_the_ledgers_transitions() -> None:
+    stats = WorkerStats()
+    ledger = Ledger(stats)
+    first = ledger.hold(job(0))
+    assert first.state is HeldState.WAITING and ledger.unstarted == 1
+    ledger.queue(first)
+    assert first.state is HeldState.READY and list(ledger.ready) == [first]
+    ledger.ready.popleft()
+    ledger.start(first)
+    assert first.state is HeldState.RUNNING
+    assert (ledger.unstarted, ledger.running, stats.started) == (0, 1, 1)
+    assert ledger.finish(first) and first.state is HeldState.DONE and not first.revoked
+    assert (ledger.running, ledger.freed) == (0, 1)
+    assert not ledger.finish(first)  # finished once only
+    again = ledger.hold(job(1))  # the same job claimed again: its DONE attempt is not revoked
+    assert ledger.held["job_1"] is again and stats.revoked == 0
+    ledger.start(again)
+    ledger.revoke(again)  # running: revoked, it still finishes (reported as revoked)
+    assert again.state is HeldState.REVOKED and ledger.finish(again) and again.revoked
+    waiting = ledger.hold(job(2))
+    assert ledger.release_unstarted() == [waiting]
+    assert waiting.state is HeldState.REVOKED and not ledger.held and ledger.unstarted == 0
