@@ -18,7 +18,7 @@ import pytest
 from standardwebhooks import Webhook
 
 from recoup.cli.listen import make_handler, text_line
-from tests.api.test_cli import run
+from tests.cli.test_cli import run
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)

@@ -10,7 +10,7 @@ import os
 import pytest
 
 from recoup.sealed import SecretBox
-from tests.api.test_cli import run
+from tests.cli.test_cli import run
 from tests.storage.conftest import Backend, Store
 
 

@@ -11,7 +11,7 @@ import pytest
 from recoup.cli import main
 from recoup.jobs.scheduler import Scheduler
 from recoup.recovery.service import Dunning
-from tests.api.test_cli import run
+from tests.cli.test_cli import run
 from tests.storage.conftest import Backend, Store
 
 

@@ -22,7 +22,7 @@ from recoup.recovery.stripe_intake import StripeIntake
 from recoup.sealed import SecretBox, new_key
 from recoup.timekeeping.clock import SystemClock
 from tests import support_stripe
-from tests.api.test_cli import run
+from tests.cli.test_cli import run
 from tests.storage.conftest import Backend, Store
 from tests.support_stripe import LocalStripe
 

@@ -18,7 +18,7 @@ from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.storage import Store, open_store
 from recoup.timekeeping.clock import SystemClock
-from tests.api.test_cli import run
+from tests.cli.test_cli import run
 from tests.storage.test_store_contract import claim, report
 
 TARGET = HttpTarget(url="http://127.0.0.1:9/hook")

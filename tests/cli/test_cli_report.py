@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from recoup.dunning.invoice import InvoiceState
-from tests.api.test_cli import run
 from tests.api.test_recovery_report_api import (
     EVENING,
     NOW,
     finished,
     small_merchant_with_a_spike,
 )
+from tests.cli.test_cli import run
 from tests.storage.conftest import Backend, Store
 
 DAY = timedelta(days=1)
