@@ -14,7 +14,7 @@ import uvicorn
 from fastapi import FastAPI
 from starlette.responses import Response
 
-from recoup.api.schemas import JobIn
+from recoup.wire.schemas import JobIn
 
 app = FastAPI()
 

@@ -31,16 +31,6 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel
 
-from recoup.api.schemas import (
-    CancelledOut,
-    JobOut,
-    JobPageOut,
-    RunOut,
-    RunsOut,
-    ScheduleListOut,
-    ScheduleOut,
-    UpcomingOut,
-)
 from recoup.client_changes import ChangeCalls, metadata_params
 from recoup.client_dunning import DunningCalls
 from recoup.client_errors import (
@@ -56,6 +46,16 @@ from recoup.client_errors import (
     error_of,
 )
 from recoup.client_shapes import instant, put, seg, target
+from recoup.wire.schemas import (
+    CancelledOut,
+    JobOut,
+    JobPageOut,
+    RunOut,
+    RunsOut,
+    ScheduleListOut,
+    ScheduleOut,
+    UpcomingOut,
+)
 
 __all__ = [
     "ApiError",

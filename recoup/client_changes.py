@@ -13,9 +13,9 @@ from datetime import datetime
 from enum import Enum
 from typing import Any, Final, Literal
 
-from recoup.api.schemas import JobOut, ScheduleOut
 from recoup.client_shapes import instant, seg
 from recoup.client_transport import M, Transport
+from recoup.wire.schemas import JobOut, ScheduleOut
 
 
 class _Keep(Enum):

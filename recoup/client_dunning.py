@@ -5,16 +5,16 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from recoup.api.dunning_schemas import (
+from recoup.client_shapes import instant, seg
+from recoup.client_transport import Transport
+from recoup.wire.dunning import (
     ClockOut,
     InvoiceOut,
     InvoicePageOut,
     SettingsOut,
     TimelineOut,
 )
-from recoup.api.report_schemas import ReviewQueueOut, TagOut
-from recoup.client_shapes import instant, seg
-from recoup.client_transport import Transport
+from recoup.wire.reports import ReviewQueueOut, TagOut
 
 
 class DunningCalls(Transport):

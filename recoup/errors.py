@@ -12,7 +12,7 @@ than re-exporting them):
     │   ├── TargetRefused       jobs.ssrf: an HTTP target the SSRF guard refuses
     │   ├── OutOfRange          timekeeping.recurrence
     │   ├── SeriesEnded         timekeeping.recurrence
-    │   ├── ExactlyOne          api.schemas.common
+    │   ├── ExactlyOne          wire.schemas.common
     │   ├── MissingKey          payments.server
     │   └── IdempotencyKeyMismatch   payments.provider (a PaymentError too)
     ├── NotFound                no such job, schedule, tenant or token (for this tenant)
@@ -107,7 +107,7 @@ HOMES: dict[str, str] = {
     "ConflictError": "recoup.client",
     "CsrfRefused": "recoup.api.dashboard.web",
     "EventInProgress": "recoup.recovery.stripe_intake",
-    "ExactlyOne": "recoup.api.schemas.common",
+    "ExactlyOne": "recoup.wire.schemas.common",
     "IdempotencyKeyMismatch": "recoup.payments.provider",
     "InvalidRequest": "recoup.client",
     "JobStarted": "recoup.jobs.patching",

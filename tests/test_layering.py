@@ -32,10 +32,13 @@ ALLOWED: dict[str, set[str]] = {
     "storage": PURE | {"dunning", "jobs", "idempotency", "recovery", "tenancy"},
     "receiver": PURE | {"payments", "idempotency"},
     "contrib": PURE | {"payments", "idempotency", "receiver"},  # the receiver in frameworks
+    # The HTTP API's request and response models, shared by the app and the Python client;
+    # they convert from the records of the layers below (and the store's cursor format).
+    "wire": PURE | {"dunning", "jobs", "idempotency", "analytics", "recovery", "storage"},
     "api": PURE
     | {"dunning", "jobs", "idempotency", "payments", "analytics", "tenancy", "recovery"}
-    | {"storage", "sealed"},
-    "client": PURE | {"api"},  # the SDK reads the API's own request and response models
+    | {"storage", "sealed", "wire"},
+    "client": PURE | {"api", "wire"},  # the SDK reads the API's own request and response models
     "demo": PURE  # an edge, like the CLI: it chooses a backend (a fresh SQLite file)
     | {"dunning", "jobs", "idempotency", "payments", "analytics", "tenancy", "recovery"}
     | {"storage", "sealed"},

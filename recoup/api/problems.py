@@ -34,7 +34,6 @@ from recoup.jobs.ssrf import TargetRefused
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 TYPE_BASE = "urn:recoup:problem:"  # problem types are URNs: stable names, nothing to fetch
 
-SURROGATE_MESSAGE = "expected no lone UTF-16 surrogates (\\ud800-\\udfff)"
 DETAIL_LIMIT = 1000  # characters of a detail, which may quote a value and names the fields
 
 log = logging.getLogger("recoup.api")

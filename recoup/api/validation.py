@@ -20,13 +20,13 @@ from typing import Any
 
 from recoup.api.echoes import echo_header, quote
 from recoup.api.problems import (
-    SURROGATE_MESSAGE,
     TYPE_BASE,
     FieldError,
     Problem,
     _short,
 )
-from recoup.api.schemas.common import BETWEEN_FIELDS
+from recoup.wire import SURROGATE_MESSAGE
+from recoup.wire.schemas.common import BETWEEN_FIELDS
 
 # pydantic's error types whose `ctx` bound words the rule.
 _BOUNDS = {

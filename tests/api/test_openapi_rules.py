@@ -18,8 +18,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recoup.api.app import ApiSettings, create_app
-from recoup.api.schemas.codes import COUNTRIES, TIME_ZONES
-from recoup.api.schemas.patterns import CRON_FORMAT, POLICY_FORMAT
 from recoup.idempotency import KEY_HEADER_PATTERN, parse_key
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.storage.job_rows import CURSOR_PATTERN
@@ -28,6 +26,8 @@ from recoup.tenancy import issue_token, new_tenant
 from recoup.timekeeping.calendar import BusinessCalendar
 from recoup.timekeeping.clock import SystemClock
 from recoup.timekeeping.zones import zone
+from recoup.wire.schemas.codes import COUNTRIES, TIME_ZONES
+from recoup.wire.schemas.patterns import CRON_FORMAT, POLICY_FORMAT
 from tests.fuzz.strategies import cron_expressions, policies
 from tests.receiver.conftest import InProcess
 

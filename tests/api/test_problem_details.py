@@ -14,9 +14,9 @@ from pydantic import ValidationError
 
 from recoup.api.app import create_app
 from recoup.api.problems import PROBLEM_MEDIA_TYPE
-from recoup.api.schemas.common import BETWEEN_FIELDS, StrictModel
 from recoup.storage import Store
 from recoup.timekeeping.clock import VirtualClock
+from recoup.wire.schemas.common import BETWEEN_FIELDS, StrictModel
 from tests.api.conftest import TARGET, Api, api_settings
 from tests.support import ServerThread
 

@@ -14,12 +14,12 @@ import pytest
 
 from recoup.analytics.recovery import TAG_KINDS
 from recoup.api.app import create_app
-from recoup.api.report_schemas import TagIn
 from recoup.client import Client, Unprocessable
 from recoup.dunning.invoice import Invoice, InvoiceEvent, InvoiceState, event_id
 from recoup.recovery.policies import ARM_B_NAME
 from recoup.storage import Store
 from recoup.timekeeping.clock import VirtualClock
+from recoup.wire.reports import TagIn
 from tests.api.conftest import Api, Caller, api_settings
 from tests.support import ServerThread
 

@@ -8,13 +8,13 @@ from typing import Any, get_args
 
 import pytest
 
-from recoup.api.schemas import TargetIn
 from recoup.errors import InvalidInput
 from recoup.jobs.model import BODILESS_METHODS, HTTP_METHODS, HttpTarget
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.store import MAX_PAGE
 from recoup.timekeeping.clock import SystemClock
+from recoup.wire.schemas import TargetIn
 from tests.api.conftest import TARGET, Api
 
 PROBLEM = "application/problem+json"

@@ -41,12 +41,12 @@ from schemathesis.openapi.checks import RejectedPositiveData
 from schemathesis.python import asgi
 
 from recoup.api.app import ApiSettings, create_app
-from recoup.api.schemas.patterns import CRON_FORMAT, POLICY_FORMAT
 from recoup.idempotency import KEY_HEADER_PATTERN
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.storage import Store, open_api_tables
 from recoup.tenancy import issue_token, new_tenant
 from recoup.timekeeping.clock import SystemClock
+from recoup.wire.schemas.patterns import CRON_FORMAT, POLICY_FORMAT
 from tests.fuzz.strategies import cron_expressions, policies
 from tests.storage.conftest import backend, store
 

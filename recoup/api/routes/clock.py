@@ -12,13 +12,13 @@ from fastapi import APIRouter
 from starlette.responses import Response
 
 from recoup.api.deps import Api, Tenant
-from recoup.api.dunning_schemas import ClockIn, ClockOut
 from recoup.api.idempotent import json_response
 from recoup.api.routes.common import CHECKED, ERRORS
-from recoup.api.schemas import ExactlyOne
 from recoup.api.state import ApiState
 from recoup.errors import NotFound
 from recoup.jobs.test_clock import TestClock
+from recoup.wire.dunning import ClockIn, ClockOut
+from recoup.wire.schemas import ExactlyOne
 
 router = APIRouter(prefix="/v1", responses=ERRORS, tags=["test clock"], dependencies=CHECKED)
 

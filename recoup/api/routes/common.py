@@ -8,9 +8,9 @@ from fastapi import Depends, Path, Query
 
 from recoup.api.deps import known_query
 from recoup.api.problems import Problem
-from recoup.api.schemas.patterns import CURSOR, NO_NUL, RUN_CURSOR
 from recoup.jobs.schedules import MAX_SCHEDULE_NAME
 from recoup.jobs.store import MAX_PAGE
+from recoup.wire.schemas.patterns import CURSOR, NO_NUL, RUN_CURSOR
 
 MAX_ID_LENGTH = 100
 

@@ -13,7 +13,12 @@ from fastapi import APIRouter, Path, Query
 from starlette.responses import Response
 
 from recoup.api.deps import Api, Post, Tenant
-from recoup.api.dunning_schemas import (
+from recoup.api.idempotent import json_response
+from recoup.api.routes.common import CHECKED, ERRORS, NO_NUL, Cursor, Id, Limit, link
+from recoup.dunning.invoice import InvoiceState
+from recoup.recovery.records import KEEP
+from recoup.recovery.store import InvoiceFilter
+from recoup.wire.dunning import (
     FailureIn,
     InvoiceCancelIn,
     InvoiceOut,
@@ -23,11 +28,6 @@ from recoup.api.dunning_schemas import (
     SettingsOut,
     TimelineOut,
 )
-from recoup.api.idempotent import json_response
-from recoup.api.routes.common import CHECKED, ERRORS, NO_NUL, Cursor, Id, Limit, link
-from recoup.dunning.invoice import InvoiceState
-from recoup.recovery.records import KEEP
-from recoup.recovery.store import InvoiceFilter
 
 router = APIRouter(prefix="/v1/dunning", responses=ERRORS, tags=["dunning"], dependencies=CHECKED)
 

@@ -24,7 +24,12 @@ from recoup.api.routes.common import (
     RunCursor,
     link,
 )
-from recoup.api.schemas import (
+from recoup.errors import InvalidInput
+from recoup.jobs.metadata import KEY_PATTERN, MAX_KEYS, MAX_VALUE_LENGTH
+from recoup.jobs.model import JobState, NewJob
+from recoup.jobs.scheduler import Scheduler
+from recoup.timekeeping.instants import to_utc
+from recoup.wire.schemas import (
     CancelIn,
     CancelledOut,
     ExactlyOne,
@@ -35,11 +40,6 @@ from recoup.api.schemas import (
     RunOut,
     RunsOut,
 )
-from recoup.errors import InvalidInput
-from recoup.jobs.metadata import KEY_PATTERN, MAX_KEYS, MAX_VALUE_LENGTH
-from recoup.jobs.model import JobState, NewJob
-from recoup.jobs.scheduler import Scheduler
-from recoup.timekeeping.instants import to_utc
 
 router = APIRouter(prefix="/v1", responses=ERRORS, tags=["jobs"], dependencies=CHECKED)
 

@@ -13,7 +13,7 @@ from starlette.responses import Response
 
 from recoup.api.deps import Api
 from recoup.api.problems import ApiProblem, Problem
-from recoup.api.schemas import Health
+from recoup.wire.schemas import Health
 
 router = APIRouter(tags=["operations"])  # unauthenticated: probes and scrapers carry no token
 

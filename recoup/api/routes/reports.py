@@ -17,11 +17,11 @@ from starlette.responses import HTMLResponse, Response
 from recoup.analytics.recovery import render_html, report_json
 from recoup.api.deps import Api, Tenant
 from recoup.api.idempotent import json_response
-from recoup.api.report_schemas import ReviewItemOut, ReviewQueueOut, TagIn, TagOut
 from recoup.api.routes.common import CHECKED, ERRORS, NO_NUL
 from recoup.api.state import ApiState
 from recoup.errors import InvalidInput
 from recoup.recovery.reporting import Reports
+from recoup.wire.reports import ReviewItemOut, ReviewQueueOut, TagIn, TagOut
 
 router = APIRouter(
     prefix="/v1/dunning", responses=ERRORS, tags=["recovery report"], dependencies=CHECKED

@@ -14,7 +14,11 @@ from recoup.api.idempotent import PostContext, json_response
 from recoup.api.problems import Problem
 from recoup.api.routes.common import CHECKED, ERRORS, ExactName, Id, Limit, ScheduleCursor, link
 from recoup.api.routes.jobs import METADATA_FILTER, MetadataFilter
-from recoup.api.schemas import (
+from recoup.api.state import ApiState
+from recoup.errors import NotFound
+from recoup.jobs.model import new_id
+from recoup.jobs.schedule_model import MissedPolicy, NewSchedule
+from recoup.wire.schemas import (
     ScheduleIn,
     ScheduleListOut,
     ScheduleOut,
@@ -22,10 +26,6 @@ from recoup.api.schemas import (
     ScheduleState,
     UpcomingOut,
 )
-from recoup.api.state import ApiState
-from recoup.errors import NotFound
-from recoup.jobs.model import new_id
-from recoup.jobs.schedule_model import MissedPolicy, NewSchedule
 
 router = APIRouter(prefix="/v1", responses=ERRORS, tags=["schedules"], dependencies=CHECKED)
 

@@ -7,8 +7,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from recoup.api.schemas.codes import Country, Currency, TimeZone
-from recoup.api.schemas.common import (
+from recoup.dunning.invoice import AttemptState, Invoice, InvoiceEvent, InvoiceState
+from recoup.dunning.messages import STOP_REASON_MAX
+from recoup.jobs.model import Run
+from recoup.recovery.intake_store import DEFAULT_TIMEZONE, IntakeSettings
+from recoup.recovery.records import FailureReport, Timeline
+from recoup.recovery.store import DunningSettings
+from recoup.wire.schemas.codes import Country, Currency, TimeZone
+from recoup.wire.schemas.common import (
     Instant,
     Integer,
     Number,
@@ -17,13 +23,7 @@ from recoup.api.schemas.common import (
     StrictModel,
     Text,
 )
-from recoup.api.schemas.stated import Stated, one_of
-from recoup.dunning.invoice import AttemptState, Invoice, InvoiceEvent, InvoiceState
-from recoup.dunning.messages import STOP_REASON_MAX
-from recoup.jobs.model import Run
-from recoup.recovery.intake_store import DEFAULT_TIMEZONE, IntakeSettings
-from recoup.recovery.records import FailureReport, Timeline
-from recoup.recovery.store import DunningSettings
+from recoup.wire.schemas.stated import Stated, one_of
 
 Id = Field(min_length=1, max_length=100)
 # Characters of a policy's TOML: two texts this long (a policy and an experiment's) fit the

@@ -7,10 +7,10 @@ from typing import Annotated
 
 from pydantic import AfterValidator, StringConstraints
 
-from recoup.api.schemas.common import Text
-from recoup.api.schemas.stated import Stated
 from recoup.errors import InvalidInput
 from recoup.jobs.metadata import KEY_PATTERN, MAX_KEYS, MAX_VALUE_LENGTH, check_key
+from recoup.wire.schemas.common import Text
+from recoup.wire.schemas.stated import Stated
 
 
 def _key(value: str) -> str:

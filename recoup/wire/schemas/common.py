@@ -27,8 +27,17 @@ from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 from pydantic_core.core_schema import ErrorType
 from typing_extensions import TypeAliasType
 
-from recoup.api.problems import SURROGATE_MESSAGE
-from recoup.api.schemas.patterns import (
+from recoup.errors import InvalidInput
+from recoup.jobs.model import (
+    BODILESS_METHODS,
+    HTTP_METHODS,
+    BackoffPolicy,
+    HttpMethod,
+    HttpTarget,
+    Target,
+)
+from recoup.wire import SURROGATE_MESSAGE
+from recoup.wire.schemas.patterns import (
     CRON_FORMAT,
     HEADER_NAME,
     HEADER_VALUE,
@@ -40,16 +49,7 @@ from recoup.api.schemas.patterns import (
     POLICY_FORMAT,
     RESERVED_HEADER,
 )
-from recoup.api.schemas.stated import Stated, StatedAs
-from recoup.errors import InvalidInput
-from recoup.jobs.model import (
-    BODILESS_METHODS,
-    HTTP_METHODS,
-    BackoffPolicy,
-    HttpMethod,
-    HttpTarget,
-    Target,
-)
+from recoup.wire.schemas.stated import Stated, StatedAs
 
 
 class ExactlyOne(InvalidInput):

@@ -1,12 +1,12 @@
 """Request and response models of the /v1 API, one module per resource (`common`, `jobs`,
-`schedules`; /v1/dunning's are in `recoup.api.dunning_schemas`).
+`schedules`; /v1/dunning's are in `recoup.wire.dunning`).
 
 Requests are strict (`extra="forbid"`: an unknown or misspelt field is an error naming it, never
 silently ignored; no string may hold NUL, which PostgreSQL cannot store, or a lone surrogate,
 which no UTF-8 encoder can); responses are plain models so /openapi.json describes every body.
 """
 
-from recoup.api.schemas.common import (
+from recoup.wire.schemas.common import (
     ExactlyOne,
     Health,
     Instant,
@@ -20,7 +20,7 @@ from recoup.api.schemas.common import (
     TargetOut,
     Text,
 )
-from recoup.api.schemas.jobs import (
+from recoup.wire.schemas.jobs import (
     MAX_DELAY_SECONDS,
     CancelIn,
     CancelledOut,
@@ -31,7 +31,7 @@ from recoup.api.schemas.jobs import (
     RunOut,
     RunsOut,
 )
-from recoup.api.schemas.schedules import (
+from recoup.wire.schemas.schedules import (
     AnchorIn,
     AnchorOut,
     ScheduleIn,

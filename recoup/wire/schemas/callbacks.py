@@ -7,9 +7,9 @@ from dataclasses import replace
 
 from pydantic import BaseModel, Field
 
-from recoup.api.schemas.common import OutboundUrl, StrictModel
 from recoup.jobs.callbacks import callback_group
 from recoup.jobs.model import HttpTarget, Target
+from recoup.wire.schemas.common import OutboundUrl, StrictModel
 
 _CALLBACK = (
     "Receives a POST (JSON, signed like every delivery) once the job has succeeded: its id, "

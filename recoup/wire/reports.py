@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from recoup.analytics.recovery import MerchantTag
-from recoup.api.schemas.common import StrictModel, Text
+from recoup.wire.schemas.common import StrictModel, Text
 
 
 class TagIn(StrictModel):

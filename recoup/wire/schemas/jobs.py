@@ -8,8 +8,12 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from recoup.api.schemas.callbacks import CallbacksIn, JobCallbacksOut
-from recoup.api.schemas.common import (
+from recoup.errors import InvalidInput
+from recoup.idempotency import KEY_PATTERN, KEY_RULE
+from recoup.jobs.changes import UNSET, JobChange
+from recoup.jobs.model import Job, JobState, Run
+from recoup.wire.schemas.callbacks import CallbacksIn, JobCallbacksOut
+from recoup.wire.schemas.common import (
     MIN_TIMEOUT_SECONDS,
     ExactlyOne,
     Flag,
@@ -23,17 +27,13 @@ from recoup.api.schemas.common import (
     TargetOut,
     Text,
 )
-from recoup.api.schemas.metadata import (
+from recoup.wire.schemas.metadata import (
     METADATA_DESCRIPTION,
     PATCH_METADATA_DESCRIPTION,
     MetadataIn,
     MetadataPatch,
 )
-from recoup.api.schemas.stated import Stated, one_of
-from recoup.errors import InvalidInput
-from recoup.idempotency import KEY_PATTERN, KEY_RULE
-from recoup.jobs.changes import UNSET, JobChange
-from recoup.jobs.model import Job, JobState, Run
+from recoup.wire.schemas.stated import Stated, one_of
 
 MAX_DELAY_SECONDS = 10 * 366 * 86_400  # ten years: further out is a typo, not a plan
 # How far in the past a `run_at` may be without `allow_past`. A client that computes "now"

@@ -8,9 +8,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from recoup.api.schemas.callbacks import CallbacksIn, CallbacksOut
-from recoup.api.schemas.codes import TimeZone
-from recoup.api.schemas.common import (
+from recoup.errors import InvalidInput
+from recoup.jobs.changes import UNSET, ScheduleChange
+from recoup.jobs.schedule_model import AnchorRule, CronRule, MissedPolicy, Schedule, ScheduleState
+from recoup.jobs.schedules import MAX_SCHEDULE_NAME
+from recoup.timekeeping.recurrence import RESTRICT_MAX_DAY
+from recoup.wire.schemas.callbacks import CallbacksIn, CallbacksOut
+from recoup.wire.schemas.codes import TimeZone
+from recoup.wire.schemas.common import (
     MIN_TIMEOUT_SECONDS,
     Cron,
     ExactlyOne,
@@ -25,18 +30,13 @@ from recoup.api.schemas.common import (
     TargetIn,
     TargetOut,
 )
-from recoup.api.schemas.metadata import (
+from recoup.wire.schemas.metadata import (
     METADATA_DESCRIPTION,
     PATCH_METADATA_DESCRIPTION,
     MetadataIn,
     MetadataPatch,
 )
-from recoup.api.schemas.stated import one_of
-from recoup.errors import InvalidInput
-from recoup.jobs.changes import UNSET, ScheduleChange
-from recoup.jobs.schedule_model import AnchorRule, CronRule, MissedPolicy, Schedule, ScheduleState
-from recoup.jobs.schedules import MAX_SCHEDULE_NAME
-from recoup.timekeeping.recurrence import RESTRICT_MAX_DAY
+from recoup.wire.schemas.stated import one_of
 
 # The days every month has (1 to `recurrence.RESTRICT_MAX_DAY`), as a day-of-month pattern.
 EVERY_MONTHS_DAY = "(?:" + "|".join(f"{d:02d}" for d in range(1, RESTRICT_MAX_DAY + 1)) + ")"

@@ -13,8 +13,8 @@ from typing import Annotated
 import holidays
 from pydantic import AfterValidator
 
-from recoup.api.schemas.common import Text
-from recoup.api.schemas.stated import Stated, StatedAs
+from recoup.wire.schemas.common import Text
+from recoup.wire.schemas.stated import Stated, StatedAs
 
 CURRENCY = "^[A-Za-z]{3}$"  # ISO 4217 alphabetic codes, either case (FailureReport checks it)
 
