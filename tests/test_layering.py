@@ -38,7 +38,7 @@ ALLOWED: dict[str, set[str]] = {
     "api": PURE
     | {"dunning", "jobs", "idempotency", "payments", "analytics", "tenancy", "recovery"}
     | {"storage", "sealed", "wire"},
-    "client": PURE | {"api", "wire"},  # the SDK reads the API's own request and response models
+    "client": PURE | {"wire"},  # the SDK reads the API's models from `wire`, never `recoup.api`
     "demo": PURE  # an edge, like the CLI: it chooses a backend (a fresh SQLite file)
     | {"dunning", "jobs", "idempotency", "payments", "analytics", "tenancy", "recovery"}
     | {"storage", "sealed"},
@@ -52,17 +52,12 @@ ALLOWED: dict[str, set[str]] = {
 }
 # Modules at the top of the package that belong to a layer of their own name.
 ALIASES = {
-    "client_changes": "client",
-    "client_dunning": "client",
-    "client_errors": "client",
-    "client_shapes": "client",
-    "client_transport": "client",
     "tenancy": "tenancy",
 }
 
 
 def layer_of(module: str) -> str:
-    """`recoup.jobs.worker` → `jobs`; `recoup.client_dunning` → `client`."""
+    """`recoup.jobs.worker` → `jobs`; `recoup.client.dunning` → `client`."""
     top = module.split(".")[1] if module.count(".") else "__init__"
     return ALIASES.get(top, top)
 

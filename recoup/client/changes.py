@@ -13,8 +13,8 @@ from datetime import datetime
 from enum import Enum
 from typing import Any, Final, Literal
 
-from recoup.client_shapes import instant, seg
-from recoup.client_transport import M, Transport
+from recoup.client.shapes import instant, seg
+from recoup.client.transport import M, Transport
 from recoup.wire.schemas import JobOut, ScheduleOut
 
 

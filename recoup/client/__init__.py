@@ -13,7 +13,7 @@ of times with exponential backoff and jitter, so a retried POST never creates a 
 A 409 "key in use" (the first try is still being processed) is waited out the same way.
 
 Errors raise `ApiError` subclasses carrying the RFC 9457 problem details, their message the
-problem's `detail` (`recoup.client_errors` draws the hierarchy). Instants are aware datetimes
+problem's `detail` (`recoup.client.errors` draws the hierarchy). Instants are aware datetimes
 or RFC 3339 text, as the API takes them; a naive datetime is a `ValueError` naming the field.
 """
 
@@ -31,9 +31,9 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel
 
-from recoup.client_changes import ChangeCalls, metadata_params
-from recoup.client_dunning import DunningCalls
-from recoup.client_errors import (
+from recoup.client.changes import ChangeCalls, metadata_params
+from recoup.client.dunning import DunningCalls
+from recoup.client.errors import (
     ApiError,
     ConflictError,
     FieldProblem,
@@ -45,7 +45,7 @@ from recoup.client_errors import (
     Unprocessable,
     error_of,
 )
-from recoup.client_shapes import instant, put, seg, target
+from recoup.client.shapes import instant, put, seg, target
 from recoup.wire.schemas import (
     CancelledOut,
     JobOut,
@@ -383,7 +383,7 @@ class Client(DunningCalls, ChangeCalls):
         time.sleep(delay)
 
 
-# The errors live in `recoup.client_errors`, but `recoup.client` is where users import them
+# The errors live in `recoup.client.errors`, but `recoup.client` is where users import them
 # from: their reprs, tracebacks and pickles name it (as httpx does for its own split modules).
 for _name in __all__:
     globals()[_name].__module__ = __name__

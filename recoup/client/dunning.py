@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from recoup.client_shapes import instant, seg
-from recoup.client_transport import Transport
+from recoup.client.shapes import instant, seg
+from recoup.client.transport import Transport
 from recoup.wire.dunning import (
     ClockOut,
     InvoiceOut,

@@ -1,4 +1,4 @@
-"""What the Python client's groups of calls (`client_dunning`, `client_changes`) rely on from
+"""What the Python client's groups of calls (`client.dunning`, `client.changes`) rely on from
 `recoup.client.Client`, which sends every request: declared once, implemented there."""
 
 from __future__ import annotations
