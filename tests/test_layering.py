@@ -50,6 +50,17 @@ ALLOWED: dict[str, set[str]] = {
     "__main__": {"cli"},
     "__init__": {"jobs", "storage", "dunning", "recovery", "timekeeping", "errors"},
 }
+# The edges: what a user runs or imports to reach Recoup from outside (HTTP, the command line, the
+# Python SDK, the demo, the receiver library and its frameworks). No edge imports another edge,
+# so each can change, or be left out of an install, without the others; but these, each for its
+# reason (ARCHITECTURE.md, 'Layers').
+EDGES = {"api", "cli", "client", "demo", "contrib", "receiver"}
+EDGE_EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("cli", "api"): "`recoup serve` serves the app",
+    ("cli", "demo"): "`recoup demo` runs the demo",
+    ("cli", "receiver"): "`recoup listen` checks signatures as a user's receiver would",
+    ("contrib", "receiver"): "the framework integrations are the receiver inside a framework",
+}
 # Modules at the top of the package that belong to a layer of their own name.
 ALIASES = {
     "tenancy": "tenancy",
@@ -96,7 +107,12 @@ def violations(source: str, module: str, *, is_package: bool = False) -> list[st
         if target == "recoup":
             continue
         other = layer_of(target)
-        if other not in allowed:
+        if layer in EDGES and other in EDGES - {layer} and (layer, other) not in EDGE_EXCEPTIONS:
+            broken.append(
+                f"{module}:{line} imports {target}: no edge imports another edge ({layer!r} → "
+                f"{other!r} is not among EDGE_EXCEPTIONS) (ARCHITECTURE.md, 'Layers')"
+            )
+        elif other not in allowed:
             broken.append(
                 f"{module}:{line} imports {target}: the {layer!r} layer may import only "
                 f"{sorted(ALLOWED[layer]) or 'nothing else'} (ARCHITECTURE.md, 'Layers')"
@@ -119,6 +135,16 @@ def test_every_part_of_the_package_has_a_layer() -> None:
     assert tops <= set(ALLOWED), f"give these a layer in ALLOWED: {sorted(tops - set(ALLOWED))}"
 
 
+def test_no_edge_may_import_another_edge_but_the_sanctioned_exceptions() -> None:
+    for edge in sorted(EDGES):
+        others = ALLOWED[edge] & (EDGES - {edge})
+        unsanctioned = {other for other in others if (edge, other) not in EDGE_EXCEPTIONS}
+        assert not unsanctioned, f"{edge!r} may not import the edges {sorted(unsanctioned)}"
+    for (edge, other), reason in EDGE_EXCEPTIONS.items():
+        assert edge in EDGES and other in EDGES and reason
+        assert other in ALLOWED[edge], f"a stale exception: {edge!r} no longer imports {other!r}"
+
+
 @pytest.mark.parametrize(("module", "path"), modules(), ids=[m for m, _ in modules()])
 def test_the_module_imports_only_the_layers_below_it(module: str, path: Path) -> None:
     source = path.read_text(encoding="utf-8")
@@ -133,6 +159,11 @@ def test_the_module_imports_only_the_layers_below_it(module: str, path: Path) ->
         ("recoup.jobs.worker", "def f():\n    from recoup.api import app", "'jobs' layer"),
         ("recoup.storage.sqlite.store", "from ...api.tokens import x", "'storage' layer"),
         ("recoup.recovery.service", "from recoup.cli import main", "'recovery' layer"),
+        ("recoup.client.dunning", "from recoup.api.app import create_app", "no edge imports"),
+        ("recoup.client.shapes", "from ..api.schemas import JobIn", "no edge imports"),
+        ("recoup.api.routes.jobs", "from recoup.cli import main", "no edge imports"),
+        ("recoup.api.app", "def f():\n    import recoup.cli.serve", "no edge imports"),
+        ("recoup.demo.run", "from recoup.client import Client", "no edge imports"),
     ],
 )
 def test_a_wrong_way_import_fails_naming_the_rule(module: str, source: str, rule: str) -> None:
