@@ -28,7 +28,7 @@ than re-exporting them):
     ├── PaymentError            payments.provider: a payment provider's failure
     │   ├── ProviderTimeout     payments.provider
     │   ├── ProviderUnavailable payments.provider
-    │   └── StripeLookupFailed  payments.stripe_billing
+    │   └── StripeLookupFailed  payments.stripe_answers
     ├── ReceiverError           receiver.errors
     │   └── SignatureError      receiver.errors
     │       └── TimestampOutOfTolerance   receiver.errors
@@ -125,7 +125,7 @@ HOMES: dict[str, str] = {
     "SeriesEnded": "recoup.timekeeping.recurrence",
     "ServerError": "recoup.client",
     "SignatureError": "recoup.receiver.errors",
-    "StripeLookupFailed": "recoup.payments.stripe_billing",
+    "StripeLookupFailed": "recoup.payments.stripe_answers",
     "TargetRefused": "recoup.jobs.ssrf",
     "TimestampOutOfTolerance": "recoup.receiver.errors",
     "TransportFailure": "recoup.client",

@@ -8,7 +8,8 @@ Use from any test package: import the fixtures into the package's conftest
 managers (`LocalStripe`, `FaultProxy`, `RecordingStripe`, `WebhookSink`) directly.
 
 localstripe 1.15, as seen here (see also the shared reference notes):
-- it keeps its store in the hard-coded /tmp/localstripe.pickle, rewritten on every change;
+- it keeps its store in a pickle file of a fixed name in the system temp directory, rewritten
+  on every change;
   our launcher turns that off (nothing shared between runs or xdist workers) and listens on
   127.0.0.1 only, on a port the OS picks, which it prints;
 - a declined `invoices/{id}/pay` answers 200, the invoice still `open`, the failed charge

@@ -21,6 +21,7 @@ from recoup.cli import renewals as _renewals  # noqa: F401  # isort: skip
 from recoup.cli import worker as _worker  # noqa: F401  # isort: skip
 from recoup.cli import serve as _serve  # noqa: F401  # isort: skip
 from recoup.cli import tenants as _tenants  # noqa: F401  # isort: skip
+from recoup.cli import tenant_settings as _tenant_settings  # noqa: F401  # isort: skip
 from recoup.cli import tenant_lifecycle as _tenant_lifecycle  # noqa: F401  # isort: skip
 from recoup.cli import migrate as _migrate  # noqa: F401  # isort: skip
 from recoup.cli import gateway as _gateway  # noqa: F401  # isort: skip

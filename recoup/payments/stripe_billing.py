@@ -44,135 +44,45 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 import stripe
 
 from recoup.errors import InvalidInput
-from recoup.payments.provider import PaymentError
+from recoup.payments.stripe_answers import (
+    DETAIL_LIMIT,
+    AccountCheck,
+    ActionOutcome,
+    FailureFacts,
+    FinalActionResult,
+    InvoicePayment,
+    StripeLookupFailed,
+    StripeOutcome,
+)
+from recoup.payments.stripe_answers import payment as make_payment
 from recoup.payments.stripe_reading import (
+    ENDED_SUBSCRIPTIONS,
     PaymentCodes,
-    as_int,
+    amount_remaining,
     as_list,
     as_map,
     codes_of_charge,
     codes_of_error,
     id_of,
     lower,
+    subscription_ended,
+    subscription_of,
     text,
 )
 from recoup.timekeeping.zones import zone
 
 DEFAULT_TIMEOUT = 20.0  # seconds, per request (connect and read): shorter than a lock's hold
-DETAIL_LIMIT = 300  # characters of a human line
 URL_LIMIT = 2000  # characters of a hosted invoice URL
 # Codes by which Stripe says the customer must authenticate (3-D Secure) before a charge.
 ACTION_CODES = frozenset(
     {"authentication_required", "invoice_payment_intent_requires_action", "requires_action"}
 )
 CLOSED_STATUSES = frozenset({"void", "uncollectible", "deleted"})
-ENDED_SUBSCRIPTIONS = frozenset({"canceled", "incomplete_expired"})
-
-
-class StripeOutcome(StrEnum):
-    SUCCEEDED = "succeeded"
-    DECLINED = "declined"
-    PAID_ELSEWHERE = "paid_elsewhere"  # paid, but not by this call
-    CLOSED = "closed"  # void, uncollectible or deleted: nothing left to collect
-    ACTION_REQUIRED = "action_required"  # the customer must authenticate
-    IN_DOUBT = "in_doubt"  # the call's fate is unknown: look the invoice up
-    NOT_CHARGED = "not_charged"  # (look-up) still open, no charge since the one given
-    REFUSED = "refused"  # Stripe refused the call itself: nothing moved; fix, don't retry
-
-
-@dataclass(frozen=True, kw_only=True)
-class InvoicePayment:
-    """What Stripe says of one invoice, after a pay or a look-up."""
-
-    outcome: StripeOutcome
-    invoice_id: str
-    invoice_status: str | None  # draft/open/paid/void/uncollectible/deleted, None if unknown
-    charge_id: str | None
-    decline_code: str | None
-    advice_code: str | None  # as stripe_reading reads it (a Mastercard MAC as "mac:NN")
-    request_id: str | None  # Stripe's Request-Id of the call, for the run log
-    detail: str | None  # a short human line (error message, status)
-    hosted_invoice_url: str | None
-
-
-@dataclass(frozen=True, kw_only=True)
-class FailureFacts:
-    """What Recoup plans a failed invoice's retries from, read from the invoice, its latest
-    payment, its customer and its subscription. A part that could not be read is None, and
-    `notes` says why."""
-
-    invoice_id: str
-    invoice_status: str | None
-    customer_id: str | None
-    subscription_id: str | None
-    amount_remaining: int | None  # minor units
-    currency: str | None
-    charge_id: str | None
-    decline_code: str | None
-    advice_code: str | None
-    card_fingerprint: str | None
-    card_brand: str | None
-    card_network: str | None
-    card_country: str | None
-    customer_country: str | None  # the invoice's customer_address, else the customer's address
-    timezone: str | None  # an IANA name from metadata.timezone (invoice, subscription, customer)
-    timezone_source: str | None  # "invoice", "subscription" or "customer"
-    hosted_invoice_url: str | None
-    request_id: str | None  # of the invoice's read
-    notes: tuple[str, ...] = ()
-
-
-class ActionOutcome(StrEnum):
-    DONE = "done"
-    ALREADY_DONE = "already_done"  # nothing to do: it was so before the call
-    REFUSED = "refused"  # Stripe refused (the invoice is paid, no such object): do not retry
-    FAILED = "failed"  # transport, 429 or 5xx: the action may or may not have happened; retry
-
-
-@dataclass(frozen=True, kw_only=True)
-class FinalActionResult:
-    action: str  # "mark_uncollectible", "cancel_subscription", …
-    object_id: str
-    outcome: ActionOutcome
-    status: str | None  # the object's status as last seen
-    request_id: str | None
-    detail: str | None
-
-    @property
-    def ok(self) -> bool:
-        return self.outcome in (ActionOutcome.DONE, ActionOutcome.ALREADY_DONE)
-
-    @property
-    def retry(self) -> bool:
-        """Trying again later may help (and is safe: every action reads before it acts)."""
-        return self.outcome is ActionOutcome.FAILED
-
-
-@dataclass(frozen=True, kw_only=True)
-class AccountCheck:
-    ok: bool
-    livemode: bool  # from the key's prefix (sk_live_, rk_live_), confirmed by the answer
-    retry: bool  # the check could not reach Stripe: try again
-    request_id: str | None
-    detail: str | None
-
-
-class StripeLookupFailed(PaymentError):
-    """An invoice could not be read. `retry`: a transport failure (try again); else Stripe
-    refused (no such invoice, a key without access)."""
-
-    http_status = 502
-
-    def __init__(self, invoice_id: str, detail: str, *, retry: bool) -> None:
-        super().__init__(f"could not read Stripe invoice {invoice_id}: {detail}")
-        self.invoice_id = invoice_id
-        self.retry = retry
 
 
 @dataclass(frozen=True)
@@ -261,14 +171,14 @@ class StripeBilling:
             )
         assert answer.error is not None
         if _is_missing(answer.error):
-            return _payment(
+            return make_payment(
                 StripeOutcome.CLOSED,
                 invoice_id,
                 status="deleted",
                 request_id=answer.request_id,
                 detail="no such invoice (deleted)",
             )
-        return _payment(
+        return make_payment(
             StripeOutcome.IN_DOUBT,
             invoice_id,
             request_id=answer.request_id,
@@ -283,7 +193,7 @@ class StripeBilling:
         if answer.body is None:
             assert answer.error is not None
             raise StripeLookupFailed(invoice_id, self._detail(answer.error), retry=answer.transport)
-        return _subscription_of(answer.body)
+        return subscription_of(answer.body)
 
     def failure_facts(self, invoice_id: str) -> FailureFacts:
         """The facts of the invoice's failure (see `FailureFacts`). Raises
@@ -301,7 +211,7 @@ class StripeBilling:
         card, card_unread = self._card_of(payment)
         if card_unread:
             notes.append(card_unread)
-        customer_id, subscription_id = id_of(inv.get("customer")), _subscription_of(inv)
+        customer_id, subscription_id = id_of(inv.get("customer")), subscription_of(inv)
         customer = self._related(inv.get("customer"), "customers", notes)
         subscription = as_map(inv.get("subscription_details")) or as_map(
             as_map(inv.get("parent")).get("subscription_details")
@@ -332,7 +242,7 @@ class StripeBilling:
             invoice_status=text(inv.get("status")),
             customer_id=customer_id,
             subscription_id=subscription_id,
-            amount_remaining=_remaining(inv),
+            amount_remaining=amount_remaining(inv),
             currency=lower(inv.get("currency")),
             charge_id=id_of(payment.charge),
             decline_code=codes.decline,
@@ -399,7 +309,7 @@ class StripeBilling:
                 options={"idempotency_key": idempotency_key},
             ),
             done=lambda sub: as_map(sub.get("pause_collection")).get("behavior") == "keep_as_draft",
-            refused=_ended,
+            refused=subscription_ended,
         )
 
     def resume_collection(self, subscription_id: str, *, idempotency_key: str) -> FinalActionResult:
@@ -415,7 +325,7 @@ class StripeBilling:
                 options={"idempotency_key": idempotency_key},
             ),
             done=lambda sub: not as_map(sub.get("pause_collection")),
-            refused=_ended,
+            refused=subscription_ended,
         )
 
     def check(self) -> AccountCheck:
@@ -450,7 +360,7 @@ class StripeBilling:
     ) -> InvoicePayment:
         detail = self._detail(error)
         if _is_transport(error):
-            return _payment(
+            return make_payment(
                 StripeOutcome.IN_DOUBT, invoice_id, request_id=request_id, detail=detail
             )
         body = as_map(as_map(error.json_body).get("error"))
@@ -459,7 +369,7 @@ class StripeBilling:
         if {text(body.get("code")), text(body.get("decline_code"))} & ACTION_CODES or intent.get(
             "status"
         ) == "requires_action":
-            return _payment(
+            return make_payment(
                 StripeOutcome.ACTION_REQUIRED,
                 invoice_id,
                 status="open",
@@ -469,7 +379,7 @@ class StripeBilling:
             )
         if error.http_status == 402 or isinstance(error, stripe.CardError):
             codes = codes_of_error(body)
-            return _payment(
+            return make_payment(
                 StripeOutcome.DECLINED,
                 invoice_id,
                 status="open",
@@ -513,7 +423,7 @@ class StripeBilling:
         url = text(inv.get("hosted_invoice_url"), URL_LIMIT)
 
         def answer(outcome: StripeOutcome, detail: str, **fields: Any) -> InvoicePayment:
-            return _payment(
+            return make_payment(
                 outcome,
                 invoice_id,
                 status="deleted" if inv.get("deleted") is True else status,
@@ -690,31 +600,6 @@ class StripeBilling:
         return "_live_" in self._secret[:8]
 
 
-def _payment(
-    outcome: StripeOutcome,
-    invoice_id: str,
-    *,
-    status: str | None = None,
-    charge_id: str | None = None,
-    decline_code: str | None = None,
-    advice_code: str | None = None,
-    request_id: str | None = None,
-    detail: str | None = None,
-    url: str | None = None,
-) -> InvoicePayment:
-    return InvoicePayment(
-        outcome=outcome,
-        invoice_id=invoice_id,
-        invoice_status=status,
-        charge_id=charge_id,
-        decline_code=decline_code,
-        advice_code=advice_code,
-        request_id=request_id,
-        detail=None if detail is None else detail[:DETAIL_LIMIT],
-        hosted_invoice_url=url,
-    )
-
-
 def _codes(payment: _Payment) -> PaymentCodes:
     """The failed payment's codes: the intent's `last_payment_error`, richer on Stripe, else
     the charge's; the generic `card_declined` when nothing more specific is given (the
@@ -744,29 +629,6 @@ def _is_transport(error: stripe.StripeError) -> bool:
 
 def _is_missing(error: stripe.StripeError) -> bool:
     return error.http_status == 404 or error.code == "resource_missing"
-
-
-def _ended(subscription: Mapping[str, Any]) -> str | None:
-    status = subscription.get("status")
-    return f"the subscription is {status}" if status in ENDED_SUBSCRIPTIONS else None
-
-
-def _subscription_of(inv: Mapping[str, Any]) -> str | None:
-    """The invoice's subscription: `subscription` before basil, `parent.subscription_details`
-    after."""
-    found = id_of(inv.get("subscription"))
-    if found is None:
-        details = as_map(as_map(inv.get("parent")).get("subscription_details"))
-        found = id_of(details.get("subscription"))
-    return found
-
-
-def _remaining(inv: Mapping[str, Any]) -> int | None:
-    remaining = as_int(inv.get("amount_remaining"))
-    if remaining is not None:
-        return remaining
-    due, paid = as_int(inv.get("amount_due")), as_int(inv.get("amount_paid"))
-    return None if due is None else due - (paid or 0)
 
 
 __all__ = [

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+ENDED_SUBSCRIPTIONS = frozenset({"canceled", "incomplete_expired"})  # a subscription gone
 GENERIC_DECLINE = "card_declined"  # Stripe's error code of every issuer decline: says nothing
 
 
@@ -123,10 +124,35 @@ def first(*values: Any) -> str | None:
     return None
 
 
+def subscription_ended(subscription: Mapping[str, Any]) -> str | None:
+    status = subscription.get("status")
+    return f"the subscription is {status}" if status in ENDED_SUBSCRIPTIONS else None
+
+
+def subscription_of(inv: Mapping[str, Any]) -> str | None:
+    """The invoice's subscription: `subscription` before basil, `parent.subscription_details`
+    after."""
+    found = id_of(inv.get("subscription"))
+    if found is None:
+        details = as_map(as_map(inv.get("parent")).get("subscription_details"))
+        found = id_of(details.get("subscription"))
+    return found
+
+
+def amount_remaining(inv: Mapping[str, Any]) -> int | None:
+    remaining = as_int(inv.get("amount_remaining"))
+    if remaining is not None:
+        return remaining
+    due, paid = as_int(inv.get("amount_due")), as_int(inv.get("amount_paid"))
+    return None if due is None else due - (paid or 0)
+
+
 __all__ = [
+    "ENDED_SUBSCRIPTIONS",
     "GENERIC_DECLINE",
     "PaymentCodes",
     "advice_of",
+    "amount_remaining",
     "as_int",
     "as_list",
     "as_map",
@@ -136,5 +162,7 @@ __all__ = [
     "id_of",
     "lower",
     "specific",
+    "subscription_ended",
+    "subscription_of",
     "text",
 ]

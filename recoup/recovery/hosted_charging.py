@@ -45,6 +45,8 @@ from typing import TYPE_CHECKING
 
 from recoup.dunning.invoice import Invoice, InvoiceState
 from recoup.dunning.messages import ReportedOutcome
+from recoup.payments.stripe_answers import InvoicePayment, StripeLookupFailed, StripeOutcome
+from recoup.payments.stripe_reading import GENERIC_DECLINE
 from recoup.recovery.hosted_store import (
     HostedCharge,
     HostedChargeState,
@@ -56,9 +58,8 @@ from recoup.sealed import Box
 if TYPE_CHECKING:
     # The SDK is the `stripe` extra: imported when a tenant's attempt is first charged
     # through Stripe, so that a process without it (the embedded scheduler) never needs it.
-    from recoup.payments.stripe_billing import InvoicePayment, StripeBilling
+    from recoup.payments.stripe_billing import StripeBilling
 
-GENERIC_DECLINE = "card_declined"  # Stripe's code of a decline without a reason
 ACTION_REQUIRED_CODE = "authentication_required"
 
 
@@ -174,8 +175,6 @@ class HostedCharger:
             )
             if entry.state.is_settled:  # another try of the attempt settled it meanwhile
                 return _replay(entry)
-        from recoup.payments.stripe_billing import StripeOutcome
-
         asked_before = entry.calls > 0
         if not may_pay and not asked_before:
             return HostedAnswer(outcome="already_handled", detail="not charged: never asked")
@@ -215,8 +214,6 @@ class HostedCharger:
         """Record what Stripe said of the attempt and answer it. `ours`: a paid invoice is
         this attempt's pay (its answer, or a look-up after a pay in doubt); else it was paid
         before, or another way."""
-        from recoup.payments.stripe_billing import StripeOutcome
-
         outcome = said.outcome
         if outcome in (StripeOutcome.IN_DOUBT, StripeOutcome.NOT_CHARGED):
             self.store.record_hosted_charge(
@@ -269,8 +266,6 @@ def take_action(stripe: StripeBilling, invoice_id: str, action: str, *, key: str
     Idempotency-Key `key`: `mark_uncollectible` marks the invoice; `cancel` cancels its
     subscription; `pause_access` pauses the subscription's collection and `resume_access`
     resumes it. An invoice without a subscription has nothing to cancel or pause."""
-    from recoup.payments.stripe_billing import StripeLookupFailed
-
     if action == "mark_uncollectible":
         result = stripe.mark_uncollectible(invoice_id, idempotency_key=key)
     else:

@@ -1,0 +1,253 @@
+"""`recoup tenants configure`: a tenant's dunning settings, where its attempts are charged
+(its charge endpoint, or Stripe) and its Stripe intake, validated whole before anything is
+stored.
+
+Contract:
+
+    recoup tenants configure NAME [--policy FILE|business-days|calendar] [--event-url URL]
+        [--charge-url URL] [--experiment-policy FILE|PRESET --experiment-share 0.5
+        --experiment-name NAME | --no-experiment]
+        [--stripe-webhook-secret whsec_…|- | --no-stripe-webhook-secret]
+        [--default-timezone ZONE] [--charge-with stripe|url] [--stripe-api-key-file PATH|-]
+        [--allow-private-targets] [--json]
+        → {"tenant", "policy", "event_url", "charge_url", "updated_at", "experiment_name",
+           "experiment_policy", "experiment_share", "stripe_webhook_secret_set",
+           "default_timezone", "charge_with", "stripe_api_key_set"}
+
+A Stripe endpoint secret and a Stripe API key are never printed (`-` reads either from stdin,
+out of the shell's history); both are stored sealed (`recoup.sealed`).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from recoup.cli._app import (
+    AllowCidrOption,
+    AllowPrivateOption,
+    DbOption,
+    JsonOption,
+    SchemaOption,
+    print_json,
+    ssrf_guard,
+)
+from recoup.cli._policy import load_policy
+from recoup.cli._secrets import secret_box
+from recoup.cli.tenants import _opened, tenants_app
+from recoup.errors import InvalidInput, NotFound
+from recoup.jobs.model import DEFAULT_TENANT
+from recoup.timekeeping.instants import format_utc
+
+
+@tenants_app.command("configure")
+def configure_tenant(
+    name: Annotated[str, typer.Argument(help="The tenant's name (`default`: the embedded one).")],
+    policy: Annotated[
+        str | None,
+        typer.Option(
+            help="Dunning policy: a TOML file, or a preset (business-days, calendar). "
+            "Omitted: kept as it is."
+        ),
+    ] = None,
+    event_url: Annotated[
+        str | None, typer.Option(help="Where the signed invoice.* events go. Omitted: kept.")
+    ] = None,
+    charge_url: Annotated[
+        str | None,
+        typer.Option(help="The default retry-charge endpoint of failures. Omitted: kept."),
+    ] = None,
+    experiment_policy: Annotated[
+        str | None,
+        typer.Option(
+            help="A policy experiment's second policy (arm b): a TOML file or a preset, named "
+            "apart from --policy. Omitted: kept."
+        ),
+    ] = None,
+    experiment_share: Annotated[
+        float | None,
+        typer.Option(help="The share of new invoices planned with arm b (0–1). Omitted: kept."),
+    ] = None,
+    experiment_name: Annotated[
+        str | None,
+        typer.Option(help="The experiment's name (the split hashes it). Omitted: kept."),
+    ] = None,
+    no_experiment: Annotated[
+        bool, typer.Option("--no-experiment", help="End the policy experiment.")
+    ] = False,
+    stripe_webhook_secret: Annotated[
+        str | None,
+        typer.Option(
+            help="The Stripe endpoint's signing secret (whsec_…), which verifies webhooks at "
+            "/v1/intake/stripe/NAME; `-` reads it from stdin. Never printed. Omitted: kept."
+        ),
+    ] = None,
+    no_stripe_webhook_secret: Annotated[
+        bool,
+        typer.Option("--no-stripe-webhook-secret", help="Remove the Stripe endpoint secret."),
+    ] = False,
+    default_timezone: Annotated[
+        str | None,
+        typer.Option(
+            help="The IANA zone of customers whose Stripe events name none (at first UTC). "
+            "Omitted: kept."
+        ),
+    ] = None,
+    charge_with: Annotated[
+        str | None,
+        typer.Option(
+            help="Where attempts are charged: `stripe` (Recoup pays the Stripe invoice itself, "
+            "with --stripe-api-key-file) or `url` (the charge endpoint, --charge-url). "
+            "Omitted: kept."
+        ),
+    ] = None,
+    stripe_api_key_file: Annotated[
+        str | None,
+        typer.Option(
+            help="A file holding the Stripe secret or restricted key (sk_…/rk_…) to charge "
+            "with; `-` reads it from stdin. Stored sealed, never printed. Omitted: kept."
+        ),
+    ] = None,
+    allow_private_targets: AllowPrivateOption = False,
+    allow_cidr: AllowCidrOption = None,
+    db: DbOption = "sqlite:///recoup.db",
+    schema: SchemaOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Set a tenant's dunning policy, event URL, where its attempts are charged (its charge
+    endpoint, or Stripe), policy experiment and Stripe intake (validated whole before
+    anything is stored)."""
+    from recoup.jobs.scheduler import Scheduler
+    from recoup.recovery.hosted_settings import CHARGE_WITH, HostedSettings
+    from recoup.recovery.records import KEEP
+    from recoup.recovery.service import Dunning
+    from recoup.recovery.stripe_intake import StripeIntake
+
+    secret = _stripe_secret(stripe_webhook_secret, no_stripe_webhook_secret)
+    if charge_with is not None and charge_with not in CHARGE_WITH:
+        raise InvalidInput("--charge-with", charge_with, f"expected one of {CHARGE_WITH}")
+    api_key = KEEP if stripe_api_key_file is None else _read_key_file(stripe_api_key_file)
+
+    policy_toml = load_policy(policy).text if policy is not None else None
+    experiment: dict[str, Any] = {
+        "experiment_policy_toml": (
+            load_policy(experiment_policy, "--experiment-policy").text
+            if experiment_policy is not None
+            else KEEP
+        ),
+        "experiment_share": KEEP if experiment_share is None else experiment_share,
+        "experiment_name": KEEP if experiment_name is None else experiment_name,
+    }
+    if no_experiment:
+        given = [name for name, value in experiment.items() if value is not KEEP]
+        if given:
+            raise InvalidInput("--no-experiment", True, f"expected without {_option(given[0])}")
+        experiment = dict.fromkeys(experiment)
+    with _opened(db, schema) as (store, _):
+        scheduler = Scheduler(store, ssrf=ssrf_guard(allow_private_targets, allow_cidr))
+        if name == DEFAULT_TENANT:
+            scheduler.default_tenant()
+        elif store.get_tenant(name) is None:
+            raise NotFound(f"no tenant {name!r}; `recoup tenants create {name}` creates it")
+        dunning = Dunning(scheduler, store)
+        box = secret_box(db)
+        intake = StripeIntake(dunning, store, box=box)
+        hosted = HostedSettings(store.hosted, box, now=scheduler.clock.now)
+        try:
+            wanted = intake.settled(
+                name,
+                stripe_webhook_secret=secret,
+                default_timezone=KEEP if default_timezone is None else default_timezone,
+            )
+            charging = hosted.settled(
+                name,
+                charge_with=KEEP if charge_with is None else charge_with,
+                api_key=api_key,
+            )
+        except InvalidInput as exc:
+            field = "stripe_api_key_file" if exc.field == "stripe_api_key" else exc.field
+            raise InvalidInput(_option(field), exc.value, exc.allowed) from None
+        try:
+            stored = dunning.configure(
+                name,
+                policy_toml=KEEP if policy_toml is None else policy_toml,
+                event_url=KEEP if event_url is None else event_url,
+                charge_url=KEEP if charge_url is None else charge_url,
+                **experiment,
+            )
+        except InvalidInput as exc:
+            if not exc.field.startswith("experiment_"):
+                raise
+            raise InvalidInput(_option(exc.field), exc.value, exc.allowed) from None
+        intake_stored = intake.save(wanted)
+        charged_by = hosted.save(charging)
+    row = {
+        "tenant": name,
+        "policy": stored.policy_toml,
+        "event_url": stored.event_url,
+        "charge_url": stored.charge_url,
+        "updated_at": format_utc(stored.updated_at),
+        "experiment_name": stored.experiment_name,
+        "experiment_policy": stored.experiment_policy_toml,
+        "experiment_share": stored.experiment_share,
+        "stripe_webhook_secret_set": intake_stored.stripe_webhook_secret is not None,
+        "default_timezone": intake_stored.default_timezone,
+        "charge_with": "url" if charged_by is None else charged_by.provider,
+        "stripe_api_key_set": charged_by is not None,
+    }
+    if json:
+        print_json(row)
+        return
+    typer.echo(f"tenant:     {name}")
+    typer.echo(f"policy:     {policy or ('custom' if stored.policy_toml else 'business-days')}")
+    typer.echo(f"event url:  {stored.event_url or '(none: events stay in the timeline)'}")
+    if charged_by is not None:
+        typer.echo("charge:     through Stripe, by Recoup (the key is stored sealed)")
+    typer.echo(f"charge url: {stored.charge_url or '(none: each failure gives its own)'}")
+    if stored.has_experiment:
+        typer.echo(
+            f"experiment: {stored.experiment_name}: {stored.experiment_share:.0%} of new "
+            f"invoices on {experiment_policy or 'the stored second policy'}"
+        )
+    typer.echo(
+        f"stripe:     webhooks at /v1/intake/stripe/{name}, zone by default "
+        f"{intake_stored.default_timezone}"
+        if intake_stored.stripe_webhook_secret
+        else "stripe:     (no endpoint secret: no Stripe intake)"
+    )
+
+
+def _stripe_secret(given: str | None, remove: bool) -> Any:
+    """The secret to set (`-`: read from stdin), None to remove it, or KEEP."""
+    from recoup.recovery.records import KEEP
+
+    if given is None:
+        return None if remove else KEEP
+    if remove:
+        raise InvalidInput(
+            "--no-stripe-webhook-secret", True, "expected without --stripe-webhook-secret"
+        )
+    return sys.stdin.readline().strip() if given == "-" else given
+
+
+def _read_key_file(path: str) -> str:
+    """The key in a file (`-`: stdin), its surrounding whitespace dropped."""
+    if path == "-":
+        return sys.stdin.readline().strip()
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read().strip()
+    except OSError as exc:
+        raise InvalidInput(
+            "--stripe-api-key-file", path, f"expected a readable file ({exc.strerror})"
+        ) from None
+
+
+def _option(field: str) -> str:
+    """The option of a settings field the runtime names (`experiment_policy.name` →
+    `--experiment-policy: name`)."""
+    head, _, inside = field.partition(".")
+    option = "--" + head.removesuffix("_toml").replace("_", "-")
+    return f"{option}: {inside}" if inside else option
