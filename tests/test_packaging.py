@@ -32,6 +32,8 @@ EXTRAS_ONLY = (
     "jinja2",
     "django",
     "stripe",
+    "aiosmtplib",
+    "babel",
 )
 BLOCKER = f"""
 import importlib.abc, sys
