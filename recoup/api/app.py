@@ -32,7 +32,7 @@ from recoup.api.services import ApiTables, Services
 from recoup.api.state import ApiSettings, ApiState
 from recoup.errors import RecoupError
 from recoup.jobs.scheduler import Scheduler
-from recoup.jobs.test_clock import TestClock
+from recoup.jobs.time_travel import TestClock
 from recoup.recovery.hosted_charging import StripeAccounts
 from recoup.recovery.hosted_settings import HostedSettings
 from recoup.recovery.service import Dunning

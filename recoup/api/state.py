@@ -15,7 +15,7 @@ from recoup.api.services import Services
 from recoup.idempotency import DEFAULT_LOCK_TIMEOUT, DEFAULT_RETENTION
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
-from recoup.jobs.test_clock import TestClock
+from recoup.jobs.time_travel import TestClock
 from recoup.recovery.hosted_settings import HostedSettings
 from recoup.recovery.service import Dunning
 from recoup.recovery.stripe_intake import StripeIntake

@@ -111,7 +111,7 @@ def serve_command(
     from recoup.cli._secrets import secret_box, stripe_accounts
     from recoup.cli.worker import load_handlers
     from recoup.jobs.scheduler import Scheduler
-    from recoup.jobs.test_clock import TestClock
+    from recoup.jobs.time_travel import TestClock
     from recoup.logs import configure_logging
     from recoup.recovery.runtime import dunning_runtime
     from recoup.storage import open_api_tables, open_store

@@ -40,7 +40,7 @@ from recoup.dunning.policy import DunningPolicy, parse_policy
 from recoup.dunning.taxonomy import DeclineClass, classify
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
-from recoup.jobs.test_clock import TestClock
+from recoup.jobs.time_travel import TestClock
 from recoup.payments import GatewayClient
 from recoup.recovery.runtime import dunning_runtime
 from recoup.recovery.store import InvoiceFilter

@@ -14,7 +14,7 @@ import pytest
 from recoup.api.app import create_app
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
-from recoup.jobs.test_clock import TestClock
+from recoup.jobs.time_travel import TestClock
 from recoup.payments import SimulatedGateway
 from recoup.recovery.runtime import dunning_runtime
 from recoup.timekeeping.clock import VirtualClock

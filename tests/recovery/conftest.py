@@ -21,7 +21,7 @@ from starlette.routing import Route
 from recoup.dunning.invoice import Invoice
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
-from recoup.jobs.test_clock import TestClock
+from recoup.jobs.time_travel import TestClock
 from recoup.payments import ChargeRequest, ProviderTimeout, ProviderUnavailable, SimulatedGateway
 from recoup.recovery.records import FailureReport
 from recoup.recovery.runtime import dunning_runtime

@@ -30,7 +30,7 @@ from recoup.jobs.model import (
     Tenant,
     new_id,
 )
-from recoup.jobs.schedule_model import CronRule, MissedPolicy, NewSchedule, Schedule
+from recoup.jobs.schedules.model import CronRule, MissedPolicy, NewSchedule, Schedule
 from recoup.jobs.store import ClaimParams, JobFilter, RunFilter, ScheduleFilter
 from recoup.storage.rules import lost_error
 from tests.storage.conftest import Backend, Store

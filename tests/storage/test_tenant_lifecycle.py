@@ -13,7 +13,7 @@ from recoup.analytics.recovery import MerchantTag
 from recoup.dunning.invoice import AttemptState
 from recoup.errors import Conflict, InvalidInput, StorageError
 from recoup.jobs.model import DEFAULT_TENANT, JobState, RunOutcome, Tenant
-from recoup.jobs.schedule_model import CronRule, MissedPolicy, NewSchedule
+from recoup.jobs.schedules.model import CronRule, MissedPolicy, NewSchedule
 from recoup.jobs.store import ScheduleFilter
 from recoup.recovery.hosted_store import HostedCharge, HostedChargeState, HostedCharging
 from recoup.recovery.intake_store import IntakeEvent, IntakeSettings

@@ -13,11 +13,11 @@ import pytest
 from recoup.errors import Conflict, InvalidInput
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry
 from recoup.jobs.model import BackoffPolicy, JobState, PythonTarget
-from recoup.jobs.schedule_model import AnchorRule, CronRule, MissedPolicy, NewSchedule, Schedule
 from recoup.jobs.scheduler import Scheduler
-from recoup.jobs.schedules import occurrence_name, plan_advance
+from recoup.jobs.schedules.model import AnchorRule, CronRule, MissedPolicy, NewSchedule, Schedule
+from recoup.jobs.schedules.occurrences import occurrence_name, plan_advance
 from recoup.jobs.ssrf import SsrfGuard
-from recoup.jobs.test_clock import TestClock
+from recoup.jobs.time_travel import TestClock
 from recoup.jobs.worker import Worker
 from recoup.timekeeping.clock import VirtualClock
 

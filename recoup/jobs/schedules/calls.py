@@ -1,18 +1,28 @@
 """The schedules half of the `Scheduler` Python API (`recoup.jobs.scheduler`): create, read,
-list, pause, resume, delete a recurring schedule, its next occurrences, and materialising them.
+list, change, pause, resume, delete a recurring schedule, its next occurrences, and
+materialising them.
+
+A schedule's next occurrence after a change (`update_schedule`): when the change moves
+occurrences (its rule, its window, pausing or resuming), the first occurrence after now inside
+the new window, as resuming gives; otherwise the schedule keeps its place, except that the jobs
+it had materialised ahead (not started, occurrences after now) are replaced: the store deletes
+them and the next occurrence goes back to the first after now, so that they are materialised
+again from the new definition (target, retry, metadata, …). The rules of a change are
+`recoup.jobs.changes`'; the store makes each try one compare-and-set on the revision.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime, timedelta
 from typing import Any
 
-from recoup.errors import InvalidInput, NotFound
-from recoup.jobs.changes import ScheduleChange
+from recoup.errors import Conflict, InvalidInput, NotFound
+from recoup.jobs.changes import ScheduleChange, changed_schedule
 from recoup.jobs.metadata import check_filter
 from recoup.jobs.model import DEFAULT_TENANT, Target
-from recoup.jobs.schedule_model import NewSchedule, Schedule
-from recoup.jobs.schedules import (
+from recoup.jobs.schedules.model import NewSchedule, Schedule
+from recoup.jobs.schedules.occurrences import (
     SCHEDULE_HORIZON,
     materialise,
     materialise_one,
@@ -23,6 +33,8 @@ from recoup.jobs.schedules import (
 )
 from recoup.jobs.store import ScheduleFilter, SchedulePage, SchedulerStore
 from recoup.timekeeping.clock import Clock
+
+MAX_REVISION_RETRIES = 5  # concurrent changes of one schedule met before giving up
 
 
 class ScheduleCalls:
@@ -43,7 +55,31 @@ class ScheduleCalls:
     def update_schedule(
         self, schedule_id: str, change: ScheduleChange, *, tenant: str = DEFAULT_TENANT
     ) -> Schedule:
-        raise NotImplementedError
+        """Apply `change` to a live schedule (`NotFound` if absent or deleted); the next
+        occurrence recomputed and the jobs materialised ahead replaced (module docstring)."""
+        if change.name is not None:
+            validate_schedule_name(change.name)
+        if change.rule is not None:
+            change = dataclasses.replace(change, rule=validate_rule(change.rule))
+        if change.target is not None:
+            self.check_target(change.target)
+        for _ in range(MAX_REVISION_RETRIES):
+            current = self.get_schedule(schedule_id, tenant=tenant)
+            if current.deleted:
+                raise NotFound(f"no schedule {schedule_id!r}")
+            now = self.clock.now()
+            new = changed_schedule(current, change)
+            new = dataclasses.replace(
+                new, next_fire_at=next_fire(new, change, before=current, now=now)
+            )
+            stored = self.store.replace_schedule(new, expected_revision=current.revision, now=now)
+            if stored is None:
+                continue  # changed (or deleted) meanwhile: read it again
+            if stored.next_fire_at is not None and stored.next_fire_at <= now + SCHEDULE_HORIZON:
+                materialise_one(self.store, stored, now=now)
+            self._poke()
+            return self.get_schedule(schedule_id, tenant=tenant)
+        raise Conflict(f"schedule {schedule_id!r} kept changing; try again")
 
     def create_schedule(self, schedule: NewSchedule, *, existing_ok: bool = False) -> Schedule:
         """Store a recurring schedule; its first occurrence is the first after now. A schedule
@@ -157,6 +193,16 @@ class ScheduleCalls:
     def materialise(self, *, horizon: timedelta = SCHEDULE_HORIZON) -> int:
         """Materialise due schedule occurrences now (workers do this on their own)."""
         return materialise(self.store, now=self.clock.now(), horizon=horizon)
+
+
+def next_fire(
+    schedule: Schedule, change: ScheduleChange, *, before: Schedule, now: datetime
+) -> datetime | None:
+    """The next occurrence of the changed `schedule` (the module's docstring)."""
+    kept = before.next_fire_at
+    if not change.moves_occurrences and kept is not None and kept <= now:
+        return kept  # behind (nothing materialised past now): its missed policy still applies
+    return next_in_window(schedule.rule, now, schedule.start_at, schedule.end_at)
 
 
 def _fields(schedule: NewSchedule) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from standardwebhooks import Webhook
 from recoup.jobs.model import BackoffPolicy, HttpTarget, JobState, RunOutcome
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
-from tests.jobs.engine.support import SECRET, Database, Receiver, Reply
+from tests.jobs.support import SECRET, Database, Receiver, Reply
 from tests.support import wait_until
 
 pytestmark = pytest.mark.slow

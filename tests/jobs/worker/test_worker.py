@@ -20,7 +20,7 @@ from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.store import ClaimParams
 from recoup.jobs.worker import Worker, WorkerConfig
 from recoup.timekeeping.clock import VirtualClock
-from tests.jobs.engine.support import SECRET, Database, Receiver, Reply
+from tests.jobs.support import SECRET, Database, Receiver, Reply
 from tests.support import DEADLINE, ManualElapsed, eventually, wait_until
 
 START = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)

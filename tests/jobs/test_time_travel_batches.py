@@ -22,10 +22,10 @@ from recoup.jobs.model import (
 )
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
-from recoup.jobs.test_clock import TestClock
+from recoup.jobs.time_travel import TestClock
 from recoup.jobs.worker.firing import first_of_each_group
 from recoup.timekeeping.clock import VirtualClock
-from tests.jobs.engine.support import Receiver
+from tests.jobs.support import Receiver
 from tests.support import DEADLINE
 
 START = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)

@@ -15,11 +15,11 @@ from recoup.jobs.changes import JobChange, ScheduleChange
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry
 from recoup.jobs.model import HttpTarget, JobState, PythonTarget
 from recoup.jobs.patching import JobStarted
-from recoup.jobs.schedule_model import CronRule, NewSchedule, ScheduleState
 from recoup.jobs.scheduler import Scheduler
+from recoup.jobs.schedules.model import CronRule, NewSchedule, ScheduleState
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.store import ClaimParams
-from recoup.jobs.test_clock import TestClock
+from recoup.jobs.time_travel import TestClock
 from recoup.jobs.worker import Worker
 from recoup.timekeeping.clock import VirtualClock
 

@@ -12,8 +12,8 @@ import recoup.jobs
 from recoup.errors import Conflict, InvalidInput, NotFound
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry
 from recoup.jobs.model import HttpTarget, JobState, PythonTarget
-from recoup.jobs.schedule_model import CronRule, NewSchedule
 from recoup.jobs.scheduler import Scheduler
+from recoup.jobs.schedules.model import CronRule, NewSchedule
 from recoup.jobs.ssrf import SsrfGuard, TargetRefused
 from recoup.timekeeping.clock import VirtualClock
 

@@ -14,7 +14,7 @@ from recoup.jobs.handlers import HandlerContext, HandlerRegistry
 from recoup.jobs.model import BackoffPolicy, NewJob, PythonTarget, RunOutcome
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
-from recoup.jobs.test_clock import TestClock
+from recoup.jobs.time_travel import TestClock
 from recoup.jobs.worker import Worker
 from recoup.timekeeping.clock import VirtualClock
 from tests.support import DEADLINE, ManualElapsed, eventually

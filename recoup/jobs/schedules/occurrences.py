@@ -31,7 +31,7 @@ from datetime import datetime, timedelta
 
 from recoup.errors import InvalidInput
 from recoup.jobs.model import NewJob
-from recoup.jobs.schedule_model import CronRule, MissedPolicy, Rule, Schedule, check_window
+from recoup.jobs.schedules.model import CronRule, MissedPolicy, Rule, Schedule, check_window
 from recoup.jobs.store import ScheduleStore
 from recoup.timekeeping.cron import cron_next, iter_cron, validate_cron
 from recoup.timekeeping.instants import format_utc, to_utc

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recoup.jobs.model import BackoffPolicy, PythonTarget
-from recoup.jobs.schedule_model import CronRule, MissedPolicy, Schedule, ScheduleState
-from recoup.jobs.schedules import iter_after, next_in_window, plan_advance, upcoming
+from recoup.jobs.schedules.model import CronRule, MissedPolicy, Schedule, ScheduleState
+from recoup.jobs.schedules.occurrences import iter_after, next_in_window, plan_advance, upcoming
 
 # Around New York's spring-forward (2026-03-08) and London's (2026-03-29) transitions, and
 # the fall-back ones (2026-11-01, 2026-10-25): a fortnight either side of each.

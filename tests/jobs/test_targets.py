@@ -34,7 +34,7 @@ from recoup.jobs.targets import (
     encode_body,
     tls_context,
 )
-from tests.jobs.engine.support import SECRET, Receiver, Reply
+from tests.jobs.support import SECRET, Receiver, Reply
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 

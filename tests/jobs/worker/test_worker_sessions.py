@@ -26,7 +26,7 @@ from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.worker.sessions import SessionKeeper
 from recoup.jobs.worker_records import Beat, SessionRules
-from tests.jobs.engine.support import SECRET
+from tests.jobs.support import SECRET
 from tests.support import DEADLINE, ManualElapsed, eventually, wait_until
 
 OPEN = SsrfGuard(allow_private=True)

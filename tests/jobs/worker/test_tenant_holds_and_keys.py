@@ -13,17 +13,17 @@ from standardwebhooks import Webhook
 
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry
 from recoup.jobs.model import DEFAULT_TENANT, HttpTarget, JobState, PythonTarget, Tenant
-from recoup.jobs.schedule_model import CronRule, MissedPolicy, NewSchedule
 from recoup.jobs.scheduler import Scheduler
+from recoup.jobs.schedules.model import CronRule, MissedPolicy, NewSchedule
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.targets import AttemptOutcome, HttpExecutor
-from recoup.jobs.test_clock import TestClock
+from recoup.jobs.time_travel import TestClock
 from recoup.receiver.errors import SignatureError
 from recoup.receiver.signatures import verify_signature
 from recoup.tenancy import new_tenant, rotate_signing_secret
 from recoup.timekeeping.clock import VirtualClock
-from tests.jobs.engine.support import SECRET, Receiver
-from tests.jobs.engine.test_targets import make_job
+from tests.jobs.support import SECRET, Receiver
+from tests.jobs.test_targets import make_job
 
 START = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 OPEN = SsrfGuard(allow_private=True)
