@@ -5,6 +5,8 @@ A policy file (see `recoup/dunning/data/policies/*.toml` for complete examples):
     name = "business-days"
     final_action = "pause_access"   # pause_access | cancel | mark_uncollectible | leave_past_due
     gaps = [{ business_days = 1 }, { business_days = 3 }, { days = 7 }]
+    paydays = [1, 15]               # optional: insufficient-funds retries aim at paydays;
+                                    # or "country" (see policy_paydays.py)
 
     [window]                        # the local landing window
     start = "10:00"
@@ -49,6 +51,7 @@ from importlib import resources
 from typing import Any
 
 from recoup.dunning import policy_fields as fields
+from recoup.dunning.policy_paydays import Paydays, parse_paydays
 from recoup.errors import ConfigError, InvalidInput
 from recoup.timekeeping.calendar import SAT_SUN, WEEKDAY_NAMES, parse_weekend
 
@@ -126,6 +129,7 @@ class DunningPolicy:
     blackouts: tuple[Blackout, ...] = ()
     final_action: FinalAction = FinalAction.PAUSE_ACCESS
     description: str = ""
+    paydays: Paydays | None = None  # insufficient-funds retries aim at these (policy_paydays)
 
     @property
     def window_start_seconds(self) -> int:
@@ -237,6 +241,7 @@ _TOP = frozenset(
         "limits",
         "networks",
         "blackouts",
+        "paydays",
     }
 )
 
@@ -335,6 +340,7 @@ def policy_from_dict(data: dict[str, Any], *, name: str) -> DunningPolicy:
         ),
         blackouts=_blackouts(data.get("blackouts", [])),
         final_action=final_action,
+        paydays=parse_paydays(data.get("paydays")),
     )
 
 
