@@ -110,7 +110,8 @@ LIMIT 1
 -- the partial index jobs_due, so its cost does not grow with far-future or finished jobs.
 WITH due AS MATERIALIZED (
     SELECT id FROM jobs
-    WHERE state = 'scheduled' AND NOT held AND run_at <= %(until)s AND {_enabled_tenant}
+    WHERE state = 'scheduled' AND NOT held AND flow_key IS NULL AND run_at <= %(until)s
+      AND {_enabled_tenant}
     ORDER BY run_at
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
@@ -137,6 +138,55 @@ SELECT set_config('enable_bitmapscan', 'off', true),
        set_config('enable_sort', 'off', true),
        set_config('enable_hashjoin', 'off', true),
        set_config('enable_mergejoin', 'off', true)
+
+-- flow_keys_due --
+-- The flow keys with jobs due by :until (ARCHITECTURE.md, 'Flow control'), the earliest due
+-- first, each with whether its row in flow_keys exists yet.
+SELECT h.tenant, h.flow_key,
+       EXISTS (SELECT 1 FROM flow_keys f WHERE f.tenant = h.tenant AND f.flow_key = h.flow_key)
+FROM (
+    SELECT tenant, flow_key, min(run_at) AS first_at FROM jobs
+    WHERE state = 'scheduled' AND NOT held AND flow_key IS NOT NULL AND run_at <= %(until)s
+      AND {_enabled_tenant}
+    GROUP BY tenant, flow_key
+) AS h
+ORDER BY h.first_at
+LIMIT %(keys)s
+
+-- flow_key_made --
+INSERT INTO flow_keys (tenant, flow_key) VALUES (%(tenant)s, %(key)s) ON CONFLICT DO NOTHING
+
+-- flow_key_locked --
+SELECT next_start_at FROM flow_keys WHERE tenant = %(tenant)s AND flow_key = %(key)s
+FOR UPDATE SKIP LOCKED
+
+-- flow_due_jobs --
+-- A key's jobs due by :until in their order: due time, then creation.
+SELECT id, run_at, flow_rate, flow_period_s, flow_parallelism FROM jobs
+WHERE tenant = %(tenant)s AND flow_key = %(key)s AND state = 'scheduled' AND NOT held
+  AND run_at <= %(until)s
+ORDER BY run_at, created_at, id
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED
+
+-- flow_running --
+-- Claimed ahead or started: both hold a place of the key's parallelism.
+SELECT count(*) FROM jobs WHERE tenant = %(tenant)s AND flow_key = %(key)s AND state = 'running'
+
+-- flow_start --
+-- A flow job claimed for its reserved start slot (:start, the attempt's start).
+UPDATE jobs
+SET state = 'running',
+    attempts = attempts + 1,
+    leased_by = %(worker_id)s,
+    attempt_started_at = %(start)s,
+    lease_expires_at = %(lease_until)s,
+    updated_at = %(now)s
+WHERE id = %(id)s AND state = 'scheduled'
+RETURNING {job_columns}
+
+-- flow_key_moved --
+UPDATE flow_keys SET next_start_at = %(next)s WHERE tenant = %(tenant)s AND flow_key = %(key)s
 
 -- complete_many --
 -- One statement for a whole batch: each row applies by compare-and-set (still running, same

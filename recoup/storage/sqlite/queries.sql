@@ -84,11 +84,59 @@ SET state = 'running',
     updated_at = :now
 WHERE id IN (
     SELECT id FROM jobs
-    WHERE state = 'scheduled' AND held = 0 AND run_at <= :until AND {_enabled_tenant}
+    WHERE state = 'scheduled' AND held = 0 AND flow_key IS NULL AND run_at <= :until
+      AND {_enabled_tenant}
     ORDER BY run_at
     LIMIT :limit
 )
 RETURNING {job_columns}
+
+-- flow_keys_due --
+-- The flow keys with jobs due by :until (ARCHITECTURE.md, 'Flow control'), the earliest due
+-- first, each with whether its row in flow_keys exists yet.
+SELECT h.tenant, h.flow_key,
+       EXISTS (SELECT 1 FROM flow_keys f WHERE f.tenant = h.tenant AND f.flow_key = h.flow_key)
+FROM (
+    SELECT tenant, flow_key, min(run_at) AS first_at FROM jobs
+    WHERE state = 'scheduled' AND held = 0 AND flow_key IS NOT NULL AND run_at <= :until
+      AND {_enabled_tenant}
+    GROUP BY tenant, flow_key
+) AS h
+ORDER BY h.first_at
+LIMIT :keys
+
+-- flow_key_made --
+INSERT INTO flow_keys (tenant, flow_key) VALUES (:tenant, :key) ON CONFLICT DO NOTHING
+
+-- flow_key_locked --
+SELECT next_start_at FROM flow_keys WHERE tenant = :tenant AND flow_key = :key
+
+-- flow_due_jobs --
+-- A key's jobs due by :until in their order: due time, then creation.
+SELECT id, run_at, flow_rate, flow_period_s, flow_parallelism FROM jobs
+WHERE tenant = :tenant AND flow_key = :key AND state = 'scheduled' AND held = 0
+  AND run_at <= :until
+ORDER BY run_at, created_at, id
+LIMIT :limit
+
+-- flow_running --
+-- Claimed ahead or started: both hold a place of the key's parallelism.
+SELECT count(*) FROM jobs WHERE tenant = :tenant AND flow_key = :key AND state = 'running'
+
+-- flow_start --
+-- A flow job claimed for its reserved start slot (:start, the attempt's start).
+UPDATE jobs
+SET state = 'running',
+    attempts = attempts + 1,
+    leased_by = :worker_id,
+    attempt_started_at = :start,
+    lease_expires_at = :lease_until,
+    updated_at = :now
+WHERE id = :id AND state = 'scheduled'
+RETURNING {job_columns}
+
+-- flow_key_moved --
+UPDATE flow_keys SET next_start_at = :next WHERE tenant = :tenant AND flow_key = :key
 
 -- complete_job --
 -- :retry is 1 for an outcome that schedules another attempt (it fails instead when the
