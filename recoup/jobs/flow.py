@@ -52,6 +52,21 @@ def check_flow(
         )
 
 
+def check_ordering(ordering_key: str | None, flow_key: str | None, parallelism: int | None) -> None:
+    """An ordering key is a flow key of parallelism 1: `InvalidInput` for one beside a
+    `flow_key` or another parallelism."""
+    if ordering_key is None:
+        return
+    if flow_key is not None:
+        raise InvalidInput(
+            "ordering_key", ordering_key, "expected flow_key or ordering_key, not both"
+        )
+    if parallelism not in (None, 1):
+        raise InvalidInput(
+            "flow_parallelism", parallelism, "expected none with an ordering_key (one at a time)"
+        )
+
+
 def spacing(rate: int, period: timedelta) -> timedelta:
     """The least time between two starts of a key limited to `rate` per `period`."""
     return (period + START_TOLERANCE) / rate
@@ -101,6 +116,7 @@ __all__ = [
     "START_TOLERANCE",
     "Slots",
     "check_flow",
+    "check_ordering",
     "reserve",
     "spacing",
 ]

@@ -135,13 +135,17 @@ class Scheduler(ScheduleCalls):
         flow_rate: int | None = None,
         flow_period: timedelta = DEFAULT_FLOW_PERIOD,
         flow_parallelism: int | None = None,
+        ordering_key: str | None = None,
+        ordering_skip_failed: bool = False,
     ) -> Job:
         """Schedule one job at `run_at`, or `delay` from now, or now (not both). A live job of
         the tenant with the same name → `Conflict`; the same idempotency key → that job.
         `group` (1–200 characters) lets `list_jobs(group=…)` and `cancel_group` find it;
         `metadata` (`recoup.jobs.metadata`) is the caller's own, filterable. `flow_key` with
         `flow_rate` (per `flow_period`) and/or `flow_parallelism` limits the starts of the
-        tenant's jobs of that key (`recoup.jobs.flow`)."""
+        tenant's jobs of that key (`recoup.jobs.flow`); `ordering_key` starts them one at a time
+        in due-then-creation order, a failed one holding the others unless
+        `ordering_skip_failed`."""
         if run_at is not None and delay is not None:
             raise InvalidInput("run_at", run_at, "give run_at or delay, not both")
         now = self.clock.now()
@@ -162,6 +166,8 @@ class Scheduler(ScheduleCalls):
             flow_rate=flow_rate,
             flow_period=flow_period,
             flow_parallelism=flow_parallelism,
+            ordering_key=ordering_key,
+            ordering_skip_failed=ordering_skip_failed,
         )
         return self.submit(job)
 

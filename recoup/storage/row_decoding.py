@@ -152,6 +152,7 @@ def job_from_row(row: Sequence[Any], instant: DecodeInstant) -> Job:
         flow_rate,
         flow_period_s,
         flow_parallelism,
+        flow_order,
     ) = row
     return trusted(
         Job,
@@ -177,12 +178,14 @@ def job_from_row(row: Sequence[Any], instant: DecodeInstant) -> Job:
             "finished_at": None if finished_at is None else instant(finished_at),
             "group": job_group,
             "metadata": _metadata(metadata),
-            "flow_key": flow_key,
+            "flow_key": flow_key if flow_order is None else None,
             "flow_rate": flow_rate,
             "flow_period": DEFAULT_FLOW_PERIOD
             if flow_period_s is None
             else duration(flow_period_s),
-            "flow_parallelism": flow_parallelism,
+            "flow_parallelism": flow_parallelism if flow_order is None else None,
+            "ordering_key": None if flow_order is None else flow_key,
+            "ordering_skip_failed": flow_order == "skip",
         },
     )
 

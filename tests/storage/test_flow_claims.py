@@ -117,3 +117,45 @@ def _succeed(store: Store, taken: Job, now) -> None:
         outcome=RunOutcome.SUCCEEDED,
     )
     store.complete_many([Completion(run=run, worker_id="w1")], now=now)
+
+
+def _retry(store: Store, taken: Job, now, retry_at) -> None:
+    run = Run(
+        job_id=taken.id,
+        tenant=taken.tenant,
+        attempt=taken.attempts,
+        started_at=now,
+        finished_at=now,
+        outcome=RunOutcome.RETRY,
+    )
+    store.complete_many([Completion(run=run, worker_id="w1", retry_at=retry_at)], now=now)
+
+
+def test_an_ordering_key_runs_one_at_a_time_and_a_retrying_job_holds_the_ones_behind(
+    store: Store,
+) -> None:
+    first, second = job(ordering_key="o"), job(ordering_key="o")
+    store.insert(first, now=T0)
+    store.insert(second, now=T0 + timedelta(microseconds=1))
+    (taken,) = claim(store, now=T0, limit=10)
+    assert taken.id == first.id and taken.ordering_key == "o" and taken.flow_key is None
+    assert claim(store, now=T0, limit=10) == []  # one at a time
+    _retry(store, taken, T0, T0 + 10 * SECOND)
+    assert claim(store, now=T0 + 5 * SECOND, limit=10) == []  # held behind the retry
+    assert store.next_due_at() == T0 + 10 * SECOND
+    (again,) = claim(store, now=T0 + 10 * SECOND, limit=10)
+    assert again.id == first.id
+    _succeed(store, again, T0 + 10 * SECOND)
+    (after,) = claim(store, now=T0 + 10 * SECOND, limit=10)
+    assert after.id == second.id
+
+
+def test_an_ordering_key_that_skips_lets_the_next_job_pass_a_retrying_one(store: Store) -> None:
+    first = job(ordering_key="s", ordering_skip_failed=True)
+    second = job(ordering_key="s", ordering_skip_failed=True)
+    store.insert(first, now=T0)
+    store.insert(second, now=T0 + timedelta(microseconds=1))
+    (taken,) = claim(store, now=T0, limit=10)
+    _retry(store, taken, T0, T0 + 10 * SECOND)
+    (passed,) = claim(store, now=T0 + SECOND, limit=10)
+    assert passed.id == second.id and passed.ordering_skip_failed

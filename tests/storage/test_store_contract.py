@@ -1190,6 +1190,8 @@ DECLARED_COLUMNS = {
         "flow_rate",  # 0013
         "flow_period_s",  # 0013
         "flow_parallelism",  # 0013
+        "flow_order",  # 0013
+        "flow_order_at",  # 0013
         "state",
         "attempts",
         "lease_expires_at",

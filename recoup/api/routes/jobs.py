@@ -105,7 +105,7 @@ def create_job(body: JobIn, ctx: Post, api: Api) -> Response:
             timeout=timedelta(seconds=body.timeout_seconds),
             group=body.group,
             metadata=body.metadata,
-            **flow_fields(body.flow),
+            **flow_fields(body.flow, body.ordering_key, body.ordering_on_failure),
         )
         # The checks (the SSRF guard's DNS look-up too) run before the transaction.
         scheduler.check(job)

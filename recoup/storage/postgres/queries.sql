@@ -48,7 +48,7 @@ tenant NOT IN (SELECT id FROM tenants WHERE disabled_at IS NOT NULL)
 -- One placeholder per column of {insert_columns} (`job_rows.JobEncoder.row`).
 INSERT INTO jobs ({insert_columns})
 VALUES (%s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
-        %s::jsonb, %s, %s, %s, %s, %s, %s)
+        %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT DO NOTHING
 RETURNING {job_columns}
 
@@ -63,7 +63,8 @@ FROM unnest(%(id)s::text[], %(tenant)s::text[], %(name)s::text[], %(run_at)s::ti
             %(schedule_id)s::text[], %(job_group)s::text[],
             %(occurrence_at)s::timestamptz[], %(metadata)s::jsonb[], %(flow_key)s::text[],
             %(flow_rate)s::int[], %(flow_period_s)s::float8[],
-            %(flow_parallelism)s::int[]) AS u
+            %(flow_parallelism)s::int[], %(flow_order)s::text[],
+            %(flow_order_at)s::timestamptz[]) AS u
 ON CONFLICT DO NOTHING
 
 -- copy_jobs --
@@ -161,11 +162,11 @@ SELECT next_start_at FROM flow_keys WHERE tenant = %(tenant)s AND flow_key = %(k
 FOR UPDATE SKIP LOCKED
 
 -- flow_due_jobs --
--- A key's jobs due by :until in their order: due time, then creation.
+-- A key's scheduled jobs in line: their place (an ordering key's first run_at, else the due
+-- time), then creation. The claim takes those due by :until from the front.
 SELECT id, run_at, flow_rate, flow_period_s, flow_parallelism FROM jobs
 WHERE tenant = %(tenant)s AND flow_key = %(key)s AND state = 'scheduled' AND NOT held
-  AND run_at <= %(until)s
-ORDER BY run_at, created_at, id
+ORDER BY coalesce(flow_order_at, run_at), created_at, id
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED
 
@@ -388,10 +389,15 @@ SELECT min(run_at) FROM (
         LIMIT 1
     ) AS plain
     UNION ALL
-    SELECT CASE WHEN f.next_start_at > h.run_at THEN f.next_start_at ELSE h.run_at END
+    SELECT CASE WHEN f.next_start_at > h.head_at THEN f.next_start_at ELSE h.head_at END
     FROM (
-        SELECT tenant, flow_key, min(run_at) AS run_at, max(flow_parallelism) AS parallelism
-        FROM jobs
+        SELECT g.tenant, g.flow_key, max(g.flow_parallelism) AS parallelism,
+               (SELECT x.run_at FROM jobs x
+                WHERE x.tenant = g.tenant AND x.flow_key = g.flow_key AND x.state = 'scheduled'
+                  AND NOT x.held AND x.flow_key IS NOT NULL
+                ORDER BY coalesce(x.flow_order_at, x.run_at), x.created_at, x.id
+                LIMIT 1) AS head_at
+        FROM jobs g
         WHERE state = 'scheduled' AND NOT held AND flow_key IS NOT NULL AND {_enabled_tenant}
         GROUP BY tenant, flow_key
     ) AS h

@@ -70,6 +70,8 @@ _COPY_TYPES = [
     "int4",  # flow_rate
     "float8",  # flow_period_s
     "int4",  # flow_parallelism
+    "text",  # flow_order
+    "timestamptz",  # flow_order_at
     "timestamptz",  # created_at
     "timestamptz",  # updated_at
 ]

@@ -45,7 +45,7 @@ tenant NOT IN (SELECT id FROM tenants WHERE disabled_at IS NOT NULL)
 -- _insert_values --
 -- A new job's row: one placeholder per column of {insert_columns} (`job_rows.JobEncoder.row`).
 INSERT INTO jobs ({insert_columns})
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT DO NOTHING
 
 -- insert_job --
@@ -112,11 +112,11 @@ INSERT INTO flow_keys (tenant, flow_key) VALUES (:tenant, :key) ON CONFLICT DO N
 SELECT next_start_at FROM flow_keys WHERE tenant = :tenant AND flow_key = :key
 
 -- flow_due_jobs --
--- A key's jobs due by :until in their order: due time, then creation.
+-- A key's scheduled jobs in line: their place (an ordering key's first run_at, else the due
+-- time), then creation. The claim takes those due by :until from the front.
 SELECT id, run_at, flow_rate, flow_period_s, flow_parallelism FROM jobs
 WHERE tenant = :tenant AND flow_key = :key AND state = 'scheduled' AND held = 0
-  AND run_at <= :until
-ORDER BY run_at, created_at, id
+ORDER BY coalesce(flow_order_at, run_at), created_at, id
 LIMIT :limit
 
 -- flow_running --
@@ -290,10 +290,15 @@ SELECT min(run_at) FROM (
         LIMIT 1
     ) AS plain
     UNION ALL
-    SELECT CASE WHEN f.next_start_at > h.run_at THEN f.next_start_at ELSE h.run_at END
+    SELECT CASE WHEN f.next_start_at > h.head_at THEN f.next_start_at ELSE h.head_at END
     FROM (
-        SELECT tenant, flow_key, min(run_at) AS run_at, max(flow_parallelism) AS parallelism
-        FROM jobs
+        SELECT g.tenant, g.flow_key, max(g.flow_parallelism) AS parallelism,
+               (SELECT x.run_at FROM jobs x
+                WHERE x.tenant = g.tenant AND x.flow_key = g.flow_key AND x.state = 'scheduled'
+                  AND x.held = 0 AND x.flow_key IS NOT NULL
+                ORDER BY coalesce(x.flow_order_at, x.run_at), x.created_at, x.id
+                LIMIT 1) AS head_at
+        FROM jobs g
         WHERE state = 'scheduled' AND held = 0 AND flow_key IS NOT NULL AND {_enabled_tenant}
         GROUP BY tenant, flow_key
     ) AS h

@@ -44,8 +44,18 @@ class FlowIn(StrictModel):
         }
 
 
-def flow_fields(flow: FlowIn | None) -> dict[str, Any]:
-    return {} if flow is None else flow.job_fields()
+def flow_fields(
+    flow: FlowIn | None, ordering_key: str | None = None, on_failure: str = "hold"
+) -> dict[str, Any]:
+    """The `NewJob` keywords of a body's `flow`, `ordering_key` and `ordering_on_failure`: a
+    `flow` under the ordering key itself gives its rate to the ordered jobs."""
+    found = {} if flow is None else flow.job_fields()
+    if ordering_key is not None:
+        found["ordering_key"] = ordering_key
+        found["ordering_skip_failed"] = on_failure == "skip"
+        if found.get("flow_key") == ordering_key:
+            del found["flow_key"]
+    return found
 
 
 class FlowOut(BaseModel):
@@ -56,10 +66,10 @@ class FlowOut(BaseModel):
 
     @classmethod
     def of(cls, job: Job) -> FlowOut | None:
-        if job.flow_key is None:
+        if job.flow_key is None and (job.ordering_key is None or job.flow_rate is None):
             return None
         return cls(
-            key=job.flow_key,
+            key=job.flow_key or job.ordering_key or "",
             rate=job.flow_rate,
             period_seconds=job.flow_period.total_seconds(),
             parallelism=job.flow_parallelism,
