@@ -673,6 +673,20 @@ DELETE FROM jobs
 WHERE schedule_id = %(schedule_id)s AND state = 'scheduled' AND attempts = 0
   AND occurrence_at > %(now)s
 
+-- replace_unstarted_job --
+-- on_conflict "replace": every field of a new job but its id, idempotency key and creation,
+-- only while the job is scheduled and has never started (as update_scheduled_job).
+UPDATE jobs
+SET run_at = %(run_at)s, target = %(target)s::jsonb, payload = %(payload)s::jsonb, name = %(name)s,
+    max_attempts = %(max_attempts)s, min_backoff_s = %(min_backoff_s)s,
+    max_backoff_s = %(max_backoff_s)s, jitter = %(jitter)s, timeout_s = %(timeout_s)s,
+    keep_for_s = %(keep_for_s)s, job_group = %(job_group)s, metadata = %(metadata)s::jsonb,
+    flow_key = %(flow_key)s, flow_rate = %(flow_rate)s, flow_period_s = %(flow_period_s)s,
+    flow_parallelism = %(flow_parallelism)s, flow_order = %(flow_order)s,
+    flow_order_at = %(flow_order_at)s, updated_at = %(now)s
+WHERE tenant = %(tenant)s AND id = %(id)s AND state = 'scheduled' AND attempts = 0
+RETURNING {job_columns}
+
 -- get_job_for_update --
 -- The job a PATCH reads, its row locked until the transaction ends (a claim skips it,
 -- SKIP LOCKED, and finds it changed after).

@@ -560,6 +560,20 @@ DELETE FROM jobs
 WHERE schedule_id = :schedule_id AND state = 'scheduled' AND attempts = 0
   AND occurrence_at > :now
 
+-- replace_unstarted_job --
+-- on_conflict "replace": every field of a new job but its id, idempotency key and creation,
+-- only while the job is scheduled and has never started (as update_scheduled_job).
+UPDATE jobs
+SET run_at = :run_at, target = :target, payload = :payload, name = :name,
+    max_attempts = :max_attempts, min_backoff_s = :min_backoff_s,
+    max_backoff_s = :max_backoff_s, jitter = :jitter, timeout_s = :timeout_s,
+    keep_for_s = :keep_for_s, job_group = :job_group, metadata = :metadata,
+    flow_key = :flow_key, flow_rate = :flow_rate, flow_period_s = :flow_period_s,
+    flow_parallelism = :flow_parallelism, flow_order = :flow_order,
+    flow_order_at = :flow_order_at, updated_at = :now
+WHERE tenant = :tenant AND id = :id AND state = 'scheduled' AND attempts = 0
+RETURNING {job_columns}
+
 -- get_job_for_update --
 -- The job a PATCH reads, under the write lock a claim needs too.
 SELECT {job_columns} FROM jobs WHERE tenant = :tenant AND id = :id

@@ -96,6 +96,14 @@ class JobIn(CallbacksIn):
         "`flow.rate` may go with it under the same key).",
     )
     ordering_on_failure: Literal["hold", "skip"] = "hold"
+    on_conflict: Literal["return", "replace"] = Field(
+        default="return",
+        description="When a job of the tenant already has this `idempotency_key`: `return` "
+        "answers it (200); `replace` replaces it with this one while it has not started, "
+        "atomically against a claim (200, the job's id kept), and answers it as it is once "
+        "started. `replace` with `delay_seconds` is a debounce: each request moves the run to "
+        "`delay_seconds` after the latest.",
+    )
     allow_past: Flag = Field(
         default=False,
         description="Accept a `run_at` more than 5 minutes before the server's clock (the job "
