@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from recoup.errors import InvalidInput
 
@@ -67,6 +68,45 @@ def check_ordering(ordering_key: str | None, flow_key: str | None, parallelism: 
         )
 
 
+@dataclass(frozen=True, kw_only=True)
+class FlowLimits:
+    """A flow key and its limits as one value: what a schedule gives each job it fires."""
+
+    key: str
+    rate: int | None = None
+    period: timedelta = DEFAULT_FLOW_PERIOD
+    parallelism: int | None = None
+
+    def __post_init__(self) -> None:
+        check_flow(self.key, self.rate, self.period, self.parallelism)
+
+    def job_fields(self) -> dict[str, Any]:
+        """The `NewJob` keywords."""
+        return {
+            "flow_key": self.key,
+            "flow_rate": self.rate,
+            "flow_period": self.period,
+            "flow_parallelism": self.parallelism,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "rate": self.rate,
+            "period_s": self.period.total_seconds(),
+            "parallelism": self.parallelism,
+        }
+
+    @classmethod
+    def from_dict(cls, value: dict[str, Any]) -> FlowLimits:
+        return cls(
+            key=value["key"],
+            rate=value.get("rate"),
+            period=timedelta(seconds=value.get("period_s", 1.0)),
+            parallelism=value.get("parallelism"),
+        )
+
+
 def spacing(rate: int, period: timedelta) -> timedelta:
     """The least time between two starts of a key limited to `rate` per `period`."""
     return (period + START_TOLERANCE) / rate
@@ -110,6 +150,7 @@ def reserve(
 
 __all__ = [
     "DEFAULT_FLOW_PERIOD",
+    "FlowLimits",
     "MAX_FLOW_PARALLELISM",
     "MAX_FLOW_PERIOD",
     "MAX_FLOW_RATE",

@@ -111,6 +111,7 @@ SCHEDULE_COLUMNS = (
     "start_at",
     "end_at",
     "revision",
+    "flow",
 )
 
 RUN_COLUMNS = (
@@ -369,4 +370,5 @@ def schedule_values(
         "metadata": dumps(schedule.metadata),
         "start_at": None if schedule.start_at is None else instant(schedule.start_at),
         "end_at": None if schedule.end_at is None else instant(schedule.end_at),
+        "flow": None if schedule.flow is None else dumps(schedule.flow.to_dict()),
     }

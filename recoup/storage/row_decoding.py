@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from recoup.errors import InvalidInput
-from recoup.jobs.flow import DEFAULT_FLOW_PERIOD
+from recoup.jobs.flow import DEFAULT_FLOW_PERIOD, FlowLimits
 from recoup.jobs.model import (
     BackoffPolicy,
     HttpTarget,
@@ -280,6 +280,7 @@ def schedule_from_row(row: Sequence[Any], instant: DecodeInstant) -> Schedule:
         start_at,
         end_at,
         revision,
+        flow,
     ) = row
     return Schedule(
         id=id_,
@@ -300,4 +301,5 @@ def schedule_from_row(row: Sequence[Any], instant: DecodeInstant) -> Schedule:
         start_at=None if start_at is None else instant(start_at),
         end_at=None if end_at is None else instant(end_at),
         revision=revision,
+        flow=None if flow is None else FlowLimits.from_dict(_loads(flow)),
     )

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from recoup.jobs.model import JobState
+from recoup.jobs.schedules.occurrences import occurrence_job
 from recoup.jobs.store import ClaimParams
 from tests.api.conftest import TARGET, Api
 
@@ -79,3 +80,33 @@ def test_replace_replaces_the_job_not_yet_started_and_answers_a_started_one_as_i
     ).json()
     assert late["id"] == first["id"] and late["state"] == JobState.RUNNING
     assert late["run_at"] == replaced.json()["run_at"]
+
+
+def test_a_schedule_gives_its_flow_to_every_job_it_fires(api: Api) -> None:
+    caller = api.tenant()
+    http = api.http(caller)
+    created = http.post(
+        "/v1/schedules",
+        json={
+            "cron": "0 9 * * *",
+            "timezone": "UTC",
+            "target": {"url": TARGET},
+            "flow": {"key": "merchant:m1", "parallelism": 2},
+        },
+    )
+    assert created.status_code == 201, created.text
+    assert created.json()["flow"]["key"] == "merchant:m1"
+    stored = api.store.get_schedule(caller.tenant, created.json()["id"])
+    assert stored is not None and stored.flow is not None
+    fired = occurrence_job(stored, datetime(2030, 1, 1, 9, tzinfo=UTC))
+    assert (fired.flow_key, fired.flow_parallelism) == ("merchant:m1", 2)
+    refused = http.post(
+        "/v1/schedules",
+        json={
+            "cron": "0 9 * * *",
+            "timezone": "UTC",
+            "target": {"url": TARGET},
+            "flow": {"key": "k"},
+        },
+    )
+    assert refused.status_code == 422 and "flow_key" in refused.text

@@ -1238,6 +1238,7 @@ DECLARED_COLUMNS = {
         "start_at",  # 0009
         "end_at",  # 0009
         "revision",  # 0009
+        "flow",  # 0013
     },
     # 0003: the dunning store's tables
     "invoices": {

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from recoup.jobs.flow import (
     DEFAULT_FLOW_PERIOD,
+    FlowLimits,
     MAX_FLOW_PARALLELISM,
     MAX_FLOW_PERIOD,
     MAX_FLOW_RATE,
@@ -33,6 +34,15 @@ class FlowIn(StrictModel):
         description="The period of `rate`.",
     )
     parallelism: Integer | None = Field(default=None, ge=1, le=MAX_FLOW_PARALLELISM)
+
+    def limits(self) -> FlowLimits:
+        """As one value (a schedule's); `InvalidInput` without a rate or a parallelism."""
+        return FlowLimits(
+            key=self.key,
+            rate=self.rate,
+            period=timedelta(seconds=self.period_seconds),
+            parallelism=self.parallelism,
+        )
 
     def job_fields(self) -> dict[str, Any]:
         """The `NewJob` keywords (checked there: a rate or a parallelism is required)."""
@@ -63,6 +73,17 @@ class FlowOut(BaseModel):
     rate: int | None
     period_seconds: float
     parallelism: int | None
+
+    @classmethod
+    def of_limits(cls, limits: FlowLimits | None) -> FlowOut | None:
+        if limits is None:
+            return None
+        return cls(
+            key=limits.key,
+            rate=limits.rate,
+            period_seconds=limits.period.total_seconds(),
+            parallelism=limits.parallelism,
+        )
 
     @classmethod
     def of(cls, job: Job) -> FlowOut | None:

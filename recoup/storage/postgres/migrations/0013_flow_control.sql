@@ -32,3 +32,7 @@ CREATE TABLE flow_keys (
     next_start_at timestamptz,
     PRIMARY KEY (tenant, flow_key)
 );
+
+-- A schedule's flow key and limits (`recoup.jobs.flow.FlowLimits`, JSON), given to every job it
+-- fires; NULL for none.
+ALTER TABLE schedules ADD COLUMN flow jsonb;

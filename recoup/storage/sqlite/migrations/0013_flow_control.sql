@@ -31,3 +31,7 @@ CREATE TABLE flow_keys (
     next_start_at INTEGER,
     PRIMARY KEY (tenant, flow_key)
 ) WITHOUT ROWID;
+
+-- A schedule's flow key and limits (`recoup.jobs.flow.FlowLimits`, JSON), given to every job it
+-- fires; NULL for none.
+ALTER TABLE schedules ADD COLUMN flow TEXT CHECK (flow IS NULL OR json_valid(flow));
