@@ -7,9 +7,9 @@ processes on one database,
 - **parallelism**: `--par-jobs` jobs of one key with a parallelism of `--parallelism`, each
   running `--hold` seconds: the most running at once (must be ≤ the parallelism), from the run
   log's start and end instants;
-- **cost**: the throughput of `--plain` jobs without a key, alone and then beside a throttled
-  key's backlog (as many jobs, limited to `--throttled-rate` a second, due at the same moment): jobs a
-  second from the first start to the last end.
+- **cost**: the throughput of `--plain` jobs without a key, alone (after a warm-up batch) and
+  then beside a throttled key's backlog (as many jobs, limited to `--throttled-rate` a second,
+  due at the same moment): jobs a second from the first start to the last end.
 
     .venv/bin/python bench/bench_flow.py [--backends sqlite,postgresql] [--dsn …]
 
@@ -184,43 +184,20 @@ def jobs(count: int, handler: str, group: str, now: datetime, **flow: Any) -> li
     return [NewJob(run_at=now, target=target, group=group, **flow) for _ in range(count)]
 
 
-def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
+def run_backend(
+    backend: str, args: argparse.Namespace, *, cost: bool = True, dsn: str | None = None
+) -> dict[str, Any]:
+    """One backend's figures (`cost=False` leaves out the throughput comparison)."""
     found: dict[str, Any] = {}
-    with database(backend, args.dsn) as db:
+    with database(backend, dsn or args.dsn) as db:
         store = db.open()
         store.migrate()
         scheduler = Scheduler(store)
         scheduler.enqueue(PythonTarget(handler="noop"))  # makes the default tenant
         with workers(db):
             wait_done(store, 1)
-            # Cost: plain jobs alone.
-            now = datetime.now(UTC)
-            scheduler.enqueue_many(jobs(args.plain, "noop", "plain-alone", now))
-            wait_done(store, args.plain)
-            found["alone"] = throughput(db.intervals("plain-alone"))
-            # Cost: plain jobs beside a throttled key's backlog.
-            now = datetime.now(UTC)
-            scheduler.enqueue_many(
-                jobs(
-                    args.plain,
-                    "noop",
-                    "throttled",
-                    now,
-                    flow_key="throttled",
-                    flow_rate=args.throttled_rate,
-                )
-                + jobs(args.plain, "noop", "plain-beside", now)
-            )
-            deadline = time.monotonic() + DEADLINE
-            while True:
-                beside = db.intervals("plain-beside")
-                if len(beside) >= args.plain or time.monotonic() > deadline:
-                    break
-                time.sleep(0.2)
-            found["beside"] = throughput(db.intervals("plain-beside"))
-            found["throttled_during"] = len(db.intervals("throttled"))
-            scheduler.cancel_group("throttled")
-            wait_done(store, args.plain)
+            if cost:
+                found.update(measure_cost(db, store, scheduler, args))
             # Rate.
             now = datetime.now(UTC)
             began = time.monotonic()
@@ -253,17 +230,57 @@ def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
     return found
 
 
+def measure_cost(
+    db: Db, store: Any, scheduler: Scheduler, args: argparse.Namespace
+) -> dict[str, Any]:
+    """Plain jobs' throughput alone (after a warm-up batch) and beside a throttled key's
+    backlog due at the same moment."""
+    found: dict[str, Any] = {}
+    for group in ("warm-up", "plain-alone"):
+        scheduler.enqueue_many(jobs(args.plain, "noop", group, datetime.now(UTC)))
+        wait_done(store, args.plain)
+    found["alone"] = throughput(db.intervals("plain-alone"))
+    now = datetime.now(UTC)
+    scheduler.enqueue_many(
+        jobs(
+            args.plain,
+            "noop",
+            "throttled",
+            now,
+            flow_key="throttled",
+            flow_rate=args.throttled_rate,
+        )
+        + jobs(args.plain, "noop", "plain-beside", now)
+    )
+    deadline = time.monotonic() + DEADLINE
+    while len(db.intervals("plain-beside")) < args.plain and time.monotonic() < deadline:
+        time.sleep(0.2)
+    found["beside"] = throughput(db.intervals("plain-beside"))
+    found["throttled_during"] = len(db.intervals("throttled"))
+    scheduler.cancel_group("throttled")
+    wait_done(store, args.plain)
+    return found
+
+
+def defaults() -> argparse.Namespace:
+    return parser().parse_args([])
+
+
+def parser() -> argparse.ArgumentParser:
+    found = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    found.add_argument("--backends", default="sqlite,postgresql")
+    found.add_argument("--dsn", default="postgresql://postgres@127.0.0.1:5432/test")
+    found.add_argument("--jobs", type=int, default=10_000, help="jobs of the rate-limited key")
+    found.add_argument("--rate", type=int, default=500, help="its starts a second")
+    found.add_argument("--throttled-rate", type=int, default=20, help="the backlog's rate")
+    found.add_argument("--par-jobs", type=int, default=400)
+    found.add_argument("--parallelism", type=int, default=5)
+    found.add_argument("--plain", type=int, default=5_000, help="jobs without a key")
+    return found
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--backends", default="sqlite,postgresql")
-    parser.add_argument("--dsn", default="postgresql://postgres@127.0.0.1:5432/test")
-    parser.add_argument("--jobs", type=int, default=10_000, help="jobs of the rate-limited key")
-    parser.add_argument("--rate", type=int, default=500, help="its starts a second")
-    parser.add_argument("--throttled-rate", type=int, default=20, help="the backlog's rate")
-    parser.add_argument("--par-jobs", type=int, default=400)
-    parser.add_argument("--parallelism", type=int, default=5)
-    parser.add_argument("--plain", type=int, default=5_000, help="jobs without a key")
-    args = parser.parse_args()
+    args = parser().parse_args()
     print(
         f"two worker processes; rate key: {args.jobs} jobs at {args.rate}/s; parallelism "
         f"{args.parallelism} over {args.par_jobs} jobs of {HOLD_SECONDS}s; {args.plain} plain jobs"
