@@ -36,6 +36,7 @@ TENANT_TABLES = (
     "runs",
     "jobs",
     "schedules",
+    "flow_keys",  # 0013
     "tenants",
 )
 

@@ -90,7 +90,10 @@ def test_fragments_expand_into_later_blocks_and_are_not_queries() -> None:
     assert set(queries) == {"a", "b"}
     assert queries["a"] == "UPDATE t SET x = 1"
     assert queries["b"].startswith("INSERT INTO t (id, tenant, name, run_at,")
-    assert "occurrence_at, metadata, created_at, updated_at)" in queries["b"]
+    assert "occurrence_at, metadata," in queries["b"]
+    assert queries["b"].endswith("created_at, updated_at)\n") or queries["b"].endswith(
+        "created_at, updated_at)"
+    )
     for unknown in ("{_nope}", "{jbo_columns}"):
         with pytest.raises(ValueError, match="unknown placeholder"):
             parse_queries(f"-- a --\nSELECT {unknown}\n")
@@ -114,7 +117,10 @@ def test_every_cancelling_statement_shares_one_set_clause(backend: str) -> None:
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_every_backend_ships_numbered_migrations_from_one(backend: str) -> None:
     migrations = load_migrations(f"recoup.storage.{backend}.migrations")
-    assert [m.version for m in migrations] == list(range(1, len(migrations) + 1))
+    # Numbered from one, in order, each number once; a gap is allowed (branches take numbers
+    # in parallel and merge in any order; the migrator applies every one not recorded).
+    versions = [m.version for m in migrations]
+    assert versions[0] == 1 and versions == sorted(set(versions))
     assert migrations[0].name == "0001_init.sql"
 
 
@@ -132,7 +138,7 @@ def test_migrate_command_applies_then_finds_nothing_to_do(
     first = json.loads(capsys.readouterr().out)
     assert first["backend"] == "sqlite" and first["from_version"] == 0
     assert first["applied"][0] == "0001_init.sql"
-    assert first["schema_version"] == len(first["applied"])
+    assert first["schema_version"] == int(first["applied"][-1][:4])
     assert main(["migrate", "--db", url, "--json"]) == 0
     second = json.loads(capsys.readouterr().out)
     assert second["applied"] == [] and second["schema_version"] == first["schema_version"]

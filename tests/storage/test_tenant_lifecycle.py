@@ -292,6 +292,7 @@ def test_deleting_a_tenant_removes_every_row_of_it_and_nothing_else(store: Store
         "runs": 1,
         "jobs": 2,
         "schedules": 1,
+        "flow_keys": 0,  # none: populate makes no flow key
         "tenants": 1,
     }
     assert store.get_tenant("gone") is None

@@ -75,5 +75,8 @@ DELETE FROM jobs WHERE tenant = %(tenant)s
 -- delete_schedules --
 DELETE FROM schedules WHERE tenant = %(tenant)s
 
+-- delete_flow_keys --
+DELETE FROM flow_keys WHERE tenant = %(tenant)s
+
 -- delete_tenants --
 DELETE FROM tenants WHERE id = %(tenant)s

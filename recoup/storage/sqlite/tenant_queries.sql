@@ -74,5 +74,8 @@ DELETE FROM jobs WHERE tenant = :tenant
 -- delete_schedules --
 DELETE FROM schedules WHERE tenant = :tenant
 
+-- delete_flow_keys --
+DELETE FROM flow_keys WHERE tenant = :tenant
+
 -- delete_tenants --
 DELETE FROM tenants WHERE id = :tenant
