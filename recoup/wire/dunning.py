@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from recoup.dunning.invoice import AttemptState, Invoice, InvoiceEvent, InvoiceState
 from recoup.dunning.messages import STOP_REASON_MAX
 from recoup.jobs.model import Run
+from recoup.recovery.email_store import MessageSettings
 from recoup.recovery.intake_store import DEFAULT_TIMEZONE, IntakeSettings
 from recoup.recovery.records import FailureReport, Timeline
 from recoup.recovery.store import DunningSettings
@@ -299,6 +300,47 @@ class SettingsIn(StrictModel):
         "`charge_with` `stripe` (now or before). Write-only, stored sealed, never shown again. "
         "Left out or null: kept (`charge_with` `url` removes it).",
     )
+    # Checked by the email settings (recoup.recovery.email_settings), which never quote the
+    # password in an error.
+    smtp_url: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=2048,
+        description="The SMTP server customers' emails go through: "
+        "`smtp://user:pass@host:port` (STARTTLS when offered; `?starttls=require` to insist) "
+        "or `smtps://…` (TLS from the start). Write-only, stored sealed, never shown again "
+        "(GET shows `smtp_configured`). Left out: kept (unlike the other fields); null: "
+        "removed (no more emails).",
+    )
+    email_from: str | None = Field(
+        default=None,
+        min_length=3,
+        max_length=320,
+        description='The sender of customers\' emails, e.g. "Acme Billing '
+        '<billing@acme.example>"; needed with an SMTP server.',
+    )
+    reply_to: str | None = Field(
+        default=None, min_length=3, max_length=320, description="Where replies go."
+    )
+    update_card_url: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=2048,
+        description="The emails' link when the provider has no payment page: an https URL "
+        "containing `{token}` (a signed token naming tenant, customer and invoice, which the "
+        "app verifies with `recoup.receiver.verify_update_token`).",
+    )
+    email_templates: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=1024,
+        description="A directory on the server whose templates override the shipped ones.",
+    )
+    allow_unsubscribe: bool = Field(
+        default=False,
+        description="Reminders (retry_failed, card_expiring) carry `List-Unsubscribe`; the "
+        "required notices never do.",
+    )
 
 
 class SettingsOut(BaseModel):
@@ -317,6 +359,14 @@ class SettingsOut(BaseModel):
     stripe_api_key_set: bool = Field(
         default=False, description="Whether a Stripe API key is set (never the key)."
     )
+    smtp_configured: bool = Field(
+        default=False, description="Whether an SMTP server is set (never its URL)."
+    )
+    email_from: str | None = None
+    reply_to: str | None = None
+    update_card_url: str | None = None
+    email_templates: str | None = None
+    allow_unsubscribe: bool = False
 
     @classmethod
     def of(
@@ -324,7 +374,18 @@ class SettingsOut(BaseModel):
         settings: DunningSettings,
         intake: IntakeSettings | None = None,
         charge_with: Literal["url", "stripe"] = "url",
+        emails: MessageSettings | None = None,
     ) -> SettingsOut:
+        email_fields: dict[str, Any] = {}
+        if emails is not None:
+            email_fields = {
+                "smtp_configured": emails.smtp_url is not None,
+                "email_from": emails.email_from,
+                "reply_to": emails.reply_to,
+                "update_card_url": emails.update_card_url,
+                "email_templates": emails.templates_dir,
+                "allow_unsubscribe": emails.allow_unsubscribe,
+            }
         return cls(
             policy=settings.policy_toml,
             event_url=settings.event_url,
@@ -337,6 +398,7 @@ class SettingsOut(BaseModel):
             default_timezone=intake.default_timezone if intake else DEFAULT_TIMEZONE,
             charge_with=charge_with,
             stripe_api_key_set=charge_with == "stripe",
+            **email_fields,
         )
 
 
