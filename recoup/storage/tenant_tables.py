@@ -31,6 +31,8 @@ TENANT_TABLES = (
     "intake_settings",
     "hosted_charges",
     "hosted_charging",
+    "customers",
+    "renewals",
     "idempotency_keys",
     "api_tokens",
     "runs",

@@ -1325,6 +1325,34 @@ DECLARED_COLUMNS = {
         "created_at",
         "updated_at",
     },
+    # 0012: customers and their renewals
+    "customers": {
+        "tenant",
+        "customer_id",
+        "email",
+        "name",
+        "locale",
+        "access",
+        "access_changed_at",
+        "suppressed_at",
+        "suppressed_reason",
+        "updated_at",
+    },
+    "renewals": {
+        "tenant",
+        "renewal_id",
+        "customer_id",
+        "renews_at",
+        "amount",
+        "currency",
+        "timezone",
+        "exp_month",
+        "exp_year",
+        "reminder_job_id",
+        "state",
+        "created_at",
+        "updated_at",
+    },
 }
 DECLARED_INDEXES = {
     "jobs": {
@@ -1359,6 +1387,7 @@ DECLARED_INDEXES = {
     },
     "intake_events": {"intake_events_invoice", "intake_events_finished"},  # 0008
     "hosted_charges": {"hosted_charges_invoice"},  # 0010
+    "renewals": {"renewals_customer"},  # 0012
 }
 
 
