@@ -45,6 +45,7 @@ from recoup.errors import Conflict, InvalidInput, NotFound
 from recoup.jobs.model import HttpTarget, NewJob
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.store import JobStore
+from recoup.recovery.customer_store import CustomerStore
 from recoup.recovery.hosted_store import STRIPE_CHARGE_TARGET, HostedChargeStore
 from recoup.recovery.job_specs import (
     PROVIDER_ACTIONS,
@@ -82,6 +83,9 @@ class RuntimeStore(JobStore, DunningStore, Protocol):
 
     @property
     def hosted(self) -> HostedChargeStore: ...
+
+    @property
+    def customers(self) -> CustomerStore: ...
 
 
 class Dunning:
@@ -176,10 +180,13 @@ class Dunning:
     def report_failure(self, tenant: str, report: FailureReport) -> tuple[Invoice, bool]:
         """Plan the failure and schedule every planned attempt → (invoice, True). The same
         failure again → (the stored invoice, False), nothing changed; another failure of an
-        invoice already known → `Conflict` naming it."""
+        invoice already known → `Conflict` naming it. The contact details it carries are
+        stored on the customer either way (a replay may bring a corrected address)."""
         existing = self.store.get_invoice(tenant, report.invoice_id)
         if existing is not None:
-            return self._same_or_conflict(report, existing), False
+            found = self._same_or_conflict(report, existing)
+            self._remember_customer(tenant, report)
+            return found, False
         settings = self.settings(tenant)
         charge_url = report.charge_url or self._default_charge_target(tenant, settings)
         if charge_url is None:
@@ -216,6 +223,7 @@ class Dunning:
         invoice, first = open_invoice(opening, decision, now=now)
 
         def create() -> tuple[Invoice, bool]:
+            self._remember_customer(tenant, report)
             stored, created = self.store.create_invoice(invoice, first.events)
             if created:
                 self._carry_out(
@@ -227,6 +235,16 @@ class Dunning:
         if not created:  # a concurrent report of the same invoice won
             return self._same_or_conflict(report, stored), False
         return stored, True
+
+    def _remember_customer(self, tenant: str, report: FailureReport) -> None:
+        self.store.customers.put_customer(
+            tenant,
+            report.customer_id,
+            email=report.customer_email,
+            name=report.customer_name,
+            locale=report.locale,
+            at=self.clock.now(),
+        )
 
     @staticmethod
     def _same_or_conflict(report: FailureReport, existing: Invoice) -> Invoice:

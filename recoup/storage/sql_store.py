@@ -20,6 +20,7 @@ from recoup.jobs.store import ClaimParams
 from recoup.jobs.worker_records import SessionRules, WorkerInfo, WorkerSession
 from recoup.storage.api_tables import ClaimKey, SqlApiTables
 from recoup.storage.change_tables import SqlChangeTables
+from recoup.storage.customer_tables import SqlCustomerTables
 from recoup.storage.dead_letters import SqlDeadLetters
 from recoup.storage.dialect import Dialect
 from recoup.storage.dunning_reports import SqlDunningReports
@@ -149,6 +150,8 @@ class SqlStore:
         self.hosted = SqlHostedTables(dialect)
         # Customers' emails: settings, the ledger, payment pages (`Store.messages`).
         self.messages = SqlMessageTables(dialect)
+        # Customers and their renewals, one part too (`Store.customers`).
+        self.customers = SqlCustomerTables(dialect)
 
         changes = SqlChangeTables(dialect)
         self.update_scheduled_job = changes.update_scheduled_job

@@ -34,6 +34,8 @@ TENANT_TABLES = (
     "emails",
     "message_settings",
     "payment_pages",
+    "customers",
+    "renewals",
     "idempotency_keys",
     "api_tokens",
     "runs",

@@ -11,6 +11,7 @@ from recoup.dunning.invoice import AttemptState, Invoice, InvoiceEvent, InvoiceS
 from recoup.dunning.messages import STOP_REASON_MAX
 from recoup.jobs.model import Run
 from recoup.recovery.email_store import MessageSettings
+from recoup.recovery.contacts import EMAIL_PATTERN, LOCALE_PATTERN, NAME_PATTERN
 from recoup.recovery.intake_store import DEFAULT_TIMEZONE, IntakeSettings
 from recoup.recovery.records import FailureReport, Timeline
 from recoup.recovery.store import DunningSettings
@@ -32,6 +33,11 @@ Id = Field(min_length=1, max_length=100)
 # surrogate pair), with both URLs and the experiment's name.
 MAX_POLICY_LENGTH = 8 * 1024
 
+
+# Checked by `recovery.contacts` (as the record is made), stated here.
+CustomerEmail = Annotated[Text, Stated(pattern=EMAIL_PATTERN)]
+CustomerName = Annotated[Text, Stated(pattern=NAME_PATTERN)]
+Locale = Annotated[Text, Stated(pattern=LOCALE_PATTERN)]
 
 # Minor units: an integer, as the document's `integer` means it.
 Amount = Integer
@@ -64,6 +70,21 @@ class FailureIn(StrictModel):
         max_length=2048,
         description="The retry-charge endpoint; default: the tenant's (PUT /v1/dunning/settings).",
     )
+    customer_email: CustomerEmail | None = Field(
+        default=None,
+        min_length=3,
+        max_length=254,
+        description="Where Recoup writes to the customer (stored on the customer; left out: "
+        "kept). One address, no display name.",
+    )
+    customer_name: CustomerName | None = Field(default=None, min_length=1, max_length=200)
+    locale: Locale | None = Field(
+        default=None,
+        min_length=2,
+        max_length=35,
+        description="The customer's language, BCP 47 or babel style (`de-DE`, `en_US`); "
+        "stored babel's way (`de_DE`).",
+    )
 
     def to_report(self) -> FailureReport:
         card = self.card or CardIn()
@@ -82,6 +103,9 @@ class FailureIn(StrictModel):
             gateway=self.gateway,
             merchant_id=self.merchant_id,
             charge_url=self.charge_url,
+            customer_email=self.customer_email,
+            customer_name=self.customer_name,
+            locale=self.locale,
         )
 
 

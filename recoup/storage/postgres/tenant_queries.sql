@@ -86,3 +86,9 @@ DELETE FROM schedules WHERE tenant = %(tenant)s
 
 -- delete_tenants --
 DELETE FROM tenants WHERE id = %(tenant)s
+
+-- delete_customers --
+DELETE FROM customers WHERE tenant = %(tenant)s
+
+-- delete_renewals --
+DELETE FROM renewals WHERE tenant = %(tenant)s

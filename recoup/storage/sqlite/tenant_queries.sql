@@ -85,3 +85,9 @@ DELETE FROM schedules WHERE tenant = :tenant
 
 -- delete_tenants --
 DELETE FROM tenants WHERE id = :tenant
+
+-- delete_customers --
+DELETE FROM customers WHERE tenant = :tenant
+
+-- delete_renewals --
+DELETE FROM renewals WHERE tenant = :tenant
