@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from recoup.dunning.invoice import AttemptState, Invoice, InvoiceEvent, InvoiceState
 from recoup.dunning.messages import STOP_REASON_MAX
 from recoup.jobs.model import Run
-from recoup.recovery.email_store import MessageSettings
+from recoup.recovery.email_store import Email, MessageSettings
 from recoup.recovery.contacts import EMAIL_PATTERN, LOCALE_PATTERN, NAME_PATTERN
 from recoup.recovery.intake_store import DEFAULT_TIMEZONE, IntakeSettings
 from recoup.recovery.records import FailureReport, Timeline
@@ -215,6 +215,40 @@ class EventOut(BaseModel):
         return cls(id=event.id, seq=event.seq, type=event.type, at=event.at, data=event.data)
 
 
+class TimelineEmailOut(BaseModel):
+    """One email of the invoice, from the email ledger, with its job's run log."""
+
+    key: str = Field(description="The message key: its job, its ledger row, its Message-ID.")
+    kind: str
+    state: str = Field(description="planned, sending, sent, suppressed, failed or cancelled.")
+    send_at: datetime = Field(description="When it goes out (inside the local daytime).")
+    recipient: str | None
+    message_id: str | None
+    smtp_reply: str | None = Field(description="The server's reply, or why nothing was sent.")
+    tries: int = Field(description="Times the message was handed to an SMTP server.")
+    sent_at: datetime | None
+    job_id: str | None
+    runs_url: str | None
+    runs: list[RunBrief]
+
+    @classmethod
+    def of(cls, email: Email, runs: list[Run]) -> TimelineEmailOut:
+        return cls(
+            key=email.key,
+            kind=email.kind,
+            state=email.state.value,
+            send_at=email.send_at,
+            recipient=email.recipient,
+            message_id=email.message_id,
+            smtp_reply=email.smtp_reply,
+            tries=email.tries,
+            sent_at=email.sent_at,
+            job_id=email.job_id,
+            runs_url=None if email.job_id is None else f"/v1/jobs/{email.job_id}/runs",
+            runs=[RunBrief.of(r) for r in runs],
+        )
+
+
 class TimelineOut(InvoiceOut):
     attempts: list[TimelineAttemptOut]  # type: ignore[assignment]
     timezone: str
@@ -223,6 +257,9 @@ class TimelineOut(InvoiceOut):
     charge_url: str
     policy: str
     events: list[EventOut]
+    emails: list[TimelineEmailOut] = Field(
+        default_factory=list, description="The invoice's emails to its customer, by send_at."
+    )
 
     @classmethod
     def of_timeline(cls, timeline: Timeline) -> TimelineOut:
@@ -250,6 +287,9 @@ class TimelineOut(InvoiceOut):
             charge_url=invoice.charge_url,
             policy=invoice.policy,
             events=[EventOut.of(e) for e in timeline.events],
+            emails=[
+                TimelineEmailOut.of(e, timeline.email_runs.get(e.key, [])) for e in timeline.emails
+            ],
         )
 
 
