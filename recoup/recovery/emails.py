@@ -50,8 +50,9 @@ from recoup.messages.channel import (
 )
 from recoup.messages.kinds import REMINDER_KINDS, MessageKind
 from recoup.messages.planning import PlannedMessage
+from recoup.messages.rendering import message_id_for
 from recoup.recovery.email_jobs import EMAIL_HANDLER, planned_from_payload, planned_row
-from recoup.recovery.email_settings import EmailSettings, sender_domain
+from recoup.recovery.email_settings import EmailSettings
 from recoup.recovery.customer_store import MAX_REASON
 from recoup.recovery.email_store import Email, EmailState, MessageSettings
 from recoup.recovery.service import Dunning
@@ -67,10 +68,6 @@ _STILL_TRUE: dict[MessageKind, frozenset[InvoiceState]] = {
     MessageKind.EXHAUSTED: frozenset({InvoiceState.EXHAUSTED}),
 }
 REPLY_LIMIT = 500  # characters of a server's reply kept in the ledger
-
-
-def message_id_for(key: str, email_from: str) -> str:
-    return f"<{key}@{sender_domain(email_from)}>"
 
 
 class EmailSender:
@@ -212,7 +209,7 @@ class EmailSender:
         )
         templates = Path(settings.templates_dir) if settings.templates_dir else None
         rendered = render(context, templates_dir=templates)
-        return compose(
+        message: EmailMessage = compose(
             rendered,
             to=to,
             sender=settings.email_from,
@@ -221,6 +218,8 @@ class EmailSender:
             list_unsubscribe=unsubscribe,
             date=now,
         )
+        message["X-Recoup-Kind"] = planned.kind.value  # for the user's mail filters
+        return message
 
     def link(
         self,
@@ -306,4 +305,4 @@ class EmailSender:
         )
 
 
-__all__ = ["EmailSender", "message_id_for"]
+__all__ = ["EmailSender"]
