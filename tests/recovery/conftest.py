@@ -23,6 +23,7 @@ from recoup.dunning.invoice import Invoice
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.test_clock import TestClock
+from recoup.messages.channel import EmailChannel, SmtpChannel, SmtpServer
 from recoup.payments import ChargeRequest, ProviderTimeout, ProviderUnavailable, SimulatedGateway
 from recoup.recovery.records import FailureReport
 from recoup.recovery.runtime import dunning_runtime
@@ -48,6 +49,8 @@ class ChargeSide:
     requests: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     before_charge: Callable[[dict[str, Any]], None] | None = None
+    # How the email handler reaches an SMTP server (a test may put a failing channel here).
+    email_channel: Callable[[SmtpServer], EmailChannel] = SmtpChannel
     after_charge: Callable[[dict[str, Any], JSONResponse], JSONResponse] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -172,7 +175,9 @@ def runtime(store: Any) -> Iterator[Runtime]:  # noqa: F811
     side = ChargeSide(gateway=gateway, secret=lambda: secret)
     with ServerThread(side.app()) as served:
         box = SecretBox([os.environ["RECOUP_SECRET_KEY"]])  # opens the SMTP URL, if set
-        dunning, handlers = dunning_runtime(scheduler, store, box=box)
+        dunning, handlers = dunning_runtime(
+            scheduler, store, box=box, email_channel=lambda server: side.email_channel(server)
+        )
         dunning.configure(
             "default",
             policy_toml=None,
