@@ -29,6 +29,7 @@ than re-exporting them):
     │   ├── ProviderTimeout     payments.provider
     │   ├── ProviderUnavailable payments.provider
     │   └── StripeLookupFailed  payments.stripe_answers
+    ├── InvalidUpdateToken      messages.tokens: an update-card link's token not to honour
     ├── ReceiverError           receiver.errors
     │   └── SignatureError      receiver.errors
     │       └── TimestampOutOfTolerance   receiver.errors
@@ -112,6 +113,7 @@ HOMES: dict[str, str] = {
     "ExactlyOne": "recoup.wire.schemas.common",
     "IdempotencyKeyMismatch": "recoup.payments.provider",
     "InvalidRequest": "recoup.client",
+    "InvalidUpdateToken": "recoup.messages.tokens",
     "JobStarted": "recoup.jobs.patching",
     "LoginRequired": "recoup.api.dashboard.web",
     "MissingKey": "recoup.payments.server",
