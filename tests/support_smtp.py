@@ -48,7 +48,7 @@ class SmtpSink:
 
     # aiosmtpd's handler hooks
 
-    async def handle_RCPT(  # noqa: N802  (aiosmtpd's name)
+    async def handle_RCPT(
         self, server: Any, session: Any, envelope: Any, address: str, rcpt_options: Any
     ) -> str:
         if address.lower() in self.refuse:
@@ -56,9 +56,7 @@ class SmtpSink:
         envelope.rcpt_tos.append(address)
         return "250 OK"
 
-    async def handle_DATA(  # noqa: N802
-        self, server: Any, session: Any, envelope: Any
-    ) -> str:
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         with self.lock:
             if self.tempfail > 0:
                 self.tempfail -= 1

@@ -72,7 +72,11 @@ class SmtpServer:
     def redacted(self) -> str:
         """The URL without its password (for messages and logs)."""
         user = f"{self.username}:…@" if self.username else ""
-        tls = "" if self.scheme == "smtps" or self.starttls == "auto" else f"?starttls={self.starttls}"
+        tls = (
+            ""
+            if self.scheme == "smtps" or self.starttls == "auto"
+            else f"?starttls={self.starttls}"
+        )
         return f"{self.scheme}://{user}{self.host}:{self.port}{tls}"
 
 

@@ -125,11 +125,11 @@ class EmailSettings:
         self,
         tenant: str,
         *,
-        smtp_url: str | None | Keep,
-        email_from: str | None | Keep,
-        reply_to: str | None | Keep,
-        update_card_url: str | None | Keep,
-        templates_dir: str | None | Keep,
+        smtp_url: str | Keep | None,
+        email_from: str | Keep | None,
+        reply_to: str | Keep | None,
+        update_card_url: str | Keep | None,
+        templates_dir: str | Keep | None,
         allow_unsubscribe: bool | Keep,
     ) -> MessageSettings:
         """The settings `save` stores (validated; the SMTP URL sealed; nothing written). Each
@@ -188,13 +188,15 @@ class EmailSettings:
         for found in self.store.list_message_settings():
             if found.smtp_url is None:
                 continue
-            self.store.put_message_settings(replace(found, smtp_url=self.box.reseal(found.smtp_url)))
+            self.store.put_message_settings(
+                replace(found, smtp_url=self.box.reseal(found.smtp_url))
+            )
             count += 1
         return count
 
 
 def _checked(
-    given: str | None | Keep, stored: str | None, field: str, check: Callable[[str, str], str]
+    given: str | Keep | None, stored: str | None, field: str, check: Callable[[str, str], str]
 ) -> str | None:
     if isinstance(given, Keep):
         return stored

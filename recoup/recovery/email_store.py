@@ -80,6 +80,7 @@ class Email:
     message_id: str | None = None  # the Message-ID header, fixed by the first `sending`
     smtp_reply: str | None = None  # the server's reply (or why nothing was sent)
     tries: int = 0  # times the message was handed to an SMTP server
+    job_attempt: int | None = None  # the attempt of its job that last set it `sending`
     sent_at: datetime | None = None
 
     def __post_init__(self) -> None:

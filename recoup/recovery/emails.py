@@ -14,9 +14,12 @@ A run, in order:
    link (the provider's payment page when the intake knows it, else the tenant's
    update_card_url with a signed token, `messages.tokens`, under the tenant's current signing
    secret) and, for a reminder of a tenant allowing it, List-Unsubscribe.
-5. `sending` (one more try, and the Message-ID, fixed by the first try: `<{key}@{the
-   sender's domain}>`) by compare-and-set; a run that loses it (another run of the message)
-   retries later and finds the other's record.
+5. `sending` (one more try, the job's attempt, and the Message-ID, fixed by the first try:
+   `<{key}@{the sender's domain}>`) by compare-and-set; a run that loses it, or finds the
+   message `sending` by an attempt not older than its own (another run of the message at the
+   same time), retries later and finds the other's record. Only a later attempt of the job
+   takes over a message left `sending`: its earlier attempt is over (the job runs one at a
+   time; a worker's lost attempt is handed back as a new one).
 6. The server's answer: accepted → `sent` with its reply; a refused recipient (5xx to RCPT)
    → `failed`, the address suppressed (`store.customers.suppress`), the job failed; anything
    else → the row stays `sending`, the job retries with its backoff.
@@ -51,9 +54,9 @@ from recoup.messages.channel import (
 from recoup.messages.kinds import REMINDER_KINDS, MessageKind
 from recoup.messages.planning import PlannedMessage
 from recoup.messages.rendering import message_id_for
+from recoup.recovery.customer_store import MAX_REASON
 from recoup.recovery.email_jobs import EMAIL_HANDLER, planned_from_payload, planned_row
 from recoup.recovery.email_settings import EmailSettings
-from recoup.recovery.customer_store import MAX_REASON
 from recoup.recovery.email_store import Email, EmailState, MessageSettings
 from recoup.recovery.service import Dunning
 from recoup.sealed import Box
@@ -91,7 +94,7 @@ class EmailSender:
 
     async def send(self, ctx: HandlerContext) -> str:
         planned = planned_from_payload(ctx.tenant, ctx.payload)
-        prepared = await asyncio.to_thread(self._prepare, planned)
+        prepared = await asyncio.to_thread(self._prepare, planned, ctx.attempt)
         if isinstance(prepared, str):
             return prepared
         row, message, server = prepared
@@ -108,12 +111,20 @@ class EmailSender:
 
     # Steps 1–5, in a thread (the store is synchronous).
 
-    def _prepare(self, planned: PlannedMessage) -> str | tuple[Email, EmailMessage, SmtpServer]:
+    def _prepare(
+        self, planned: PlannedMessage, attempt: int
+    ) -> str | tuple[Email, EmailMessage, SmtpServer]:
         store = self.dunning.store
         now = self.dunning.clock.now()
         row = store.messages.plan_email(planned_row(planned, now=now))
         if row.state.is_final:
             return f"not sent: {row.kind} already {row.state}"
+        if row.state is EmailState.SENDING and attempt <= (row.job_attempt or 0):
+            # Only a later attempt of the job may take over a send: the job runs one attempt
+            # at a time, so a later one means the earlier is over (ended, or its worker lost).
+            raise SendFailed(
+                f"attempt {row.job_attempt} of this email is sending it: asking again later"
+            )
         invoice = None
         if planned.invoice_id is not None:
             invoice = store.get_invoice(planned.tenant, planned.invoice_id)
@@ -137,7 +148,9 @@ class EmailSender:
             )
         if customer.is_suppressed:
             why = f"address suppressed: {customer.suppressed_reason or 'suppressed'}"
-            return self._end(replace(row, recipient=customer.email), EmailState.SUPPRESSED, why, now=now)
+            return self._end(
+                replace(row, recipient=customer.email), EmailState.SUPPRESSED, why, now=now
+            )
         message_id = row.message_id or message_id_for(row.key, settings.email_from)
         message = self._message(
             planned,
@@ -155,6 +168,7 @@ class EmailSender:
             recipient=customer.email,
             message_id=message_id,
             tries=row.tries + 1,
+            job_attempt=attempt,
             updated_at=now,
         )
         if store.messages.record_email(sending, was=row.state, tries=row.tries) is None:
@@ -256,7 +270,9 @@ class EmailSender:
         url = settings.update_card_url.replace("{token}", quote(token, safe=""))
         return url + ("&" if "?" in url else "?") + "unsubscribe=1"
 
-    def _token(self, planned: PlannedMessage, invoice: Invoice | None, *, now: datetime) -> str | None:
+    def _token(
+        self, planned: PlannedMessage, invoice: Invoice | None, *, now: datetime
+    ) -> str | None:
         from recoup.messages.tokens import issue_update_token
 
         tenant = self.dunning.store.get_tenant(planned.tenant)

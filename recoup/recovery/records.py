@@ -12,8 +12,8 @@ from typing import TypeVar
 from recoup.dunning.invoice import Invoice, InvoiceEvent
 from recoup.errors import InvalidInput
 from recoup.jobs.model import Run
-from recoup.recovery.email_store import Email
 from recoup.recovery.contacts import display_name, email_address, locale_tag
+from recoup.recovery.email_store import Email
 from recoup.timekeeping.instants import require_aware
 from recoup.timekeeping.zones import zone
 

@@ -83,9 +83,10 @@ class SqlMessageTables:
             message_id=row[9],
             smtp_reply=row[10],
             tries=row[11],
-            created_at=self._decode(row[12]),
-            updated_at=self._decode(row[13]),
-            sent_at=None if row[14] is None else self._decode(row[14]),
+            job_attempt=row[12],
+            created_at=self._decode(row[13]),
+            updated_at=self._decode(row[14]),
+            sent_at=None if row[15] is None else self._decode(row[15]),
         )
 
     def _params(self, email: Email) -> dict[str, Any]:
@@ -102,6 +103,7 @@ class SqlMessageTables:
             "message_id": email.message_id,
             "smtp_reply": email.smtp_reply,
             "tries": email.tries,
+            "job_attempt": email.job_attempt,
             "created_at": self._encode(email.created_at),
             "updated_at": self._encode(email.updated_at),
             "sent_at": None if email.sent_at is None else self._encode(email.sent_at),

@@ -10,8 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from recoup.dunning.invoice import AttemptState, Invoice, InvoiceEvent, InvoiceState
 from recoup.dunning.messages import STOP_REASON_MAX
 from recoup.jobs.model import Run
-from recoup.recovery.email_store import Email, MessageSettings
 from recoup.recovery.contacts import EMAIL_PATTERN, LOCALE_PATTERN, NAME_PATTERN
+from recoup.recovery.email_store import Email, MessageSettings
 from recoup.recovery.intake_store import DEFAULT_TIMEZONE, IntakeSettings
 from recoup.recovery.records import FailureReport, Timeline
 from recoup.recovery.store import DunningSettings
@@ -380,7 +380,7 @@ class SettingsIn(StrictModel):
         default=None,
         min_length=3,
         max_length=320,
-        description='The sender of customers\' emails, e.g. "Acme Billing '
+        description="The sender of customers' emails, e.g. \"Acme Billing "
         '<billing@acme.example>"; needed with an SMTP server.',
     )
     reply_to: str | None = Field(

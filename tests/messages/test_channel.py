@@ -65,7 +65,10 @@ def test_a_deferral_and_an_unreachable_server_are_transient(smtp_sink: SmtpSink)
     [
         ("smtp://mail.example", "smtp://mail.example:587"),
         ("smtps://u:p%40ss@mail.example", "smtps://u:…@mail.example:465"),
-        ("smtp://u:pw@mail.example:2525?starttls=require", "smtp://u:…@mail.example:2525?starttls=require"),
+        (
+            "smtp://u:pw@mail.example:2525?starttls=require",
+            "smtp://u:…@mail.example:2525?starttls=require",
+        ),
     ],
 )
 def test_smtp_urls_are_read_with_their_defaults(url: str, shown: str) -> None:

@@ -1,7 +1,8 @@
 """A dump of the database alone reveals no provider secret, on both backends: a tenant's
-Stripe API key, its Stripe webhook secret and its SMTP server's password, set through the command line and through the
-service, appear nowhere in any row of any table, not even in part; the same dump with the
-secret key opens them, so it is the key, kept outside the database, that matters."""
+Stripe API key, its Stripe webhook secret and its SMTP server's password, set through the
+command line and through the service, appear nowhere in any row of any table, not even in
+part; the same dump with the secret key opens them, so it is the key, kept outside the
+database, that matters."""
 
 from __future__ import annotations
 
@@ -96,7 +97,14 @@ def test_a_dump_alone_reveals_no_secret_and_the_key_opens_them(
     assert "hosted_charging" in dump and "acme" in dump  # the rows are in it
     assert "message_settings" in dump and "billing@acme.example" in dump
 
-    for secret in (KEY, WEBHOOK_SECRET, OTHER_KEY, OTHER_SECRET, SMTP_PASSWORD, OTHER_SMTP_PASSWORD):
+    for secret in (
+        KEY,
+        WEBHOOK_SECRET,
+        OTHER_KEY,
+        OTHER_SECRET,
+        SMTP_PASSWORD,
+        OTHER_SMTP_PASSWORD,
+    ):
         leaked = [part for part in slices(secret) if part in dump]
         assert leaked == [], f"{secret[:6]}…: {leaked[:3]}"
     sealed = SEALED.findall(dump)

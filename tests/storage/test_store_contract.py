@@ -1349,6 +1349,7 @@ DECLARED_COLUMNS = {
         "message_id",
         "smtp_reply",
         "tries",
+        "job_attempt",
         "created_at",
         "updated_at",
         "sent_at",

@@ -6,7 +6,7 @@ updated_at
 
 -- _email_columns --
 tenant, message_key, kind, customer_id, invoice_id, send_at, state, job_id, recipient,
-message_id, smtp_reply, tries, created_at, updated_at, sent_at
+message_id, smtp_reply, tries, job_attempt, created_at, updated_at, sent_at
 
 -- get_message_settings --
 SELECT {_settings_columns} FROM message_settings WHERE tenant = %(tenant)s
@@ -29,7 +29,7 @@ SELECT {_settings_columns} FROM message_settings ORDER BY tenant
 -- The primary key decides between two plans of one message: the first row stays.
 INSERT INTO emails ({_email_columns})
 VALUES (%(tenant)s, %(message_key)s, %(kind)s, %(customer_id)s, %(invoice_id)s, %(send_at)s, %(state)s, %(job_id)s,
-        %(recipient)s, %(message_id)s, %(smtp_reply)s, %(tries)s, %(created_at)s, %(updated_at)s, %(sent_at)s)
+        %(recipient)s, %(message_id)s, %(smtp_reply)s, %(tries)s, %(job_attempt)s, %(created_at)s, %(updated_at)s, %(sent_at)s)
 ON CONFLICT (tenant, message_key) DO NOTHING
 
 -- get_email --
@@ -38,7 +38,7 @@ SELECT {_email_columns} FROM emails WHERE tenant = %(tenant)s AND message_key = 
 -- record_email --
 UPDATE emails
 SET state = %(state)s, recipient = %(recipient)s, message_id = %(message_id)s,
-    smtp_reply = %(smtp_reply)s, tries = %(tries)s, updated_at = %(updated_at)s, sent_at = %(sent_at)s,
+    smtp_reply = %(smtp_reply)s, tries = %(tries)s, job_attempt = %(job_attempt)s, updated_at = %(updated_at)s, sent_at = %(sent_at)s,
     job_id = coalesce(%(job_id)s, job_id)
 WHERE tenant = %(tenant)s AND message_key = %(message_key)s AND state = %(was)s AND tries = %(was_tries)s
 RETURNING {_email_columns}

@@ -6,7 +6,7 @@ updated_at
 
 -- _email_columns --
 tenant, message_key, kind, customer_id, invoice_id, send_at, state, job_id, recipient,
-message_id, smtp_reply, tries, created_at, updated_at, sent_at
+message_id, smtp_reply, tries, job_attempt, created_at, updated_at, sent_at
 
 -- get_message_settings --
 SELECT {_settings_columns} FROM message_settings WHERE tenant = :tenant
@@ -29,7 +29,7 @@ SELECT {_settings_columns} FROM message_settings ORDER BY tenant
 -- The primary key decides between two plans of one message: the first row stays.
 INSERT INTO emails ({_email_columns})
 VALUES (:tenant, :message_key, :kind, :customer_id, :invoice_id, :send_at, :state, :job_id,
-        :recipient, :message_id, :smtp_reply, :tries, :created_at, :updated_at, :sent_at)
+        :recipient, :message_id, :smtp_reply, :tries, :job_attempt, :created_at, :updated_at, :sent_at)
 ON CONFLICT (tenant, message_key) DO NOTHING
 
 -- get_email --
@@ -38,7 +38,7 @@ SELECT {_email_columns} FROM emails WHERE tenant = :tenant AND message_key = :me
 -- record_email --
 UPDATE emails
 SET state = :state, recipient = :recipient, message_id = :message_id,
-    smtp_reply = :smtp_reply, tries = :tries, updated_at = :updated_at, sent_at = :sent_at,
+    smtp_reply = :smtp_reply, tries = :tries, job_attempt = :job_attempt, updated_at = :updated_at, sent_at = :sent_at,
     job_id = coalesce(:job_id, job_id)
 WHERE tenant = :tenant AND message_key = :message_key AND state = :was AND tries = :was_tries
 RETURNING {_email_columns}

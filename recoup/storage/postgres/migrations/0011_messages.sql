@@ -31,6 +31,7 @@ CREATE TABLE emails (
     message_id text,
     smtp_reply text,  -- the server's reply, or why nothing was sent
     tries integer NOT NULL DEFAULT 0 CHECK (tries >= 0),  -- times handed to an SMTP server
+    job_attempt integer,  -- the attempt of its job that last set it sending
     created_at timestamptz NOT NULL,
     updated_at timestamptz NOT NULL,
     sent_at timestamptz,

@@ -31,6 +31,7 @@ CREATE TABLE emails (
     message_id TEXT,
     smtp_reply TEXT,  -- the server's reply, or why nothing was sent
     tries INTEGER NOT NULL DEFAULT 0 CHECK (tries >= 0),  -- times handed to an SMTP server
+    job_attempt INTEGER,  -- the attempt of its job that last set it sending
     created_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL,
     sent_at INTEGER,
