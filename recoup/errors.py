@@ -39,6 +39,8 @@ than re-exporting them):
     │   │   └── Unprocessable   client
     │   ├── ServerError         client
     │   └── TransportFailure    client
+    ├── SendFailed              messages.channel: an email not accepted this time (retried)
+    ├── RecipientRefused        messages.channel: a 5xx to RCPT (a bounce)
     ├── SecretKeyMissing        sealed
     ├── SecretUnreadable        sealed
     ├── BillingAppError         demo.billing_side
@@ -122,8 +124,10 @@ HOMES: dict[str, str] = {
     "ProviderTimeout": "recoup.payments.provider",
     "ProviderUnavailable": "recoup.payments.provider",
     "ReceiverError": "recoup.receiver.errors",
+    "RecipientRefused": "recoup.messages.channel",
     "SecretKeyMissing": "recoup.sealed",
     "SecretUnreadable": "recoup.sealed",
+    "SendFailed": "recoup.messages.channel",
     "SeriesEnded": "recoup.timekeeping.recurrence",
     "ServerError": "recoup.client",
     "SignatureError": "recoup.receiver.errors",

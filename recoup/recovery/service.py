@@ -45,6 +45,9 @@ from recoup.errors import Conflict, InvalidInput, NotFound
 from recoup.jobs.model import HttpTarget, NewJob
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.store import JobStore
+from recoup.recovery.customer_store import CustomerStore
+from recoup.recovery.email_jobs import transition_emails
+from recoup.recovery.email_store import MessageStore
 from recoup.recovery.hosted_store import STRIPE_CHARGE_TARGET, HostedChargeStore
 from recoup.recovery.job_specs import (
     PROVIDER_ACTIONS,
@@ -82,6 +85,12 @@ class RuntimeStore(JobStore, DunningStore, Protocol):
 
     @property
     def hosted(self) -> HostedChargeStore: ...
+
+    @property
+    def customers(self) -> CustomerStore: ...
+
+    @property
+    def messages(self) -> MessageStore: ...
 
 
 class Dunning:
@@ -176,10 +185,13 @@ class Dunning:
     def report_failure(self, tenant: str, report: FailureReport) -> tuple[Invoice, bool]:
         """Plan the failure and schedule every planned attempt → (invoice, True). The same
         failure again → (the stored invoice, False), nothing changed; another failure of an
-        invoice already known → `Conflict` naming it."""
+        invoice already known → `Conflict` naming it. The contact details it carries are
+        stored on the customer either way (a replay may bring a corrected address)."""
         existing = self.store.get_invoice(tenant, report.invoice_id)
         if existing is not None:
-            return self._same_or_conflict(report, existing), False
+            found = self._same_or_conflict(report, existing)
+            self._remember_customer(tenant, report)
+            return found, False
         settings = self.settings(tenant)
         charge_url = report.charge_url or self._default_charge_target(tenant, settings)
         if charge_url is None:
@@ -216,6 +228,7 @@ class Dunning:
         invoice, first = open_invoice(opening, decision, now=now)
 
         def create() -> tuple[Invoice, bool]:
+            self._remember_customer(tenant, report)
             stored, created = self.store.create_invoice(invoice, first.events)
             if created:
                 self._carry_out(
@@ -227,6 +240,16 @@ class Dunning:
         if not created:  # a concurrent report of the same invoice won
             return self._same_or_conflict(report, stored), False
         return stored, True
+
+    def _remember_customer(self, tenant: str, report: FailureReport) -> None:
+        self.store.customers.put_customer(
+            tenant,
+            report.customer_id,
+            email=report.customer_email,
+            name=report.customer_name,
+            locale=report.locale,
+            at=self.clock.now(),
+        )
 
     @staticmethod
     def _same_or_conflict(report: FailureReport, existing: Invoice) -> Invoice:
@@ -330,8 +353,14 @@ class Dunning:
     def timeline(self, tenant: str, invoice_id: str) -> Timeline:
         invoice = self.get(tenant, invoice_id)
         runs = {a.attempt: self.store.runs(tenant, a.job_id) for a in invoice.attempts}
+        emails = self.store.messages.invoice_emails(tenant, invoice_id)
+        email_runs = {e.key: self.store.runs(tenant, e.job_id) for e in emails if e.job_id}
         return Timeline(
-            invoice=invoice, events=self.store.invoice_events(tenant, invoice_id), runs=runs
+            invoice=invoice,
+            events=self.store.invoice_events(tenant, invoice_id),
+            runs=runs,
+            emails=emails,
+            email_runs=email_runs,
         )
 
     def list_invoices(self, query: InvoiceFilter) -> InvoicePage:
@@ -365,9 +394,19 @@ class Dunning:
                     jobs.append(deadline_job(invoice, command.at))
         if invoice.charge_url == STRIPE_CHARGE_TARGET:
             jobs.extend(self._provider_actions(invoice, events, now=now))
+        jobs.extend(self._emails(invoice, events, now=now))
         if jobs:
             self.store.insert_many(jobs, now=now)
         self._dispatch(list(events), urls={invoice.tenant: event_url}, now=now)
+
+    def _emails(
+        self, invoice: Invoice, events: tuple[InvoiceEvent, ...], *, now: datetime
+    ) -> list[NewJob]:
+        """The emails the events call for (`recovery.email_jobs`), by the invoice's policy."""
+        if not events:
+            return []
+        policy = self.policies(invoice.tenant).for_invoice(invoice.policy)
+        return transition_emails(self.store.messages, invoice, events, policy, now=now)
 
     def _provider_actions(
         self, invoice: Invoice, events: tuple[InvoiceEvent, ...], *, now: datetime

@@ -5,6 +5,7 @@ in-process transport) in front of the simulated gateway, which counts every char
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from recoup.payments import ChargeRequest, ProviderTimeout, ProviderUnavailable,
 from recoup.recovery.records import FailureReport
 from recoup.recovery.runtime import dunning_runtime
 from recoup.recovery.service import Dunning
+from recoup.sealed import SecretBox
 from recoup.timekeeping.clock import VirtualClock
 from tests.storage.conftest import backend, store  # noqa: F401  (the per-backend fixtures)
 from tests.support import ServerThread
@@ -169,7 +171,8 @@ def runtime(store: Any) -> Iterator[Runtime]:  # noqa: F811
     gateway = SimulatedGateway(clock, sleep=lambda seconds: None)
     side = ChargeSide(gateway=gateway, secret=lambda: secret)
     with ServerThread(side.app()) as served:
-        dunning, handlers = dunning_runtime(scheduler, store)
+        box = SecretBox([os.environ["RECOUP_SECRET_KEY"]])  # opens the SMTP URL, if set
+        dunning, handlers = dunning_runtime(scheduler, store, box=box)
         dunning.configure(
             "default",
             policy_toml=None,
