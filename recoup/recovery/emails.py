@@ -42,7 +42,7 @@ from email.message import EmailMessage
 from email.utils import parseaddr
 from urllib.parse import quote
 
-from recoup.dunning.invoice import Invoice, InvoiceState
+from recoup.dunning.invoice import Invoice
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry, PermanentError
 from recoup.messages.channel import (
     EmailChannel,
@@ -51,8 +51,8 @@ from recoup.messages.channel import (
     SmtpChannel,
     SmtpServer,
 )
-from recoup.messages.kinds import REMINDER_KINDS, MessageKind
-from recoup.messages.planning import PlannedMessage
+from recoup.messages.kinds import REMINDER_KINDS
+from recoup.messages.planning import PlannedMessage, still_due
 from recoup.messages.rendering import message_id_for
 from recoup.recovery.customer_store import MAX_REASON
 from recoup.recovery.email_jobs import EMAIL_HANDLER, planned_from_payload, planned_row
@@ -61,15 +61,6 @@ from recoup.recovery.email_store import Email, EmailState, MessageSettings
 from recoup.recovery.service import Dunning
 from recoup.sealed import Box
 
-# The invoice states in which each kind is still true to send.
-_OPEN = frozenset({InvoiceState.RETRYING, InvoiceState.AWAITING_CUSTOMER})
-_STILL_TRUE: dict[MessageKind, frozenset[InvoiceState]] = {
-    MessageKind.PAYMENT_FAILED: _OPEN,
-    MessageKind.RETRY_FAILED: _OPEN,
-    MessageKind.FINAL_WARNING: _OPEN,
-    MessageKind.RECOVERED: frozenset({InvoiceState.RECOVERED}),
-    MessageKind.EXHAUSTED: frozenset({InvoiceState.EXHAUSTED}),
-}
 REPLY_LIMIT = 500  # characters of a server's reply kept in the ledger
 
 
@@ -177,15 +168,12 @@ class EmailSender:
 
     @staticmethod
     def _stale(planned: PlannedMessage, invoice: Invoice | None) -> str | None:
-        """Why the message is no longer true to send, if it is not."""
-        if planned.invoice_id is None:
+        """Why the message is no longer true to send (`planning.still_due`), if it is not."""
+        if still_due(planned, invoice):
             return None
         if invoice is None:
             return f"invoice {planned.invoice_id!r} is gone"
-        wanted = _STILL_TRUE.get(planned.kind)
-        if wanted is not None and invoice.state not in wanted:
-            return f"the invoice is {invoice.state} now"
-        return None
+        return f"the invoice is {invoice.state} now"
 
     def _message(
         self,
