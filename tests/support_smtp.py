@@ -1,12 +1,13 @@
 """A real SMTP server for the tests (aiosmtpd's `Controller` on 127.0.0.1, in a thread of its
 own), keeping every message it accepts, parsed, with its envelope; addresses in `refuse` are
-answered 550 at RCPT (a bounce), and `tempfail` answers the next N DATA commands 451."""
+answered 550 at RCPT (a bounce), `tempfail` answers the next N DATA commands 451, and
+`on_accept` runs between taking a message and answering 250."""
 
 from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from email import message_from_bytes, policy
 from email.message import EmailMessage
@@ -40,6 +41,9 @@ class SmtpSink:
     received: list[Received] = field(default_factory=list)
     refuse: set[str] = field(default_factory=set)
     tempfail: int = 0
+    # Called with each message taken, before the server answers 250 (a test kills the sender
+    # there: the message is accepted, the sender never hears it).
+    on_accept: Callable[[Received], None] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -63,7 +67,10 @@ class SmtpSink:
                 return "451 4.3.0 try again later"
             parsed = message_from_bytes(envelope.content, policy=policy.default)
             assert isinstance(parsed, EmailMessage)
-            self.received.append(Received(envelope.mail_from, list(envelope.rcpt_tos), parsed))
+            received = Received(envelope.mail_from, list(envelope.rcpt_tos), parsed)
+            self.received.append(received)
+        if self.on_accept is not None:
+            self.on_accept(received)
         return "250 2.0.0 queued as sink"
 
     def kinds(self) -> list[str]:
