@@ -30,6 +30,11 @@ A policy file (see `recoup/dunning/data/policies/*.toml` for complete examples):
     start = 2026-07-01T02:00:00Z
     end = 2026-07-01T04:00:00Z
 
+    [messages]                      # customer emails (`policy_messages.py`: every key)
+    send = ["payment_failed", "retry_failed", "final_warning", "recovered", "exhausted"]
+    window_start = "08:00"          # the customer's local daytime window for sending
+    window_end = "20:00"
+
 Every key is checked; an error is a `ConfigError` whose field is the dotted path
 (`gaps[2].business_days`, `window.start`). Parsing is pure: callers read files themselves.
 """
@@ -49,6 +54,7 @@ from importlib import resources
 from typing import Any
 
 from recoup.dunning import policy_fields as fields
+from recoup.dunning.policy_messages import MessagePolicy, messages_from_dict
 from recoup.errors import ConfigError, InvalidInput
 from recoup.timekeeping.calendar import SAT_SUN, WEEKDAY_NAMES, parse_weekend
 
@@ -126,6 +132,7 @@ class DunningPolicy:
     blackouts: tuple[Blackout, ...] = ()
     final_action: FinalAction = FinalAction.PAUSE_ACCESS
     description: str = ""
+    messages: MessagePolicy = field(default_factory=MessagePolicy)
 
     @property
     def window_start_seconds(self) -> int:
@@ -237,6 +244,7 @@ _TOP = frozenset(
         "limits",
         "networks",
         "blackouts",
+        "messages",
     }
 )
 
@@ -335,6 +343,7 @@ def policy_from_dict(data: dict[str, Any], *, name: str) -> DunningPolicy:
         ),
         blackouts=_blackouts(data.get("blackouts", [])),
         final_action=final_action,
+        messages=messages_from_dict(data),
     )
 
 
