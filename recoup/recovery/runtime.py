@@ -10,6 +10,7 @@ import aiohttp
 from recoup.jobs.handlers import HandlerRegistry
 from recoup.jobs.scheduler import Scheduler
 from recoup.recovery.attempts import AttemptRunner
+from recoup.recovery.customers import register_customer_jobs
 from recoup.recovery.hosted_charging import HostedCharger, StripeAccounts
 from recoup.recovery.service import Dunning, RuntimeStore
 
@@ -32,6 +33,7 @@ def dunning_runtime(
         hosted = HostedCharger(store.hosted, stripe, now=scheduler.clock.now)
     runner = AttemptRunner(dunning, http_session=http_session, hosted=hosted)
     handlers = runner.register(registry or HandlerRegistry())
+    register_customer_jobs(handlers, dunning)
     dunning.resync()
     return dunning, handlers
 
