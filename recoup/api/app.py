@@ -35,6 +35,7 @@ from recoup.errors import RecoupError
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.test_clock import TestClock
 from recoup.recovery.hosted_charging import StripeAccounts
+from recoup.recovery.email_settings import EmailSettings
 from recoup.recovery.hosted_settings import HostedSettings
 from recoup.recovery.service import Dunning
 from recoup.recovery.stripe_intake import StripeIntake
@@ -101,6 +102,7 @@ def create_app(
             stripe=stripe_accounts,
         ),
         hosted=HostedSettings(store.hosted, box, now=clock.now),
+        emails=EmailSettings(store.messages, box, now=clock.now),
         metrics=metrics
         or ApiMetrics(
             count_by_state=store.count_by_state,

@@ -13,6 +13,6 @@
 
 Nothing is sent after recovery, for a cancelled (stopped) invoice, for a kind the policy's
 `[messages] send` leaves out, or when `enabled = false`. Sending (settings, SMTP, the ledger,
-the jobs) is `recovery`'s and `channel`'s; the pure modules here import no jinja2 or babel at
+the jobs) is `recovery`'s (`email_settings`, `email_store`, `emails`) and `channel`'s (SMTP); the pure modules here import no jinja2 or babel at
 module level, so the core install can plan messages without the `email` extra.
 """

@@ -20,7 +20,8 @@ The mapping (the table in the package docstring), in the order `messages_for` ap
 6. Kinds the policy does not `send` are dropped.
 
 Each email's `send_at` is its event's instant moved into the customer's local daytime
-(`daytime`): never at 03:00 local.
+(`daytime`): never at 03:00 local. When it is sent, `still_due` says whether the invoice is
+still where the email says it is (a failure email is dropped once the invoice recovered).
 """
 
 from __future__ import annotations
@@ -218,6 +219,27 @@ def _common(invoice: Invoice, event: InvoiceEvent) -> dict[str, Any]:
     return common
 
 
+def still_due(planned: PlannedMessage, invoice: Invoice | None) -> bool:
+    """Whether `planned` still tells the truth when its turn comes (an email that waited for
+    the morning, a job retried for hours): the invoice (read again by the sender) must still
+    be where the email says it is. A failure, retry or warning email goes only while the
+    invoice is retrying or waiting for the customer; `exhausted` only while exhausted (a card
+    update may have reopened it); `recovered` only once recovered. A card_expiring reminder
+    has no invoice: its renewal's own cancellation decides."""
+    if planned.kind is MessageKind.CARD_EXPIRING:
+        return True
+    if invoice is None or invoice.invoice_id != planned.invoice_id:
+        return False
+    match planned.kind:
+        case MessageKind.PAYMENT_FAILED | MessageKind.RETRY_FAILED | MessageKind.FINAL_WARNING:
+            return invoice.state in (InvoiceState.RETRYING, InvoiceState.AWAITING_CUSTOMER)
+        case MessageKind.EXHAUSTED:
+            return invoice.state is InvoiceState.EXHAUSTED
+        case MessageKind.RECOVERED:
+            return invoice.state is InvoiceState.RECOVERED
+    return False  # pragma: no cover - every kind is matched above
+
+
 # ---- reminders before a renewal ------------------------------------------------------------
 
 
@@ -275,4 +297,5 @@ __all__ = [
     "daytime",
     "message_key",
     "messages_for",
+    "still_due",
 ]

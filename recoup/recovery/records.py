@@ -5,7 +5,7 @@ as it is."""
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
 
@@ -13,6 +13,7 @@ from recoup.dunning.invoice import Invoice, InvoiceEvent
 from recoup.errors import InvalidInput
 from recoup.jobs.model import Run
 from recoup.recovery.contacts import display_name, email_address, locale_tag
+from recoup.recovery.email_store import Email
 from recoup.timekeeping.instants import require_aware
 from recoup.timekeeping.zones import zone
 
@@ -77,6 +78,8 @@ class Timeline:
     invoice: Invoice
     events: list[InvoiceEvent]
     runs: dict[int, list[Run]]  # attempt number → its job's run log
+    emails: list[Email] = field(default_factory=list)  # the invoice's emails, by send_at
+    email_runs: dict[str, list[Run]] = field(default_factory=dict)  # message key → run log
 
 
 class Keep(enum.Enum):

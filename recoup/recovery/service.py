@@ -48,6 +48,8 @@ from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.store import JobStore
 from recoup.recovery.access_tracking import AccessTracker
 from recoup.recovery.customer_store import CustomerStore
+from recoup.recovery.email_jobs import transition_emails
+from recoup.recovery.email_store import MessageStore
 from recoup.recovery.hosted_store import STRIPE_CHARGE_TARGET, HostedChargeStore
 from recoup.recovery.job_specs import (
     PROVIDER_ACTIONS,
@@ -88,6 +90,9 @@ class RuntimeStore(JobStore, DunningStore, Protocol):
 
     @property
     def customers(self) -> CustomerStore: ...
+
+    @property
+    def messages(self) -> MessageStore: ...
 
 
 class Dunning:
@@ -381,8 +386,14 @@ class Dunning:
     def timeline(self, tenant: str, invoice_id: str) -> Timeline:
         invoice = self.get(tenant, invoice_id)
         runs = {a.attempt: self.store.runs(tenant, a.job_id) for a in invoice.attempts}
+        emails = self.store.messages.invoice_emails(tenant, invoice_id)
+        email_runs = {e.key: self.store.runs(tenant, e.job_id) for e in emails if e.job_id}
         return Timeline(
-            invoice=invoice, events=self.store.invoice_events(tenant, invoice_id), runs=runs
+            invoice=invoice,
+            events=self.store.invoice_events(tenant, invoice_id),
+            runs=runs,
+            emails=emails,
+            email_runs=email_runs,
         )
 
     def list_invoices(self, query: InvoiceFilter) -> InvoicePage:
@@ -416,9 +427,19 @@ class Dunning:
                     jobs.append(deadline_job(invoice, command.at))
         if invoice.charge_url == STRIPE_CHARGE_TARGET:
             jobs.extend(self._provider_actions(invoice, events, now=now))
+        jobs.extend(self._emails(invoice, events, now=now))
         if jobs:
             self.store.insert_many(jobs, now=now)
         self._dispatch(list(events), urls={invoice.tenant: event_url}, now=now)
+
+    def _emails(
+        self, invoice: Invoice, events: tuple[InvoiceEvent, ...], *, now: datetime
+    ) -> list[NewJob]:
+        """The emails the events call for (`recovery.email_jobs`), by the invoice's policy."""
+        if not events:
+            return []
+        policy = self.policies(invoice.tenant).for_invoice(invoice.policy)
+        return transition_emails(self.store.messages, invoice, events, policy, now=now)
 
     def _provider_actions(
         self, invoice: Invoice, events: tuple[InvoiceEvent, ...], *, now: datetime

@@ -133,6 +133,9 @@ class InvoiceFailed:
     notes: tuple[str, ...] = ()
     subscription_id: str | None = None
     timezone_source: ZoneSource = "default"  # where `timezone` came from
+    # Stripe's page where the customer pays the invoice or updates the card (https only): the
+    # customers' emails link to it.
+    hosted_invoice_url: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -285,7 +288,15 @@ def _failure(head: EventHead, default_timezone: str, *, decline: str | None = No
         notes=tuple(notes),
         subscription_id=subscription_of(inv),
         timezone_source=source,
+        hosted_invoice_url=_page(inv.get("hosted_invoice_url")),
     )
+
+
+def _page(value: Any) -> str | None:
+    """An https page of Stripe's, or None."""
+    if not isinstance(value, str) or not value.startswith("https://") or len(value) > 2048:
+        return None
+    return value
 
 
 def subscription_of(inv: Mapping[str, Any]) -> str | None:

@@ -396,6 +396,10 @@ class StripeIntake:
             gateway=GATEWAY,
             merchant_id=failed.merchant_id,
         )
+        if failed.hosted_invoice_url is not None:  # the emails' link
+            dunning.store.messages.put_payment_page(
+                tenant, failed.invoice_id, failed.hosted_invoice_url, at=dunning.clock.now()
+            )
         try:
             invoice, created = dunning.report_failure(tenant, report)
         except Conflict:

@@ -26,6 +26,7 @@ from recoup.storage.dialect import Dialect
 from recoup.storage.dunning_reports import SqlDunningReports
 from recoup.storage.dunning_tables import SqlDunningTables
 from recoup.storage.hosted_tables import SqlHostedTables
+from recoup.storage.message_tables import SqlMessageTables
 from recoup.storage.intake_tables import SqlIntakeTables
 from recoup.storage.job_tables import SqlJobTables
 from recoup.storage.lease_tables import SqlLeaseTables
@@ -147,6 +148,8 @@ class SqlStore:
 
         # Hosted charging's tables are one part, exposed whole (`Store.hosted`).
         self.hosted = SqlHostedTables(dialect)
+        # Customers' emails: settings, the ledger, payment pages (`Store.messages`).
+        self.messages = SqlMessageTables(dialect)
         # Customers and their renewals, one part too (`Store.customers`).
         self.customers = SqlCustomerTables(dialect)
 

@@ -13,6 +13,7 @@ from recoup.dunning.messages import STOP_REASON_MAX
 from recoup.jobs.model import Run
 from recoup.recovery.contacts import EMAIL_PATTERN, LOCALE_PATTERN, NAME_PATTERN
 from recoup.recovery.customer_store import Customer
+from recoup.recovery.email_store import Email, MessageSettings
 from recoup.recovery.intake_store import DEFAULT_TIMEZONE, IntakeSettings
 from recoup.recovery.records import FailureReport, Timeline
 from recoup.recovery.store import DunningSettings
@@ -265,6 +266,40 @@ class EventOut(BaseModel):
         return cls(id=event.id, seq=event.seq, type=event.type, at=event.at, data=event.data)
 
 
+class TimelineEmailOut(BaseModel):
+    """One email of the invoice, from the email ledger, with its job's run log."""
+
+    key: str = Field(description="The message key: its job, its ledger row, its Message-ID.")
+    kind: str
+    state: str = Field(description="planned, sending, sent, suppressed, failed or cancelled.")
+    send_at: datetime = Field(description="When it goes out (inside the local daytime).")
+    recipient: str | None
+    message_id: str | None
+    smtp_reply: str | None = Field(description="The server's reply, or why nothing was sent.")
+    tries: int = Field(description="Times the message was handed to an SMTP server.")
+    sent_at: datetime | None
+    job_id: str | None
+    runs_url: str | None
+    runs: list[RunBrief]
+
+    @classmethod
+    def of(cls, email: Email, runs: list[Run]) -> TimelineEmailOut:
+        return cls(
+            key=email.key,
+            kind=email.kind,
+            state=email.state.value,
+            send_at=email.send_at,
+            recipient=email.recipient,
+            message_id=email.message_id,
+            smtp_reply=email.smtp_reply,
+            tries=email.tries,
+            sent_at=email.sent_at,
+            job_id=email.job_id,
+            runs_url=None if email.job_id is None else f"/v1/jobs/{email.job_id}/runs",
+            runs=[RunBrief.of(r) for r in runs],
+        )
+
+
 class TimelineOut(InvoiceOut):
     attempts: list[TimelineAttemptOut]  # type: ignore[assignment]
     timezone: str
@@ -273,6 +308,9 @@ class TimelineOut(InvoiceOut):
     charge_url: str
     policy: str
     events: list[EventOut]
+    emails: list[TimelineEmailOut] = Field(
+        default_factory=list, description="The invoice's emails to its customer, by send_at."
+    )
 
     @classmethod
     def of_timeline(cls, timeline: Timeline) -> TimelineOut:
@@ -300,6 +338,9 @@ class TimelineOut(InvoiceOut):
             charge_url=invoice.charge_url,
             policy=invoice.policy,
             events=[EventOut.of(e) for e in timeline.events],
+            emails=[
+                TimelineEmailOut.of(e, timeline.email_runs.get(e.key, [])) for e in timeline.emails
+            ],
         )
 
 
@@ -374,6 +415,47 @@ class SettingsIn(StrictModel):
         "`charge_with` `stripe` (now or before). Write-only, stored sealed, never shown again. "
         "Left out or null: kept (`charge_with` `url` removes it).",
     )
+    # Checked by the email settings (recoup.recovery.email_settings), which never quote the
+    # password in an error.
+    smtp_url: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=2048,
+        description="The SMTP server customers' emails go through: "
+        "`smtp://user:pass@host:port` (STARTTLS when offered; `?starttls=require` to insist) "
+        "or `smtps://…` (TLS from the start). Write-only, stored sealed, never shown again "
+        "(GET shows `smtp_configured`). Left out: kept (unlike the other fields); null: "
+        "removed (no more emails).",
+    )
+    email_from: str | None = Field(
+        default=None,
+        min_length=3,
+        max_length=320,
+        description="The sender of customers' emails, e.g. \"Acme Billing "
+        '<billing@acme.example>"; needed with an SMTP server.',
+    )
+    reply_to: str | None = Field(
+        default=None, min_length=3, max_length=320, description="Where replies go."
+    )
+    update_card_url: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=2048,
+        description="The emails' link when the provider has no payment page: an https URL "
+        "containing `{token}` (a signed token naming tenant, customer and invoice, which the "
+        "app verifies with `recoup.receiver.verify_update_token`).",
+    )
+    email_templates: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=1024,
+        description="A directory on the server whose templates override the shipped ones.",
+    )
+    allow_unsubscribe: bool = Field(
+        default=False,
+        description="Reminders (retry_failed, card_expiring) carry `List-Unsubscribe`; the "
+        "required notices never do.",
+    )
 
 
 class SettingsOut(BaseModel):
@@ -392,6 +474,14 @@ class SettingsOut(BaseModel):
     stripe_api_key_set: bool = Field(
         default=False, description="Whether a Stripe API key is set (never the key)."
     )
+    smtp_configured: bool = Field(
+        default=False, description="Whether an SMTP server is set (never its URL)."
+    )
+    email_from: str | None = None
+    reply_to: str | None = None
+    update_card_url: str | None = None
+    email_templates: str | None = None
+    allow_unsubscribe: bool = False
 
     @classmethod
     def of(
@@ -399,7 +489,18 @@ class SettingsOut(BaseModel):
         settings: DunningSettings,
         intake: IntakeSettings | None = None,
         charge_with: Literal["url", "stripe"] = "url",
+        emails: MessageSettings | None = None,
     ) -> SettingsOut:
+        email_fields: dict[str, Any] = {}
+        if emails is not None:
+            email_fields = {
+                "smtp_configured": emails.smtp_url is not None,
+                "email_from": emails.email_from,
+                "reply_to": emails.reply_to,
+                "update_card_url": emails.update_card_url,
+                "email_templates": emails.templates_dir,
+                "allow_unsubscribe": emails.allow_unsubscribe,
+            }
         return cls(
             policy=settings.policy_toml,
             event_url=settings.event_url,
@@ -412,6 +513,7 @@ class SettingsOut(BaseModel):
             default_timezone=intake.default_timezone if intake else DEFAULT_TIMEZONE,
             charge_with=charge_with,
             stripe_api_key_set=charge_with == "stripe",
+            **email_fields,
         )
 
 

@@ -35,6 +35,7 @@ from recoup.messages.planning import (
     daytime,
     message_key,
     messages_for,
+    still_due,
 )
 
 POLICY = preset("business-days")  # four attempts
@@ -376,4 +377,31 @@ def test_a_bad_expiry_names_the_field() -> None:
 def test_policy_messages_reach_the_planning() -> None:
     policy = parse_policy('gaps = [{ days = 1 }]\n[messages]\nwindow_start = "09:00"\n')
     assert policy.messages.window_start == time(9)
-    assert isinstance(Invoice, type)
+
+
+# ---- still due at send time ---------------------------------------------------------------
+
+
+def test_a_failure_email_waiting_for_the_morning_is_dropped_once_the_invoice_recovered() -> None:
+    night = datetime(2026, 6, 24, 8, 0, tzinfo=UTC)  # 03:00 in Chicago: sent at 08:00
+    run = Run(at=night)
+    (failed,) = run.planned
+    assert still_due(failed, run.invoice)
+    run.send(PaidOutOfBand(at=night + timedelta(hours=2)))  # paid at 05:00 local
+    (recovered,) = run.planned[1:]
+    assert not still_due(failed, run.invoice)
+    assert still_due(recovered, run.invoice)
+
+
+def test_still_due_follows_each_kind_to_its_state() -> None:
+    run = Run()
+    for n in (1, 2, 3, 4):
+        run.fail(n)
+    *earlier, exhausted = run.planned
+    assert still_due(exhausted, run.invoice)
+    assert not any(still_due(p, run.invoice) for p in earlier)  # the invoice moved on
+    assert not still_due(exhausted, None)  # no invoice to speak of
+    other: Invoice = replace(run.invoice, invoice_id="inv_2")
+    assert not still_due(exhausted, other)
+    reminder = _reminder(7, 2026)
+    assert reminder is not None and still_due(reminder, None)
