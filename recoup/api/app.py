@@ -22,6 +22,7 @@ from recoup.api.metrics import ApiMetrics, MetricsMiddleware
 from recoup.api.qstash import router as qstash_router
 from recoup.api.rate_limits import TenantRateLimiter
 from recoup.api.routes import clock as clock_routes
+from recoup.api.routes import customers as customer_routes
 from recoup.api.routes import dunning as dunning_routes
 from recoup.api.routes import intake as intake_routes
 from recoup.api.routes import jobs as job_routes
@@ -133,6 +134,7 @@ def create_app(
     app.include_router(job_routes.router)
     app.include_router(schedule_routes.router)
     app.include_router(dunning_routes.router)
+    app.include_router(customer_routes.router)
     app.include_router(report_routes.router)
     app.include_router(intake_routes.router)
     app.include_router(qstash_router)  # the QStash-compatible API (`recoup.api.qstash`)

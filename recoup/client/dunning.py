@@ -9,6 +9,7 @@ from recoup.client.shapes import instant, seg
 from recoup.client.transport import Transport
 from recoup.wire.dunning import (
     ClockOut,
+    CustomerOut,
     InvoiceOut,
     InvoicePageOut,
     SettingsOut,
@@ -39,6 +40,9 @@ class DunningCalls(Transport):
         gateway: str | None = None,
         merchant_id: str | None = None,
         charge_url: str | None = None,
+        customer_email: str | None = None,
+        customer_name: str | None = None,
+        locale: str | None = None,
         idempotency_key: str | None = None,
     ) -> InvoiceOut:
         """Hand a failed charge to Recoup; the same failure again returns the same invoice."""
@@ -60,6 +64,9 @@ class DunningCalls(Transport):
             "gateway": gateway,
             "merchant_id": merchant_id,
             "charge_url": charge_url,
+            "customer_email": customer_email,
+            "customer_name": customer_name,
+            "locale": locale,
         }
         payload.update({k: v for k, v in optional.items() if v is not None})
         return self._post(InvoiceOut, "/v1/dunning/failures", payload, idempotency_key)
@@ -109,6 +116,28 @@ class DunningCalls(Transport):
         path = f"/v1/dunning/invoices/{seg(invoice_id)}/attempts/{attempt}/outcome"
         payload = {"outcome": outcome, "decline_code": decline_code, "advice_code": advice_code}
         return self._post(InvoiceOut, path, payload, idempotency_key)
+
+    # Customers
+
+    def get_customer(self, customer_id: str) -> CustomerOut:
+        """Who Recoup writes to, and the customer's access state (`access`)."""
+        return self._get(CustomerOut, f"/v1/dunning/customers/{seg(customer_id)}")
+
+    def put_customer(
+        self,
+        customer_id: str,
+        *,
+        email: str | None = None,
+        name: str | None = None,
+        locale: str | None = None,
+    ) -> CustomerOut:
+        """Set the customer's address, name or locale (None: kept); a new address clears a
+        suppression of the old one."""
+        payload = {"email": email, "name": name, "locale": locale}
+        path = f"/v1/dunning/customers/{seg(customer_id)}"
+        return self._put_json(
+            CustomerOut, path, {k: v for k, v in payload.items() if v is not None}
+        )
 
     def dunning_settings(self) -> SettingsOut:
         return self._get(SettingsOut, "/v1/dunning/settings")

@@ -35,6 +35,9 @@ A policy file (see `recoup/dunning/data/policies/*.toml` for complete examples):
     window_start = "08:00"          # the customer's local daytime window for sending
     window_end = "20:00"
 
+    [access]                        # the customer's access state (`policy_access.py`)
+    grace_days = 7                  # days in grace after the failure, then restricted
+
 Every key is checked; an error is a `ConfigError` whose field is the dotted path
 (`gaps[2].business_days`, `window.start`). Parsing is pure: callers read files themselves.
 """
@@ -54,6 +57,7 @@ from importlib import resources
 from typing import Any
 
 from recoup.dunning import policy_fields as fields
+from recoup.dunning.policy_access import AccessPolicy, access_from_dict
 from recoup.dunning.policy_messages import MessagePolicy, messages_from_dict
 from recoup.errors import ConfigError, InvalidInput
 from recoup.timekeeping.calendar import SAT_SUN, WEEKDAY_NAMES, parse_weekend
@@ -133,6 +137,7 @@ class DunningPolicy:
     final_action: FinalAction = FinalAction.PAUSE_ACCESS
     description: str = ""
     messages: MessagePolicy = field(default_factory=MessagePolicy)
+    access: AccessPolicy = field(default_factory=AccessPolicy)
 
     @property
     def window_start_seconds(self) -> int:
@@ -245,6 +250,7 @@ _TOP = frozenset(
         "networks",
         "blackouts",
         "messages",
+        "access",
     }
 )
 
@@ -344,6 +350,7 @@ def policy_from_dict(data: dict[str, Any], *, name: str) -> DunningPolicy:
         blackouts=_blackouts(data.get("blackouts", [])),
         final_action=final_action,
         messages=messages_from_dict(data),
+        access=access_from_dict(data),
     )
 
 

@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from recoup.dunning.access import Access
+from recoup.dunning.invoice import InvoiceState
 from recoup.timekeeping.instants import require_aware
 
 MAX_REASON = 500  # characters of a suppression's reason (an SMTP reply is longer: cut)
@@ -83,6 +84,17 @@ class Renewal:
             require_aware(name, getattr(self, name))
 
 
+@dataclass(frozen=True, kw_only=True)
+class CustomerInvoice:
+    """What the customer's access needs of one of their invoices in dunning."""
+
+    invoice_id: str
+    state: InvoiceState
+    final_action: str
+    failed_at: datetime
+    policy: str  # its policy's name (the grace period is the policy's)
+
+
 class CustomerStore(Protocol):
     def get_customer(self, tenant: str, customer_id: str) -> Customer | None: ...
 
@@ -115,6 +127,15 @@ class CustomerStore(Protocol):
         """Record the customer's access state (created if Recoup did not know them)."""
         ...
 
+    def lock_customer(self, tenant: str, customer_id: str, *, at: datetime) -> Customer:
+        """The customer (created if Recoup did not know them), locked until the transaction
+        ends (one decides their access at a time)."""
+        ...
+
+    def customer_invoices(self, tenant: str, customer_id: str) -> list[CustomerInvoice]:
+        """The customer's invoices retrying, awaiting them or exhausted, oldest first."""
+        ...
+
     def put_renewal(self, renewal: Renewal) -> tuple[Renewal, bool]:
         """Store a renewal (True), or replace the stored one of the same id (False): a
         renewal told again carries the latest card."""
@@ -129,4 +150,11 @@ class CustomerStore(Protocol):
         ...
 
 
-__all__ = ["MAX_REASON", "Customer", "CustomerStore", "Renewal", "RenewalState"]
+__all__ = [
+    "MAX_REASON",
+    "Customer",
+    "CustomerInvoice",
+    "CustomerStore",
+    "Renewal",
+    "RenewalState",
+]

@@ -12,6 +12,7 @@ from recoup.jobs.handlers import HandlerRegistry
 from recoup.jobs.scheduler import Scheduler
 from recoup.messages.channel import EmailChannel, SmtpServer
 from recoup.recovery.attempts import AttemptRunner
+from recoup.recovery.customers import register_customer_jobs
 from recoup.recovery.emails import EmailSender
 from recoup.recovery.hosted_charging import HostedCharger, StripeAccounts
 from recoup.recovery.service import Dunning, RuntimeStore
@@ -40,6 +41,7 @@ def dunning_runtime(
         hosted = HostedCharger(store.hosted, stripe, now=scheduler.clock.now)
     runner = AttemptRunner(dunning, http_session=http_session, hosted=hosted)
     handlers = runner.register(registry or HandlerRegistry())
+    register_customer_jobs(handlers, dunning)
     no_key = NoSecretBox("this process was given no key to open the tenants' SMTP URLs")
     EmailSender(dunning, box or no_key, channel_for=email_channel).register(handlers)
     dunning.resync()

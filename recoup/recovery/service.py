@@ -13,6 +13,7 @@ redoes it. An attempt job re-checks the invoice before it asks for a charge
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar
 
@@ -45,6 +46,7 @@ from recoup.errors import Conflict, InvalidInput, NotFound
 from recoup.jobs.model import HttpTarget, NewJob
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.store import JobStore
+from recoup.recovery.access_tracking import AccessTracker
 from recoup.recovery.customer_store import CustomerStore
 from recoup.recovery.email_jobs import transition_emails
 from recoup.recovery.email_store import MessageStore
@@ -99,6 +101,8 @@ class Dunning:
     def __init__(self, scheduler: Scheduler, store: RuntimeStore) -> None:
         self.scheduler = scheduler
         self.store = store
+        # The customers' access follows every transition (`recovery.access_tracking`).
+        self.access = AccessTracker(store, self.policies)
 
     @property
     def clock(self) -> Clock:
@@ -229,10 +233,14 @@ class Dunning:
 
         def create() -> tuple[Invoice, bool]:
             self._remember_customer(tenant, report)
-            stored, created = self.store.create_invoice(invoice, first.events)
+            raced = self.store.get_invoice(tenant, report.invoice_id)
+            if raced is not None:  # reported meanwhile: its access is followed already
+                return raced, False
+            opened = self.access.follow(first, seq=0, now=now)
+            stored, created = self.store.create_invoice(invoice, opened.events)
             if created:
                 self._carry_out(
-                    stored, first.commands, first.events, event_url=settings.event_url, now=now
+                    stored, opened.commands, opened.events, event_url=settings.event_url, now=now
                 )
             return stored, created
 
@@ -329,6 +337,7 @@ class Dunning:
             found = transition(invoice, message, planning, seq=seq, now=now)
             if found is None:
                 return None
+            found = self.access.follow(found, seq=seq, now=now)
             done.append(found)
             return InvoiceChange(invoice=found.invoice, events=found.events)
 
@@ -341,6 +350,30 @@ class Dunning:
 
         changed = self.store.atomically(unit)
         return self.get(tenant, invoice_id) if changed is None else changed.invoice
+
+    def recheck_access(self, tenant: str, invoice_id: str) -> Invoice | None:
+        """At the end of the invoice's grace period: its customer's access as it now is, with
+        a `customer.access_changed` event on the invoice if it changed (sent like its other
+        events). None: the invoice is gone."""
+        now = self.clock.now()
+        settings = self.settings(tenant)
+
+        def change(invoice: Invoice) -> InvoiceChange | None:
+            seq = self.store.event_count(tenant, invoice_id)
+            event = self.access.recheck(invoice, seq=seq, now=now)
+            if event is None:
+                return None
+            noted = replace(invoice, version=invoice.version + 1, updated_at=now)
+            return InvoiceChange(invoice=noted, events=(event,))
+
+        def unit() -> InvoiceChange | None:
+            changed = self.store.change_invoice(tenant, invoice_id, change)
+            if changed is not None:
+                self._dispatch(list(changed.events), urls={tenant: settings.event_url}, now=now)
+            return changed
+
+        self.store.atomically(unit)
+        return self.store.get_invoice(tenant, invoice_id)
 
     # -- reading -----------------------------------------------------------------------------
 

@@ -11,9 +11,11 @@ from datetime import datetime
 from typing import Any
 
 from recoup.dunning.access import Access
+from recoup.dunning.invoice import InvoiceState
 from recoup.recovery.customer_store import (
     MAX_REASON,
     Customer,
+    CustomerInvoice,
     Renewal,
     RenewalState,
 )
@@ -105,6 +107,29 @@ class SqlCustomerTables:
             row = conn.execute(self._q["set_customer_access"], params).fetchone()
         assert row is not None
         return self._customer(row)
+
+    def lock_customer(self, tenant: str, customer_id: str, *, at: datetime) -> Customer:
+        params = {"tenant": tenant, "customer_id": customer_id, "at": self._encode(at)}
+        with self._write() as conn:
+            conn.execute(self._q["ensure_customer"], params)
+            row = conn.execute(self._q["lock_customer"], params).fetchone()
+        assert row is not None  # ensured just before, in the same transaction
+        return self._customer(row)
+
+    def customer_invoices(self, tenant: str, customer_id: str) -> list[CustomerInvoice]:
+        params = {"tenant": tenant, "customer_id": customer_id}
+        with self._read() as conn:
+            rows = conn.execute(self._q["customer_invoices"], params).fetchall()
+        return [
+            CustomerInvoice(
+                invoice_id=row[0],
+                state=InvoiceState(row[1]),
+                final_action=row[2],
+                failed_at=self._decode(row[3]),
+                policy=row[4],
+            )
+            for row in rows
+        ]
 
     # Renewals
 

@@ -7,10 +7,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from recoup.dunning.access import Access
 from recoup.dunning.invoice import AttemptState, Invoice, InvoiceEvent, InvoiceState
 from recoup.dunning.messages import STOP_REASON_MAX
 from recoup.jobs.model import Run
 from recoup.recovery.contacts import EMAIL_PATTERN, LOCALE_PATTERN, NAME_PATTERN
+from recoup.recovery.customer_store import Customer
 from recoup.recovery.email_store import Email, MessageSettings
 from recoup.recovery.intake_store import DEFAULT_TIMEZONE, IntakeSettings
 from recoup.recovery.records import FailureReport, Timeline
@@ -106,6 +108,55 @@ class FailureIn(StrictModel):
             customer_email=self.customer_email,
             customer_name=self.customer_name,
             locale=self.locale,
+        )
+
+
+class CustomerIn(StrictModel):
+    """A customer's contact details: each one given replaces the stored one, each one left
+    out (or null) is kept. A new address clears a suppression of the old one."""
+
+    email: CustomerEmail | None = Field(
+        default=None, min_length=3, max_length=254, description="One address, no display name."
+    )
+    name: CustomerName | None = Field(default=None, min_length=1, max_length=200)
+    locale: Locale | None = Field(
+        default=None,
+        min_length=2,
+        max_length=35,
+        description="BCP 47 or babel style (`de-DE`, `en_US`); stored babel's way (`de_DE`).",
+    )
+
+
+class CustomerOut(BaseModel):
+    customer_id: str
+    email: str | None
+    name: str | None
+    locale: str | None
+    access: Access = Field(
+        description="What the customer may use while their payments are in dunning: `active`, "
+        "`grace` (retries run, within the policy's `[access] grace_days`), `restricted` "
+        "(retries run past the grace, or a debt left open), `paused` (the final action paused "
+        "access or cancelled). Each change is sent as `customer.access_changed`."
+    )
+    access_changed_at: datetime | None
+    suppressed: bool = Field(description="The address bounced or was suppressed: not written to.")
+    suppressed_at: datetime | None
+    suppressed_reason: str | None
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, customer: Customer) -> CustomerOut:
+        return cls(
+            customer_id=customer.customer_id,
+            email=customer.email,
+            name=customer.name,
+            locale=customer.locale,
+            access=customer.access,
+            access_changed_at=customer.access_changed_at,
+            suppressed=customer.is_suppressed,
+            suppressed_at=customer.suppressed_at,
+            suppressed_reason=customer.suppressed_reason,
+            updated_at=customer.updated_at,
         )
 
 

@@ -3,6 +3,7 @@ stored on its customer (checked, written one way), bad ones are 422s naming the 
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -16,7 +17,8 @@ CONTACT = {"customer_email": "Ada@Example.COM", "customer_name": "Ada Lovelace",
 def test_a_failure_stores_who_to_write_to_on_its_customer(api: Api) -> None:
     caller = api.tenant()
     http = api.http(caller)
-    answer = http.post("/v1/dunning/failures", json={**FAILURE, **CONTACT})
+    just_now = (datetime.now(UTC) - timedelta(hours=1)).isoformat()
+    answer = http.post("/v1/dunning/failures", json={**FAILURE, **CONTACT, "failed_at": just_now})
     assert answer.status_code == 201, answer.text
     customer = api.store.customers.get_customer(caller.tenant, "cus_1")
     assert customer is not None
@@ -25,7 +27,8 @@ def test_a_failure_stores_who_to_write_to_on_its_customer(api: Api) -> None:
         "Ada Lovelace",
         "de_DE",
     )
-    assert customer.access == "active" and not customer.is_suppressed
+    # A failure an hour ago: within the default grace period.
+    assert customer.access == "grace" and not customer.is_suppressed
 
 
 def test_a_later_failure_changes_only_what_it_carries(api: Api) -> None:
@@ -60,3 +63,60 @@ def test_bad_contact_details_are_422s_naming_the_field(
     assert answer.headers["content-type"].startswith("application/problem+json")
     assert field in answer.text
     assert api.store.customers.get_customer(caller.tenant, "cus_1") is None
+
+
+def test_a_customer_is_read_and_changed_and_a_new_address_clears_a_suppression(
+    api: Api,
+) -> None:
+    caller = api.tenant()
+    http = api.http(caller)
+    assert http.get("/v1/dunning/customers/cus_1").status_code == 404
+    http.post("/v1/dunning/failures", json={**FAILURE, **CONTACT})
+    shown = http.get("/v1/dunning/customers/cus_1")
+    assert shown.status_code == 200, shown.text
+    body = shown.json()
+    assert body["email"] == "Ada@example.com" and body["locale"] == "de_DE"
+    assert body["access"] == "restricted"  # a failure long past its grace period
+    assert body["suppressed"] is False
+
+    api.store.customers.suppress(
+        caller.tenant,
+        "cus_1",
+        email="ada@example.com",
+        reason="550 no such user",
+        at=datetime.now(UTC),
+    )
+    assert http.get("/v1/dunning/customers/cus_1").json()["suppressed"] is True
+    # The same address again keeps the suppression; another one clears it.
+    same = http.put("/v1/dunning/customers/cus_1", json={"email": "ada@EXAMPLE.com"})
+    assert same.status_code == 200 and same.json()["suppressed"] is True
+    moved = http.put("/v1/dunning/customers/cus_1", json={"email": "ada@new.example"})
+    assert moved.json()["suppressed"] is False and moved.json()["suppressed_reason"] is None
+    assert moved.json()["name"] == "Ada Lovelace"  # left out: kept
+    assert moved.json()["access"] == "restricted"
+
+    # Another tenant sees none of it; a customer is created by a PUT.
+    stranger = api.http(api.tenant())
+    assert stranger.get("/v1/dunning/customers/cus_1").status_code == 404
+    made = stranger.put("/v1/dunning/customers/cus_9", json={"locale": "pt-BR"})
+    assert made.status_code == 200 and made.json()["locale"] == "pt_BR"
+    assert made.json()["access"] == "active" and made.json()["email"] is None
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"email": "not an address"}, "email"),
+        ({"name": "a\nb"}, "name"),
+        ({"locale": "klingon!"}, "locale"),
+        ({"access": "active"}, "access"),  # access follows the invoices: never set
+    ],
+)
+def test_bad_customer_changes_are_422s_naming_the_field(
+    api: Api, body: dict[str, Any], field: str
+) -> None:
+    http = api.http(api.tenant())
+    answer = http.put("/v1/dunning/customers/cus_1", json=body)
+    assert answer.status_code == 422, answer.text
+    assert field in answer.text
+    assert http.get("/v1/dunning/customers/cus_1").status_code == 404

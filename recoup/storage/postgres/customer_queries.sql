@@ -72,3 +72,23 @@ FROM renewals
 WHERE tenant = %(tenant)s AND customer_id = %(customer_id)s
   AND (%(state)s::text IS NULL OR state = %(state)s)
 ORDER BY renews_at, renewal_id
+
+-- ensure_customer --
+INSERT INTO customers (tenant, customer_id, updated_at)
+VALUES (%(tenant)s, %(customer_id)s, %(at)s)
+ON CONFLICT (tenant, customer_id) DO NOTHING
+
+-- lock_customer --
+-- Locked until the transaction ends: two invoices of one customer changing at once
+-- decide the customer's access one after the other, each seeing the other's result.
+SELECT {_customer_columns}
+FROM customers WHERE tenant = %(tenant)s AND customer_id = %(customer_id)s
+FOR UPDATE
+
+-- customer_invoices --
+-- The invoices that hold a customer's access back (recovered and cancelled ones hold nothing).
+SELECT invoice_id, state, final_action, failed_at, policy
+FROM invoices
+WHERE tenant = %(tenant)s AND customer_id = %(customer_id)s
+  AND state IN ('retrying', 'awaiting_customer', 'exhausted')
+ORDER BY created_at, invoice_id

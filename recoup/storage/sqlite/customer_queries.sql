@@ -70,3 +70,21 @@ SELECT {_renewal_columns}
 FROM renewals
 WHERE tenant = :tenant AND customer_id = :customer_id AND (:state IS NULL OR state = :state)
 ORDER BY renews_at, renewal_id
+
+-- ensure_customer --
+INSERT INTO customers (tenant, customer_id, updated_at)
+VALUES (:tenant, :customer_id, :at)
+ON CONFLICT (tenant, customer_id) DO NOTHING
+
+-- lock_customer --
+-- The write transaction holds SQLite's one write lock: the row needs none of its own.
+SELECT {_customer_columns}
+FROM customers WHERE tenant = :tenant AND customer_id = :customer_id
+
+-- customer_invoices --
+-- The invoices that hold a customer's access back (recovered and cancelled ones hold nothing).
+SELECT invoice_id, state, final_action, failed_at, policy
+FROM invoices
+WHERE tenant = :tenant AND customer_id = :customer_id
+  AND state IN ('retrying', 'awaiting_customer', 'exhausted')
+ORDER BY created_at, invoice_id

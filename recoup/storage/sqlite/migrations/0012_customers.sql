@@ -47,3 +47,9 @@ CREATE TABLE renewals (
 
 -- A customer's renewals (the reminders a card update cancels).
 CREATE INDEX renewals_customer ON renewals (tenant, customer_id, renews_at);
+
+-- Sendable events are every type but the timeline's notes (`note.*`) from now on: a
+-- customer's `customer.access_changed` is sent with the invoice events (InvoiceEvent.is_sent).
+DROP INDEX invoice_events_undispatched;
+CREATE INDEX invoice_events_undispatched ON invoice_events (at, tenant, invoice_id, seq)
+    WHERE dispatched_at IS NULL AND substr(type, 1, 5) <> 'note.';
