@@ -81,17 +81,23 @@ class SmtpServer:
 
 
 def redact_smtp_url(url: str) -> str:
-    """`url` with any password replaced (what an error may show of it)."""
-    parts = urlsplit(url)
-    if parts.password is None:
+    """`url` with any password replaced (what an error may show of it), however malformed:
+    whatever stands between the user's name and the last `@` is the password's."""
+    head, at, tail = url.rpartition("@")
+    if not at:
         return url
-    netloc = parts.netloc.rpartition("@")[2]
-    return parts._replace(netloc=f"{parts.username}:…@{netloc}").geturl()
+    scheme, sep, userinfo = head.partition("://")
+    if not sep:
+        scheme, userinfo = "", head
+    user, colon, _ = userinfo.partition(":")
+    return f"{scheme}{sep}{user}:…@{tail}" if colon else url
 
 
 def parse_smtp_url(url: str, field: str = "smtp_url") -> SmtpServer:
     """The server of an SMTP URL; `InvalidInput(field, …)` (never showing the password) for
     anything else."""
+    if not url.isprintable() or " " in url:
+        raise InvalidInput(field, "(not shown)", _ALLOWED)
     shown = redact_smtp_url(url)
     try:
         parts = urlsplit(url)

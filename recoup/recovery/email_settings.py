@@ -23,6 +23,7 @@ import ipaddress
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
+from email.errors import HeaderParseError
 from email.headerregistry import Address
 from email.utils import formataddr, getaddresses, parseaddr
 from pathlib import Path
@@ -43,7 +44,7 @@ def check_address(value: str, field: str) -> str:
     """`value` as one mailbox (`Name <local@domain>` or `local@domain`), normalised; else
     `InvalidInput(field, …)`."""
     allowed = 'expected one email address, such as "Acme Billing <billing@acme.example>"'
-    if not 3 <= len(value) <= MAX_ADDRESS or "\n" in value or "\r" in value:
+    if not 3 <= len(value) <= MAX_ADDRESS or not value.isprintable():
         raise InvalidInput(field, value, allowed)
     found = getaddresses([value])
     if len(found) != 1:
@@ -56,7 +57,7 @@ def check_address(value: str, field: str) -> str:
         raise InvalidInput(field, value, allowed + " (a domain with a dot)")
     try:
         Address(display_name=name, addr_spec=addr)
-    except (ValueError, IndexError):
+    except (ValueError, IndexError, HeaderParseError):
         raise InvalidInput(field, value, allowed) from None
     return formataddr((name, addr)) if name else addr
 
@@ -66,7 +67,7 @@ def check_update_card_url(value: str, field: str = "update_card_url") -> str:
         "expected an https URL containing {token}, such as "
         "https://app.example/billing/update?token={token} (http only on a loopback host)"
     )
-    if TOKEN not in value or len(value) > 2048:
+    if TOKEN not in value or len(value) > 2048 or not value.isprintable() or " " in value:
         raise InvalidInput(field, value, allowed)
     try:
         parts = urlsplit(value.replace(TOKEN, "t"))
@@ -90,6 +91,8 @@ def _is_loopback(host: str) -> bool:
 
 
 def check_templates_dir(value: str, field: str = "templates_dir") -> str:
+    if not value.isprintable():
+        raise InvalidInput(field, value, "expected an existing directory of email templates")
     path = Path(value).expanduser()
     if not path.is_dir():
         raise InvalidInput(field, value, "expected an existing directory of email templates")
