@@ -155,6 +155,12 @@ class DunningCalls(Transport):
         stripe_webhook_secret: str | None = None,
         charge_with: str | None = None,
         stripe_api_key: str | None = None,
+        smtp_url: str | None = None,
+        email_from: str | None = None,
+        reply_to: str | None = None,
+        update_card_url: str | None = None,
+        email_templates: str | None = None,
+        allow_unsubscribe: bool = False,
     ) -> SettingsOut:
         """Replace the tenant's settings (what is not given is cleared). A policy experiment
         takes its three settings together: `experiment_policy` (TOML, arm b) is used for the
@@ -162,7 +168,9 @@ class DunningCalls(Transport):
         intake's endpoint secret is write-only: given, it is set; not given, it is kept
         (`SettingsOut.stripe_webhook_secret_set` says whether one is). So are `charge_with`
         (`stripe`: Recoup pays the Stripe invoices itself with `stripe_api_key`; `url`: the
-        charge endpoint) and the write-only `stripe_api_key`."""
+        charge endpoint) and the write-only `stripe_api_key`, and the write-only `smtp_url`
+        of the customers' emails (`SettingsOut.smtp_configured`); their sender, link
+        template, templates and unsubscribe switch are replaced like the rest."""
         payload: dict[str, Any] = {
             "policy": policy,
             "event_url": event_url,
@@ -171,6 +179,11 @@ class DunningCalls(Transport):
             "experiment_policy": experiment_policy,
             "experiment_share": experiment_share,
             "default_timezone": default_timezone,
+            "email_from": email_from,
+            "reply_to": reply_to,
+            "update_card_url": update_card_url,
+            "email_templates": email_templates,
+            "allow_unsubscribe": allow_unsubscribe,
         }
         if stripe_webhook_secret is not None:
             payload["stripe_webhook_secret"] = stripe_webhook_secret
@@ -178,6 +191,8 @@ class DunningCalls(Transport):
             payload["charge_with"] = charge_with
         if stripe_api_key is not None:
             payload["stripe_api_key"] = stripe_api_key
+        if smtp_url is not None:
+            payload["smtp_url"] = smtp_url
         return self._put_json(SettingsOut, "/v1/dunning/settings", payload)
 
     # The recovery report

@@ -76,3 +76,19 @@ def test_a_bad_email_setting_is_a_problem_naming_the_field_and_stores_nothing(
     assert answer.status_code in (400, 422), answer.text
     assert field in answer.text and PASSWORD not in answer.text
     assert api.store.messages.get_message_settings(caller.tenant) is None
+
+
+def test_the_python_client_sets_the_email_settings(api: Api) -> None:
+    from recoup.client import Client
+
+    caller = api.tenant()
+    with Client(api.url, caller.token) as c:
+        shown = c.configure_dunning(
+            charge_url="http://127.0.0.1:9/charge",
+            smtp_url=SMTP_URL,
+            email_from="Acme Billing <billing@acme.example>",
+            allow_unsubscribe=True,
+        )
+        assert shown.smtp_configured is True and shown.allow_unsubscribe is True
+        assert c.dunning_settings().email_from == "Acme Billing <billing@acme.example>"
+    assert stored_url(api, caller) == SMTP_URL
