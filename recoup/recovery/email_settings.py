@@ -91,11 +91,16 @@ def _is_loopback(host: str) -> bool:
 
 
 def check_templates_dir(value: str, field: str = "templates_dir") -> str:
+    allowed = "expected an existing directory of email templates"
     if not value.isprintable():
-        raise InvalidInput(field, value, "expected an existing directory of email templates")
-    path = Path(value).expanduser()
-    if not path.is_dir():
-        raise InvalidInput(field, value, "expected an existing directory of email templates")
+        raise InvalidInput(field, value, allowed)
+    try:
+        path = Path(value).expanduser()  # `~nobody`: RuntimeError
+        found = path.is_dir()
+    except (RuntimeError, OSError, ValueError):
+        found = False
+    if not found:
+        raise InvalidInput(field, value, allowed)
     return str(path.resolve())
 
 
