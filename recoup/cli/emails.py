@@ -10,8 +10,10 @@ Contract:
         → the subject and the text part (default), the HTML part (--html), or
           {"tenant", "event", "locale", "timezone", "subject", "text", "html"} (--json)
 
-With a database (`--db`, or RECOUP_DB), the tenant must exist and the final action warned of
-is its policy's; without one, NAME is only the name the email shows. A bad kind or locale
+With a database (`--db`, or RECOUP_DB), the tenant must exist and the email is the one its
+settings make (`recovery.email_preview`): its policy's final action, its sender's name, reply
+address, templates (`--templates` replaces them) and update-card link with a sample token;
+without one, NAME is only the name the email shows, over the shipped templates. A bad kind or locale
 exits 2 with one line naming the option and what it allows.
 """
 
@@ -52,43 +54,42 @@ def preview_email(
     as_json: JsonOption = False,
     db: Annotated[
         str | None,
-        typer.Option(
-            "--db", help="Database URL: read the tenant's policy (or RECOUP_DB). Optional."
-        ),
+        typer.Option("--db", help="Database URL: the tenant's settings (or RECOUP_DB). Optional."),
     ] = None,
     schema: SchemaOption = None,
 ) -> None:
     """Render one email with sample data: the subject and text, the HTML, or both as JSON."""
-    from recoup.messages.preview import preview
-
     if templates is not None and not templates.is_dir():
         raise InvalidInput("--templates", str(templates), "expected a directory of templates")
-    final_action = _final_action(db or os.environ.get("RECOUP_DB"), schema, tenant)
-    shown = preview(
-        tenant,
-        event,
-        locale=locale,
-        templates_dir=templates,
-        final_action=final_action,
-        kind_field="--event",
-        locale_field="--locale",
-    )
+    url = db or os.environ.get("RECOUP_DB")
+    if url:
+        from recoup.cli._tenant_store import opened_store
+        from recoup.recovery.email_preview import tenant_preview
+
+        with opened_store(url, schema, tenant) as store:
+            shown = tenant_preview(
+                store,
+                tenant,
+                event,
+                locale=locale,
+                templates_dir=templates,
+                kind_field="--event",
+                locale_field="--locale",
+            )
+    else:
+        from recoup.messages.preview import preview
+
+        shown = preview(
+            tenant,
+            event,
+            locale=locale,
+            templates_dir=templates,
+            kind_field="--event",
+            locale_field="--locale",
+        )
     if as_json:
         print_json(shown.as_json())
     elif html:
         typer.echo(shown.rendered.html, nl=False)
     else:
         typer.echo(f"Subject: {shown.rendered.subject}\n\n{shown.rendered.text}", nl=False)
-
-
-def _final_action(db: str | None, schema: str | None, tenant: str) -> str | None:
-    """The final action of the tenant's policy, when there is a database to read it from."""
-    if not db:
-        return None
-    from recoup.cli._tenant_store import opened_store
-    from recoup.recovery.policies import policy_from_text
-
-    with opened_store(db, schema, tenant) as store:
-        settings = store.get_settings(tenant)
-    policy = policy_from_text(settings.policy_toml if settings is not None else None)
-    return policy.final_action.value

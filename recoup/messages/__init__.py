@@ -13,6 +13,8 @@
 
 Nothing is sent after recovery, for a cancelled (stopped) invoice, for a kind the policy's
 `[messages] send` leaves out, or when `enabled = false`. Sending (settings, SMTP, the ledger,
-the jobs) is `recovery`'s (`email_settings`, `email_store`, `emails`) and `channel`'s (SMTP); the pure modules here import no jinja2 or babel at
-module level, so the core install can plan messages without the `email` extra.
+the jobs) is `recovery`'s (`email_settings`, `email_store`, `emails`) and `channel`'s (SMTP);
+the pure modules here import no jinja2 or babel at module level, so the core install can plan
+messages without the `email` extra. `preview` is what `recoup emails preview` and the
+dashboard show (`recovery.email_preview` with a tenant's settings).
 """

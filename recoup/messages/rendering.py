@@ -10,7 +10,8 @@ blank. What a template sees is `MessageContext`'s fields plus, formatted with ba
 customer's locale and zone: `amount` ("$19.99", "19,99 €"; the minor units are
 `amount_minor`), `next_attempt`, `respond_by_date`, `renews_on` (full local dates, or None),
 `card_expiry` ("07/2026"), and the final action in words (`final_action_future`: "your
-access will be paused"; `final_action_past`). The functions `money(minor_units, currency)`,
+access will be paused"; `final_action_past`), and `is_reminder` (a kind the customer may
+opt out of, rather than a required notice). The functions `money(minor_units, currency)`,
 `local_date(instant)` and `local_datetime(instant)` do the same for a tenant's own use.
 
 jinja2 and babel (the `email` extra) are imported where they are used: importing this module
@@ -314,6 +315,7 @@ def _values(context: MessageContext) -> dict[str, Any]:
     env_values: dict[str, Any] = {
         **raw,
         "kind": context.kind.value,
+        "is_reminder": context.kind.is_reminder,  # may be opted out of; else a required notice
         "amount_minor": context.amount,
         "amount": money(context.amount, context.currency),
         "next_attempt": local_date(context.next_attempt_at),

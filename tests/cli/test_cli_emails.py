@@ -116,3 +116,36 @@ def test_with_a_database_the_final_action_is_the_tenants_policys(
         *backend.db_args(),
     )  # fmt: skip
     assert code == 1 and "no tenant 'nobody'" in err
+
+
+def test_with_a_database_the_preview_is_the_email_the_tenants_settings_make(
+    backend: Backend, store: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "retry_failed.subject.txt").write_text("{{ sender_name }} tried again")
+    assert run(capsys, "tenants", "create", "acme", *backend.db_args())[0] == 0
+    code, _, err = run(
+        capsys, "tenants", "configure", "acme", *backend.db_args(),
+        "--smtp-url", "smtp://127.0.0.1:2525",
+        "--email-from", "Acme Billing <billing@acme.example>",
+        "--reply-to", "help@acme.example",
+        "--update-card-url", "https://app.example/billing?token={token}",
+        "--email-templates", str(tmp_path),
+        "--allow-unsubscribe",
+    )  # fmt: skip
+    assert code == 0, err
+    code, out, err = run(
+        capsys, "emails", "preview", "--tenant", "acme", "--event", "retry_failed", "--json",
+        *backend.db_args(),
+    )  # fmt: skip
+    assert code == 0, err
+    shown = json.loads(out)
+    assert shown["subject"] == "Acme Billing tried again"  # the tenant's own template
+    assert "https://app.example/billing?token=SAMPLE-TOKEN" in shown["text"]
+    assert "https://app.example/billing?token=SAMPLE-TOKEN&unsubscribe=1" in shown["text"]
+    assert "help@acme.example" in shown["text"] and "Acme Billing" in shown["text"]
+    # --templates replaces the tenant's directory for this preview.
+    code, out, _ = run(
+        capsys, "emails", "preview", "--tenant", "acme", "--event", "retry_failed",
+        "--templates", str(tmp_path / "."), *backend.db_args(),
+    )  # fmt: skip
+    assert code == 0 and out.startswith("Subject: Acme Billing tried again")

@@ -97,6 +97,9 @@ def test_only_reminders_offer_an_unsubscribe_link() -> None:
     notice = render(sample_context(MessageKind.EXHAUSTED, unsubscribe_url="https://u.example/x"))
     assert "https://u.example/x" not in notice.text
     assert "whatever your email preferences" in notice.text
+    # A reminder without an opt-out (the tenant allows none) claims neither.
+    quiet = render(sample_context(MessageKind.RETRY_FAILED, unsubscribe_url=None))
+    assert "Unsubscribe" not in quiet.text and "whatever your email preferences" not in quiet.text
 
 
 def test_a_tenants_directory_overrides_the_files_it_has(tmp_path: Path) -> None:

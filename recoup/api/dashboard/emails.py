@@ -1,6 +1,7 @@
 """The dashboard's email preview: the customer email of one kind, with sample data, as the
-signed-in tenant's customers would read it. The same call as `recoup emails preview`
-(`recoup.messages.preview`), with the final action of the tenant's policy.
+signed-in tenant's customers would read it. The same call as `recoup emails preview --db`
+(`recoup.recovery.email_preview`): the tenant's policy's final action, sender, templates and
+links, over sample data.
 
 The HTML part is shown in a sandboxed `<iframe srcdoc>`: the email's own markup and inline
 styles, with no script, no same-origin access and no way to navigate the dashboard."""
@@ -13,8 +14,7 @@ from starlette.responses import Response
 from recoup.api.dashboard.web import HtmlRoute, SignedIn, render, text_param
 from recoup.api.deps import Api
 from recoup.messages.kinds import MessageKind
-from recoup.messages.preview import preview
-from recoup.recovery.policies import policy_from_text
+from recoup.recovery.email_preview import tenant_preview
 
 router = APIRouter(route_class=HtmlRoute, include_in_schema=False)
 
@@ -30,11 +30,9 @@ def emails_page(
     locale: str | None = None,
 ) -> Response:
     """One email of the tenant's, previewed: its subject, text part and HTML part."""
-    settings = api.dunning.store.get_settings(visitor.tenant)
-    policy = policy_from_text(settings.policy_toml if settings is not None else None)
     kind = text_param("event", event, max_length=40) or MessageKind.PAYMENT_FAILED.value
     chosen = text_param("locale", locale, max_length=40)
-    shown = preview(visitor.tenant, kind, locale=chosen, final_action=policy.final_action.value)
+    shown = tenant_preview(api.dunning.store, visitor.tenant, kind, locale=chosen)
     return render(
         request,
         "emails.html",

@@ -8,6 +8,7 @@ import html
 import re
 
 from recoup.messages.kinds import MessageKind
+from recoup.recovery.email_store import MessageSettings
 from recoup.recovery.store import DunningSettings
 from tests.api.dashboard.desk import START, Desk, error_of, page_text
 
@@ -48,6 +49,27 @@ def test_the_final_action_is_the_tenants_policys(desk: Desk) -> None:
     )
     answer = browser.get("/emails", params={"event": "exhausted"})
     assert "your subscription has been cancelled" in html.unescape(answer.text)
+
+
+def test_the_preview_is_the_email_the_tenants_settings_make(desk: Desk) -> None:
+    browser = desk.sign_in(desk.tenant("acme"))
+    desk.store.messages.put_message_settings(
+        MessageSettings(
+            tenant="acme",
+            smtp_url=None,
+            email_from="Acme Billing <billing@acme.example>",
+            reply_to="help@acme.example",
+            update_card_url="https://app.example/billing?token={token}",
+            templates_dir=None,
+            allow_unsubscribe=False,
+            updated_at=START,
+        )
+    )
+    answer = browser.get("/emails", params={"event": "retry_failed"})
+    text = html.unescape(page_text(answer))
+    assert "https://app.example/billing?token=SAMPLE-TOKEN" in text
+    assert "Thank you, Acme Billing" in text and "help@acme.example" in text
+    assert "unsubscribe=1" not in text and "Unsubscribe" not in text  # no opt-out allowed
 
 
 def test_a_bad_kind_is_a_page_naming_the_field(desk: Desk) -> None:
