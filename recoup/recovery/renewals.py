@@ -5,7 +5,8 @@ through the intake): `Reminders.tell` stores it under an id derived from the cus
 instant (told twice: one renewal, its card and amount the latest told), stores the customer's
 address, and when the card will have expired by the renewal's local date, plans the
 `card_expiring` email (`messages.planning.card_expiry_reminder`: the policy's
-`card_expiry_days_before` days ahead, in the customer's daytime window) as an email job
+`card_expiry_days_before` days ahead, in the customer's daytime window; told fewer days
+ahead, in the next daytime if that is still before the renewal) as an email job
 (`recovery.email_jobs.email_job`, its ledger row planned), in one unit of work. Nothing is
 planned while the tenant sends no emails (no SMTP server), or for a renewal already past.
 
@@ -13,9 +14,10 @@ The reminder is cancelled when the card is updated first: a payment-method updat
 for the customer or for one of their invoices, Stripe's `payment_method.*_updated` and
 `customer.updated` with a new default method, or the renewal told again with a card valid
 then (`card_updated`). A new card whose expiry is known and still falls before the renewal
-leaves the reminder as it is. A reminder already being sent is left to finish (its job is
-cancelled only if no worker has claimed it). A cancelled reminder is not planned again for
-the same renewal: its email key is the renewal's, and Recoup never sends one key twice.
+leaves the reminder as it is. A reminder already sent, or being sent, is left as it is (its
+job is cancelled only if no worker has claimed it; the renewal stays `reminder_scheduled`). A
+cancelled reminder is not planned again for the same renewal: its email key is the renewal's,
+and Recoup never sends one key twice.
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ from typing import Protocol
 
 from recoup.dunning.invoice import ID_NAMESPACE
 from recoup.errors import InvalidInput
+from recoup.jobs.model import JobState
 from recoup.jobs.store import JobStore
-from recoup.messages.planning import PlannedMessage, card_expiry_reminder
+from recoup.messages.planning import PlannedMessage, card_expiry_reminder, daytime
 from recoup.recovery.contacts import display_name, email_address, locale_tag
 from recoup.recovery.customer_store import CustomerStore, Renewal, RenewalState
 from recoup.recovery.email_jobs import email_job, planned_row
@@ -155,7 +158,7 @@ class Reminders:
                 renewal, state=RenewalState.REMINDER_SCHEDULED, reminder_job_id=job.id
             )
         elif planned is None and renewal.state is RenewalState.REMINDER_SCHEDULED:
-            renewal = self._cancelled(renewal, now=now)
+            renewal = self._cancelled(renewal, now=now) or renewal
         return customers.put_renewal(renewal)
 
     def card_updated(
@@ -179,8 +182,10 @@ class Reminders:
                 if self._reminder(renewal, now=now) is not None:
                     customers.put_renewal(replace(renewal, updated_at=now))
                     continue  # the new card runs out before the renewal too
-            stored, _ = customers.put_renewal(self._cancelled(renewal, now=now))
-            cancelled.append(stored)
+            gone = self._cancelled(renewal, now=now)
+            if gone is not None:
+                stored, _ = customers.put_renewal(gone)
+                cancelled.append(stored)
         return cancelled
 
     def _reminder(self, renewal: Renewal, *, now: datetime) -> PlannedMessage | None:
@@ -191,7 +196,8 @@ class Reminders:
         settings = self.store.messages.get_message_settings(renewal.tenant)
         if settings is None or not settings.sends:
             return None
-        return card_expiry_reminder(
+        policy = self.policies(renewal.tenant).a.messages
+        planned = card_expiry_reminder(
             tenant=renewal.tenant,
             renewal_id=renewal.renewal_id,
             customer_id=renewal.customer_id,
@@ -199,14 +205,23 @@ class Reminders:
             timezone=renewal.timezone,
             exp_month=renewal.exp_month,
             exp_year=renewal.exp_year,
-            policy=self.policies(renewal.tenant).a.messages,
+            policy=policy,
             data={"amount": renewal.amount, "currency": renewal.currency},
         )
+        if planned is None or planned.send_at >= now:
+            return planned
+        # Told fewer days ahead than the policy's: as soon as the customer's daytime allows,
+        # never at night, and only if that is still before the renewal.
+        soonest = daytime(now, renewal.timezone, policy.window_start, policy.window_end)
+        return replace(planned, send_at=soonest) if soonest < renewal.renews_at else None
 
-    def _cancelled(self, renewal: Renewal, *, now: datetime) -> Renewal:
+    def _cancelled(self, renewal: Renewal, *, now: datetime) -> Renewal | None:
+        """The renewal with its reminder cancelled; None when it is too late (the email went
+        out, or is going: a job a worker has claimed is left to finish)."""
         if renewal.reminder_job_id is not None:
-            # Only a job no worker has claimed: an email being sent is left to finish.
-            self.store.cancel(renewal.tenant, renewal.reminder_job_id, now=now, begun=False)
+            job = self.store.cancel(renewal.tenant, renewal.reminder_job_id, now=now, begun=False)
+            if job is not None and job.state is not JobState.CANCELLED:
+                return None
         return replace(renewal, state=RenewalState.REMINDER_CANCELLED, updated_at=now)
 
 

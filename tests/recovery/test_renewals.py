@@ -64,6 +64,11 @@ def test_a_card_that_runs_out_before_the_renewal_gets_one_reminder_a_week_ahead(
     assert sent.recipients == [ADA]
     assert "Ada" in sent.part("plain")
     assert runtime.store.get("default", job.id).state is JobState.SUCCEEDED
+    # A card update after the reminder went out changes nothing of it.
+    cancelled, _ = book.card_updated("default", "cus_1")
+    assert cancelled == []
+    after = runtime.store.customers.get_renewal("default", stored.renewal_id)
+    assert after is not None and after.state is RenewalState.REMINDER_SCHEDULED
 
 
 def test_a_reminder_due_at_night_waits_for_the_customers_morning(
@@ -77,6 +82,28 @@ def test_a_reminder_due_at_night_waits_for_the_customers_morning(
     assert job is not None
     assert job.run_at.astimezone(CHICAGO).time() == time(8, 0)
     assert job.run_at.astimezone(CHICAGO).date() == (late - 6 * DAY).astimezone(CHICAGO).date()
+
+
+def test_a_renewal_told_late_is_reminded_in_the_next_daytime_before_it(
+    runtime: Runtime,
+    smtp_sink: SmtpSink,  # noqa: F811
+) -> None:
+    with_emails(runtime, smtp_sink)
+    runtime.advance(timedelta(hours=13))  # 23:00 in Chicago
+    soon = runtime.clock.now() + 3 * DAY  # fewer days ahead than the policy's 7
+    # A card good through May: expired by the renewal in June.
+    stored, _ = CustomerBook(runtime.dunning).tell_renewal(
+        "default", renewal(renews_at=soon, exp_month=5)
+    )
+    job = runtime.store.get("default", stored.reminder_job_id)
+    assert job is not None
+    assert job.run_at == runtime.clock.now() + timedelta(hours=9)  # 08:00 the next morning
+    # A renewal before the next morning gets none: too late to act on.
+    tonight = runtime.clock.now() + timedelta(hours=2)
+    late, _ = CustomerBook(runtime.dunning).tell_renewal(
+        "default", renewal(customer_id="c2", renews_at=tonight, exp_month=5)
+    )
+    assert late.state is RenewalState.NO_REMINDER
 
 
 def test_a_card_updated_before_its_reminder_cancels_the_reminder(
