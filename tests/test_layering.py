@@ -33,7 +33,9 @@ ALLOWED: dict[str, set[str]] = {
     | {"messages"},
     "storage": PURE | {"dunning", "jobs", "idempotency", "recovery", "tenancy", "messages"},
     "receiver": PURE | {"payments", "idempotency", "messages"},  # messages: the update token
-    "contrib": PURE | {"payments", "idempotency", "receiver", "messages"},  # in frameworks
+    "contrib": PURE
+    | {"payments", "idempotency", "receiver", "messages"}  # in frameworks
+    | {"client"},  # access_of reads a customer's access through the Python client
     # The HTTP API's request and response models, shared by the app and the Python client;
     # they convert from the records of the layers below (and the store's cursor format).
     "wire": PURE
@@ -63,6 +65,7 @@ EDGE_EXCEPTIONS: dict[tuple[str, str], str] = {
     ("cli", "demo"): "`recoup demo` runs the demo",
     ("cli", "receiver"): "`recoup listen` checks signatures as a user's receiver would",
     ("contrib", "receiver"): "the framework integrations are the receiver inside a framework",
+    ("contrib", "client"): "`access_of` asks Recoup's API through the Python client",
 }
 # Modules at the top of the package that belong to a layer of their own name.
 ALIASES = {

@@ -34,8 +34,8 @@ from recoup.api.state import ApiSettings, ApiState
 from recoup.errors import RecoupError
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.test_clock import TestClock
-from recoup.recovery.hosted_charging import StripeAccounts
 from recoup.recovery.email_settings import EmailSettings
+from recoup.recovery.hosted_charging import StripeAccounts
 from recoup.recovery.hosted_settings import HostedSettings
 from recoup.recovery.service import Dunning
 from recoup.recovery.stripe_intake import StripeIntake

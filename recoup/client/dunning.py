@@ -8,10 +8,12 @@ from typing import Any
 from recoup.client.shapes import instant, seg
 from recoup.client.transport import Transport
 from recoup.wire.dunning import (
+    CardUpdateOut,
     ClockOut,
     CustomerOut,
     InvoiceOut,
     InvoicePageOut,
+    RenewalOut,
     SettingsOut,
     TimelineOut,
 )
@@ -138,6 +140,56 @@ class DunningCalls(Transport):
         return self._put_json(
             CustomerOut, path, {k: v for k, v in payload.items() if v is not None}
         )
+
+    def customer_payment_method_updated(
+        self,
+        customer_id: str,
+        *,
+        exp_month: int | None = None,
+        exp_year: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> CardUpdateOut:
+        """The customer has a new card: needless reminders cancelled, open invoices
+        re-planned on it."""
+        payload: dict[str, Any] = {}
+        if exp_month is not None or exp_year is not None:
+            payload["card"] = {"exp_month": exp_month, "exp_year": exp_year}
+        path = f"/v1/dunning/customers/{seg(customer_id)}/payment-method-updated"
+        return self._post(CardUpdateOut, path, payload, idempotency_key)
+
+    def tell_renewal(
+        self,
+        *,
+        customer_id: str,
+        renews_at: datetime | str,
+        amount: int,
+        currency: str,
+        timezone: str,
+        exp_month: int | None = None,
+        exp_year: int | None = None,
+        customer_email: str | None = None,
+        customer_name: str | None = None,
+        locale: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> RenewalOut:
+        """Tell Recoup of an upcoming renewal: a card_expiring reminder when the card will
+        have expired by then."""
+        payload: dict[str, Any] = {
+            "customer_id": customer_id,
+            "renews_at": instant("renews_at", renews_at),
+            "amount": amount,
+            "currency": currency,
+            "timezone": timezone,
+        }
+        if exp_month is not None or exp_year is not None:
+            payload["card"] = {"exp_month": exp_month, "exp_year": exp_year}
+        optional = {
+            "customer_email": customer_email,
+            "customer_name": customer_name,
+            "locale": locale,
+        }
+        payload.update({k: v for k, v in optional.items() if v is not None})
+        return self._post(RenewalOut, "/v1/dunning/renewals", payload, idempotency_key)
 
     def dunning_settings(self) -> SettingsOut:
         return self._get(SettingsOut, "/v1/dunning/settings")

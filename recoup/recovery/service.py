@@ -65,6 +65,7 @@ from recoup.recovery.policies import (
     tenant_policies,
 )
 from recoup.recovery.records import KEEP, FailureReport, Keep, Timeline, given_or_kept
+from recoup.recovery.renewals import Reminders
 from recoup.recovery.store import (
     DunningSettings,
     DunningStore,
@@ -103,6 +104,8 @@ class Dunning:
         self.store = store
         # The customers' access follows every transition (`recovery.access_tracking`).
         self.access = AccessTracker(store, self.policies)
+        # Renewals and the card_expiring reminders a card update cancels (`recovery.renewals`).
+        self.reminders = Reminders(store, self.policies)
 
     @property
     def clock(self) -> Clock:
@@ -303,7 +306,14 @@ class Dunning:
         return self.apply(tenant, invoice_id, PaidOutOfBand(at=self.clock.now()))
 
     def payment_method_updated(self, tenant: str, invoice_id: str) -> Invoice:
-        return self.apply(tenant, invoice_id, PaymentMethodUpdated(at=self.clock.now()))
+        """The invoice's retries re-planned on the new card, and its customer's renewal
+        reminders the new card makes needless cancelled."""
+        updated = self.apply(tenant, invoice_id, PaymentMethodUpdated(at=self.clock.now()))
+        now = self.clock.now()
+        self.store.atomically(
+            lambda: self.reminders.card_updated(tenant, updated.customer_id, now=now)
+        )
+        return updated
 
     def deadline(self, tenant: str, invoice_id: str) -> Invoice:
         return self.apply(tenant, invoice_id, DeadlinePassed(at=self.clock.now()))

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from recoup.idempotency.keys import IdempotencyStore
 from recoup.jobs.store import JobStore, ScheduleStore
-from recoup.recovery.email_store import MessageStore
 from recoup.recovery.customer_store import CustomerStore
+from recoup.recovery.email_store import MessageStore
 from recoup.recovery.hosted_store import HostedChargeStore
 from recoup.recovery.intake_store import IntakeStore
 from recoup.recovery.store import DunningStore

@@ -26,10 +26,10 @@ from recoup.storage.dialect import Dialect
 from recoup.storage.dunning_reports import SqlDunningReports
 from recoup.storage.dunning_tables import SqlDunningTables
 from recoup.storage.hosted_tables import SqlHostedTables
-from recoup.storage.message_tables import SqlMessageTables
 from recoup.storage.intake_tables import SqlIntakeTables
 from recoup.storage.job_tables import SqlJobTables
 from recoup.storage.lease_tables import SqlLeaseTables
+from recoup.storage.message_tables import SqlMessageTables
 from recoup.storage.tenant_tables import SqlTenantTables
 
 T = TypeVar("T")

@@ -120,3 +120,60 @@ def test_bad_customer_changes_are_422s_naming_the_field(
     assert answer.status_code == 422, answer.text
     assert field in answer.text
     assert http.get("/v1/dunning/customers/cus_1").status_code == 404
+
+
+RENEWAL: dict[str, Any] = {
+    "customer_id": "cus_1",
+    "customer_email": "ada@example.com",
+    "renews_at": "2030-07-23T15:00:00Z",
+    "amount": 1999,
+    "currency": "usd",
+    "timezone": "America/Chicago",
+    "card": {"exp_month": 6, "exp_year": 2030},
+}
+
+
+def test_a_renewal_is_told_once_per_customer_and_instant(api: Api) -> None:
+    caller = api.tenant()
+    http = api.http(caller)
+    first = http.post("/v1/dunning/renewals", json=RENEWAL)
+    assert first.status_code == 201, first.text
+    body = first.json()
+    # No SMTP server for this tenant: nothing to send the reminder with.
+    assert body["reminder"] == "no_reminder" and body["card"] == {"exp_month": 6, "exp_year": 2030}
+    again = http.post("/v1/dunning/renewals", json={**RENEWAL, "amount": 2999})
+    assert again.status_code == 200 and again.json()["renewal_id"] == body["renewal_id"]
+    assert again.json()["amount"] == 2999
+    later = http.post("/v1/dunning/renewals", json={**RENEWAL, "renews_at": "2030-08-23T15:00:00Z"})
+    assert later.status_code == 201 and later.json()["renewal_id"] != body["renewal_id"]
+    customer = http.get("/v1/dunning/customers/cus_1").json()
+    assert customer["email"] == "ada@example.com" and customer["access"] == "active"
+
+    updated = http.post("/v1/dunning/customers/cus_1/payment-method-updated", json={})
+    assert updated.status_code == 200, updated.text
+    assert updated.json() == {"reminders_cancelled": [], "invoices": []}
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"card": {"exp_month": 13, "exp_year": 2030}}, "exp_month"),
+        ({"card": {"exp_month": 6}}, "exp_year"),
+        ({"card": {"exp_month": 6, "exp_year": 30}}, "exp_year"),
+        ({"renews_at": "2030-07-23T15:00:00"}, "renews_at"),
+        ({"amount": -1}, "amount"),
+        ({"currency": "dollars"}, "currency"),
+        ({"timezone": "Mars/Olympus"}, "timezone"),
+        ({"customer_email": "ada"}, "customer_email"),
+        ({"customer_id": ""}, "customer_id"),
+        ({"surprise": 1}, "surprise"),
+    ],
+)
+def test_bad_renewals_are_422s_naming_the_field(
+    api: Api, change: dict[str, Any], field: str
+) -> None:
+    http = api.http(api.tenant())
+    answer = http.post("/v1/dunning/renewals", json={**RENEWAL, **change})
+    assert answer.status_code == 422, answer.text
+    assert answer.headers["content-type"].startswith("application/problem+json")
+    assert field in answer.text

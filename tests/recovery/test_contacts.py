@@ -80,3 +80,36 @@ def test_an_address_that_is_none_is_refused_naming_the_field(bad: str) -> None:
 def test_the_domain_is_lower_cased_and_the_local_part_kept() -> None:
     assert email_address("Ada.L+billing@Mail.Example.COM") == "Ada.L+billing@mail.example.com"
     assert re.fullmatch(EMAIL_PATTERN, "Ada.L+billing@Mail.Example.COM")
+
+
+# As the Stripe intake reads them
+
+
+def test_a_stripe_failure_carries_its_customers_address_name_and_locale() -> None:
+    from recoup.recovery.stripe_events import InvoiceFailed, event_head, read_event
+    from tests.recovery.stripe_payloads import customer, event, invoice
+
+    body = invoice()
+    body["customer_name"] = "Jenny Rosen"
+    expanded = customer()
+    expanded["preferred_locales"] = ["de-DE", "en"]
+    body["customer"] = expanded
+    failed = read_event(event_head(event("invoice.payment_failed", body)), default_timezone="UTC")
+    assert isinstance(failed, InvoiceFailed)
+    assert (failed.contact.email, failed.contact.name, failed.contact.locale) == (
+        "jenny@example.com",
+        "Jenny Rosen",
+        "de_DE",
+    )
+
+
+def test_a_stripe_address_recoup_cannot_use_is_left_out_noted() -> None:
+    from recoup.recovery.stripe_events import InvoiceFailed, event_head, read_event
+    from tests.recovery.stripe_payloads import event, invoice
+
+    body = invoice()
+    body["customer_email"] = "jenny at example"
+    failed = read_event(event_head(event("invoice.payment_failed", body)), default_timezone="UTC")
+    assert isinstance(failed, InvoiceFailed)
+    assert failed.contact.email is None and failed.contact.locale is None
+    assert any("address" in note for note in failed.notes)

@@ -20,9 +20,10 @@ Then `python manage.py migrate recoup`. The parts: `webhooks` (`idempotent_webho
 `views` (`charge_view`), `reconciling` (`reconcile_pending`), `idempotency`
 (`IdempotencyRecords`), `models`, `admin`, and the commands `recoup_prune_idempotency` and
 `recoup_reconcile`, and `tokens` (`verify_update_token`: the customer emails' update-card
-link, checked with the same secret). Needs `pip install 'recoup[django]'` (and
-`recoup[postgres]` for PostgreSQL); importing this package loads no model until a name is
-used, as Django's app loading requires.
+link, checked with the same secret), and `access` (`access_of`: a customer's access state,
+read from Recoup's API with `RECOUP_API_URL` and `RECOUP_API_TOKEN`). Needs
+`pip install 'recoup[django]'` (and `recoup[postgres]` for PostgreSQL); importing this
+package loads no model until a name is used, as Django's app loading requires.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess
     ) from exc
 
 if TYPE_CHECKING:
+    from recoup.contrib.django.access import access_of
     from recoup.contrib.django.charging import charge_invoice, charge_response, ledger_entries
     from recoup.contrib.django.idempotency import IdempotencyRecords
     from recoup.contrib.django.reconciling import Reconciliation, Settled, reconcile_pending
@@ -64,6 +66,7 @@ _HOMES = {
     "Settled": "reconciling",
     "reconcile_pending": "reconciling",
     "verify_update_token": "tokens",
+    "access_of": "access",
 }
 
 
@@ -80,6 +83,7 @@ __all__ = [
     "IdempotencyRecords",
     "Reconciliation",
     "Settled",
+    "access_of",
     "charge_invoice",
     "charge_response",
     "charge_view",
