@@ -126,3 +126,26 @@ def test_a_loopback_http_link_is_accepted_for_local_development(
     code, out, err = run(capsys, *configure(backend, "--update-card-url", link, "--json"))
     assert code == 0, err
     assert json.loads(out)["update_card_url"] == link
+
+
+def test_secrets_rotate_seals_the_smtp_url_again_with_the_new_key(
+    backend: Backend,
+    store: Store,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from recoup.sealed import new_key
+
+    code, _, err = run(capsys, *configure(backend, "--smtp-url", SMTP_URL, "--email-from", SENDER))
+    assert code == 0, err
+    before = store.messages.get_message_settings("default")
+    old = os.environ["RECOUP_SECRET_KEY"]
+    fresh = new_key()
+    monkeypatch.setenv("RECOUP_SECRET_KEY", f"{fresh},{old}")
+    code, out, err = run(capsys, "secrets", "rotate", *backend.db_args(), "--json")
+    assert code == 0, err
+    assert json.loads(out)["smtp_urls"] == 1
+    after = store.messages.get_message_settings("default")
+    assert before is not None and after is not None and after.smtp_url != before.smtp_url
+    assert after.smtp_url is not None
+    assert SecretBox([fresh]).open(after.smtp_url) == SMTP_URL
