@@ -15,6 +15,7 @@ not know: exit 1. The JSON is `GET /v1/dunning/customers/{id}`'s.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any
 
 import typer
@@ -51,9 +52,23 @@ def _book(db: str, schema: str | None, tenant: str, act: Any) -> Customer:
 
 
 def _show(customer: Customer, json: bool) -> None:
-    from recoup.wire.dunning import CustomerOut
+    from recoup.timekeeping.instants import format_utc
 
-    row = CustomerOut.of(customer).model_dump(mode="json")
+    def instant(value: datetime | None) -> str | None:
+        return None if value is None else format_utc(value)
+
+    row = {  # GET /v1/dunning/customers/{id}'s shape
+        "customer_id": customer.customer_id,
+        "email": customer.email,
+        "name": customer.name,
+        "locale": customer.locale,
+        "access": customer.access.value,
+        "access_changed_at": instant(customer.access_changed_at),
+        "suppressed": customer.is_suppressed,
+        "suppressed_at": instant(customer.suppressed_at),
+        "suppressed_reason": customer.suppressed_reason,
+        "updated_at": instant(customer.updated_at),
+    }
     if json:
         print_json(row)
         return
