@@ -20,6 +20,7 @@ is never returned, printed or put in an error but without its password.
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
@@ -31,11 +32,39 @@ from urllib.parse import urlsplit
 
 from recoup.errors import InvalidInput
 from recoup.messages.channel import SmtpServer, parse_smtp_url, redact_smtp_url
+from recoup.recovery.contacts import EMAIL_PATTERN
 from recoup.recovery.email_store import MessageSettings, MessageStore
 from recoup.recovery.records import Keep, given_or_kept
 from recoup.sealed import Box
 
 MAX_ADDRESS = 320  # characters, as the schema's CHECK
+
+# The forms the settings accept, stated as patterns in the OpenAPI document (recoup.wire) and
+# enforced here first, so that what a client generated from the document sends is accepted
+# and nothing outside them is: a display name without the characters that would split or
+# quote an address; an SMTP URL whose user and password are unreserved or percent-encoded; an
+# update-card URL whose only braces are the token's.
+_DISPLAY_CHAR = r'[^\s<>"(),:;@\[\]\\\x00-\x1f\x7f]'
+_DISPLAY = rf"{_DISPLAY_CHAR}(?:[^<>\"(),:;@\[\]\\\x00-\x1f\x7f]{{0,60}}{_DISPLAY_CHAR})?"
+_QUOTED = r'"[^"\\\x00-\x1f\x7f]{1,62}"'  # a quoted name may hold commas: "Acme, Inc."
+ADDRESS_PATTERN = rf"^(?:(?:{_DISPLAY}|{_QUOTED}) <{EMAIL_PATTERN[1:-1]}>|{EMAIL_PATTERN[1:-1]})$"
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOST = rf"{_LABEL}(?:\.{_LABEL})*"
+_PORT = "(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3})"
+_USER_CHAR = r"(?:[A-Za-z0-9._~-]|%[0-9A-Fa-f]{2})"
+_USER = rf"{_USER_CHAR}+(?::{_USER_CHAR}*)?@"
+_SERVER = rf"(?:{_USER})?{_HOST}(?::{_PORT})?/?"
+SMTP_URL_PATTERN = (
+    rf"^(?:smtp://{_SERVER}(?:\?starttls=(?:auto|require|never))?|smtps://{_SERVER})$"
+)
+_PATH = r"(?:[A-Za-z0-9._~!$&'()*+,;=:@/?-]|%[0-9A-Fa-f]{2})*"
+UPDATE_CARD_URL_PATTERN = (
+    rf"^(?:https://{_HOST}|http://(?:127\.0\.0\.1|localhost))(?::{_PORT})?/{_PATH}"
+    rf"\{{token\}}{_PATH}$"
+)
+_ADDRESS = re.compile(ADDRESS_PATTERN)
+_SMTP_URL = re.compile(SMTP_URL_PATTERN)
+_UPDATE_CARD_URL = re.compile(UPDATE_CARD_URL_PATTERN)
 TOKEN = "{token}"
 _LOOPBACK_NAMES = ("localhost",)
 
@@ -44,7 +73,7 @@ def check_address(value: str, field: str) -> str:
     """`value` as one mailbox (`Name <local@domain>` or `local@domain`), normalised; else
     `InvalidInput(field, …)`."""
     allowed = 'expected one email address, such as "Acme Billing <billing@acme.example>"'
-    if not 3 <= len(value) <= MAX_ADDRESS or not value.isprintable():
+    if not 3 <= len(value) <= MAX_ADDRESS or not _ADDRESS.fullmatch(value):
         raise InvalidInput(field, value, allowed)
     found = getaddresses([value])
     if len(found) != 1:
@@ -67,7 +96,7 @@ def check_update_card_url(value: str, field: str = "update_card_url") -> str:
         "expected an https URL containing {token}, such as "
         "https://app.example/billing/update?token={token} (http only on a loopback host)"
     )
-    if TOKEN not in value or len(value) > 2048 or not value.isprintable() or " " in value:
+    if len(value) > 2048 or not _UPDATE_CARD_URL.fullmatch(value):
         raise InvalidInput(field, value, allowed)
     try:
         parts = urlsplit(value.replace(TOKEN, "t"))
@@ -88,6 +117,20 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def check_smtp_url(value: str, field: str = "smtp_url") -> SmtpServer:
+    """The server of an SMTP URL in one of the forms the document states; `InvalidInput`
+    (never showing the password) for anything else."""
+    server = parse_smtp_url(value, field)
+    if not _SMTP_URL.fullmatch(value):
+        raise InvalidInput(
+            field,
+            redact_smtp_url(value),
+            "expected smtp://[user:password@]host[:port][?starttls=auto|require|never] or "
+            "smtps://[user:password@]host[:port], the user and password percent-encoded",
+        )
+    return server
 
 
 def check_templates_dir(value: str, field: str = "templates_dir") -> str:
@@ -145,7 +188,7 @@ class EmailSettings:
         current = self.settings(tenant)
         sealed = current.smtp_url
         if isinstance(smtp_url, str):
-            parse_smtp_url(smtp_url)
+            check_smtp_url(smtp_url)
             sealed = self.box.seal(smtp_url)
         elif smtp_url is None:
             sealed = None

@@ -13,6 +13,11 @@ from recoup.dunning.messages import STOP_REASON_MAX
 from recoup.jobs.model import Run
 from recoup.recovery.contacts import EMAIL_PATTERN, LOCALE_PATTERN, NAME_PATTERN
 from recoup.recovery.customer_store import Customer, Renewal
+from recoup.recovery.email_settings import (
+    ADDRESS_PATTERN,
+    SMTP_URL_PATTERN,
+    UPDATE_CARD_URL_PATTERN,
+)
 from recoup.recovery.email_store import Email, MessageSettings
 from recoup.recovery.intake_store import DEFAULT_TIMEZONE, IntakeSettings
 from recoup.recovery.records import FailureReport, Timeline
@@ -515,7 +520,7 @@ class SettingsIn(StrictModel):
     )
     # Checked by the email settings (recoup.recovery.email_settings), which never quote the
     # password in an error.
-    smtp_url: str | None = Field(
+    smtp_url: Annotated[str, Stated(pattern=SMTP_URL_PATTERN)] | None = Field(
         default=None,
         min_length=1,
         max_length=2048,
@@ -525,17 +530,17 @@ class SettingsIn(StrictModel):
         "(GET shows `smtp_configured`). Left out: kept (unlike the other fields); null: "
         "removed (no more emails).",
     )
-    email_from: str | None = Field(
+    email_from: Annotated[str, Stated(pattern=ADDRESS_PATTERN)] | None = Field(
         default=None,
         min_length=3,
         max_length=320,
         description="The sender of customers' emails, e.g. \"Acme Billing "
         '<billing@acme.example>"; needed with an SMTP server.',
     )
-    reply_to: str | None = Field(
+    reply_to: Annotated[str, Stated(pattern=ADDRESS_PATTERN)] | None = Field(
         default=None, min_length=3, max_length=320, description="Where replies go."
     )
-    update_card_url: str | None = Field(
+    update_card_url: Annotated[str, Stated(pattern=UPDATE_CARD_URL_PATTERN)] | None = Field(
         default=None,
         min_length=1,
         max_length=2048,
