@@ -24,10 +24,11 @@ fixed by the tenant, not by the customer.
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 from dataclasses import dataclass
 from email.message import EmailMessage
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from recoup.errors import InvalidInput, RecoupError
@@ -139,8 +140,13 @@ class EmailChannel(Protocol):
 
 
 class SmtpChannel:
-    """One connection per message, to `server` (emails are few and far between: a pool would
-    hold connections servers close anyway)."""
+    """Messages to `server`, over connections kept open between them: a send takes an idle
+    connection of the running event loop (checked with a NOOP first, so one the server closed
+    meanwhile is replaced before anything is sent on it) or opens one, and gives it back when
+    the server accepted the message; any failure closes it. At most `keep` stay idle, each
+    for at most `idle_for` seconds (servers close idle connections after a minute or more).
+    A burst of emails (the demo's month, a renewal day) then costs one round trip more per
+    message instead of a connection, a greeting, a login and a goodbye."""
 
     def __init__(
         self,
@@ -148,10 +154,15 @@ class SmtpChannel:
         *,
         timeout: float = SMTP_TIMEOUT,
         tls_context: ssl.SSLContext | None = None,
+        keep: int = 4,
+        idle_for: float = 30.0,
     ) -> None:
         self.server = server
         self.timeout = timeout
         self.tls_context = tls_context
+        self.keep = keep
+        self.idle_for = idle_for
+        self._idle: list[_Idle] = []
 
     def __repr__(self) -> str:
         return f"SmtpChannel({self.server.redacted()!r})"
@@ -159,6 +170,48 @@ class SmtpChannel:
     async def send(self, message: EmailMessage) -> Delivery:
         import aiosmtplib
 
+        server = self.server
+        recipient = str(message["To"])
+        client = None
+        try:
+            client = await self._connection()
+            _, reply = await client.send_message(message)
+        except aiosmtplib.SMTPRecipientsRefused as exc:
+            await _close(client)
+            refused = exc.recipients[0] if exc.recipients else None
+            code = refused.code if refused is not None else 0
+            said = f"{code} {refused.message}" if refused is not None else str(exc)
+            if 500 <= code < 600:
+                raise RecipientRefused(recipient, said) from None
+            raise SendFailed(f"recipient deferred by {server.redacted()}: {said}") from None
+        except aiosmtplib.SMTPResponseException as exc:
+            await _close(client)
+            raise SendFailed(f"{server.redacted()} answered {exc.code} {exc.message}") from None
+        except (aiosmtplib.SMTPException, OSError) as exc:
+            await _close(client)
+            raise SendFailed(f"{server.redacted()}: {type(exc).__name__}: {exc}") from None
+        except BaseException:
+            await _close(client)
+            raise
+        self._give_back(client)
+        return Delivery(reply=reply.strip()[:500])
+
+    async def _connection(self) -> Any:
+        """An idle connection of this loop that answers a NOOP, else a new one."""
+        import aiosmtplib
+
+        loop = asyncio.get_running_loop()
+        while self._idle:
+            idle = self._idle.pop()
+            client = idle.take()
+            if client is None or idle.loop is not loop:
+                continue
+            try:
+                await client.noop()
+            except (aiosmtplib.SMTPException, OSError):
+                await _close(client)
+                continue
+            return client
         server = self.server
         start_tls = {"auto": None, "require": True, "never": False}[server.starttls]
         client = aiosmtplib.SMTP(
@@ -171,22 +224,49 @@ class SmtpChannel:
             timeout=self.timeout,
             tls_context=self.tls_context,
         )
-        recipient = str(message["To"])
+        await client.connect()
+        return client
+
+    def _give_back(self, client: Any) -> None:
+        self._idle = [idle for idle in self._idle if idle.client is not None]
+        if len(self._idle) < self.keep and client.is_connected:
+            self._idle.append(_Idle(client, self.idle_for))
+        else:
+            client.close()
+
+
+class _Idle:
+    """A connection waiting for the next message, closed by a task of its loop when nobody
+    takes it within `idle_for` seconds, or when the loop ends (asyncio.run cancels the task
+    and its `finally` closes the connection: nothing is left open behind a worker)."""
+
+    def __init__(self, client: Any, idle_for: float) -> None:
+        self.client: Any = client
+        self.loop = asyncio.get_running_loop()
+        self._task = self.loop.create_task(self._linger(idle_for))
+
+    def take(self) -> Any:
+        client, self.client = self.client, None
+        self._task.cancel()
+        return client
+
+    async def _linger(self, idle_for: float) -> None:
         try:
-            async with client:
-                _, reply = await client.send_message(message)
-        except aiosmtplib.SMTPRecipientsRefused as exc:
-            refused = exc.recipients[0] if exc.recipients else None
-            code = refused.code if refused is not None else 0
-            said = f"{code} {refused.message}" if refused is not None else str(exc)
-            if 500 <= code < 600:
-                raise RecipientRefused(recipient, said) from None
-            raise SendFailed(f"recipient deferred by {server.redacted()}: {said}") from None
-        except aiosmtplib.SMTPResponseException as exc:
-            raise SendFailed(f"{server.redacted()} answered {exc.code} {exc.message}") from None
-        except (aiosmtplib.SMTPException, OSError) as exc:
-            raise SendFailed(f"{server.redacted()}: {type(exc).__name__}: {exc}") from None
-        return Delivery(reply=reply.strip()[:500])
+            await asyncio.sleep(idle_for)
+        finally:
+            if self.client is not None:
+                client, self.client = self.client, None
+                await _close(client)
+
+
+async def _close(client: Any) -> None:
+    """Drop a connection without waiting on the server (a QUIT may hang on a broken one)."""
+    if client is None:
+        return
+    try:
+        client.close()
+    except RuntimeError:  # its event loop has ended, and its transport with it
+        pass
 
 
 __all__ = [

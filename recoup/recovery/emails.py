@@ -78,6 +78,8 @@ class EmailSender:
         self.dunning = dunning
         self.settings = EmailSettings(dunning.store.messages, box, now=dunning.clock.now)
         self._channel_for = channel_for or SmtpChannel
+        # One channel per server, kept: its connections serve the next emails.
+        self._channels: dict[SmtpServer, EmailChannel] = {}
 
     def register(self, registry: HandlerRegistry) -> HandlerRegistry:
         registry.add(EMAIL_HANDLER, self.send)
@@ -90,7 +92,7 @@ class EmailSender:
             return prepared
         row, message, server = prepared
         try:
-            delivery = await self._channel_for(server).send(message)
+            delivery = await self._channel(server).send(message)
         except RecipientRefused as exc:
             await asyncio.to_thread(self._bounced, row, exc)
             raise PermanentError(f"bounced: {exc}") from None
@@ -99,6 +101,12 @@ class EmailSender:
             raise
         await asyncio.to_thread(self._sent, row, delivery.reply)
         return f"sent {row.kind} to {row.recipient} as {row.message_id}: {delivery.reply}"
+
+    def _channel(self, server: SmtpServer) -> EmailChannel:
+        found = self._channels.get(server)
+        if found is None:
+            found = self._channels[server] = self._channel_for(server)
+        return found
 
     # Steps 1–5, in a thread (the store is synchronous).
 
