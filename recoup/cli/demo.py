@@ -3,7 +3,7 @@
 Contract:
 
     recoup demo [--size 5000] [--seed 7] [--policy business-days|calendar|PATH] [--db PATH]
-        [--json]
+        [--scenarios FILE] [--json]
 
 Makes a fresh SQLite database (`--db`, a path where no file exists yet; default a new
 temporary directory, printed), runs `recoup.demo.run_demo` with a progress bar on stderr, then
@@ -11,7 +11,12 @@ prints the recovery report, the double charges, Recoup beside the old nightly ba
 report's path and how to open the dashboard. `--json` prints one object instead (no progress
 bar): `seed`, `size`, `policy`, `clock`, `jobs_run`, `customer_events`, `double_charges`,
 `report` (`recoup.analytics.recovery.report_json`), `nightly_comparison`, `files`,
-`dashboard`, `elapsed_seconds`. Exit 0; 1 when anything was charged twice (or the run
+`dashboard`, `elapsed_seconds`, and `world` (its name) with `--scenarios`. `--scenarios FILE`
+is the file of `recoup gateway --scenarios`: the demo takes its world (the packaged
+`calibrated` one when it names none), whose odds every retry of a soft decline then also has
+at its local time, in Recoup's run and in the nightly batch alike; the same customers, so the
+figures of two worlds compare. Its cards and faults are the gateway's own, not the demo's.
+Exit 0; 1 when anything was charged twice (or the run
 failed); 2 on bad input.
 """
 
@@ -28,6 +33,7 @@ import typer
 
 from recoup.cli._app import app, print_json
 from recoup.cli._policy import PolicyOption, load_policy
+from recoup.cli._scenarios import read_scenario_file
 from recoup.dunning.policy import DEFAULT_PRESET
 from recoup.errors import InvalidInput, RecoupError
 
@@ -57,15 +63,30 @@ def demo_command(
         typer.Option("--db", help="A fresh SQLite file to create (default: a temporary one)."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    scenarios: Annotated[
+        Path | None,
+        typer.Option(help="A scenario file (recoup gateway --scenarios) whose world to follow."),
+    ] = None,
 ) -> int:
     """Recover a month of failed renewals through the real path, on a test clock, in seconds."""
     _check_installed()
     loaded = load_policy(policy)
+    world_name = None
+    if scenarios is not None:
+        from recoup.payments.world import packaged_world
+
+        world_name = (read_scenario_file(scenarios)[1].world or packaged_world()).name
     db_path = _fresh_db(db)
     from recoup.demo.run import DemoOptions, run_demo
 
     options = DemoOptions(
-        size=size, seed=seed, policy_name=policy, policy_toml=loaded.text, db_path=db_path
+        size=size,
+        seed=seed,
+        policy_name=policy,
+        policy_toml=loaded.text,
+        db_path=db_path,
+        scenarios_path=None if scenarios is None else scenarios.resolve(),
+        world_name=world_name,
     )
     if as_json:
         result = _failing_clearly(lambda: run_demo(options), db_path)
@@ -78,7 +99,9 @@ def demo_command(
     console = Console()
     console.print(
         f"[bold]Recoup demo[/bold]: {size:,} renewals that failed in October 2026 "
-        f"(seed {seed}, policy {policy})\n  database: {db_path}",
+        f"(seed {seed}, policy {policy}"
+        + (f", world {world_name}" if world_name else "")
+        + f")\n  database: {db_path}",
         highlight=False,
     )
     result = _failing_clearly(lambda: _run_with_progress(options), db_path)

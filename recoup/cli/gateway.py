@@ -7,9 +7,21 @@ Contract:
 Endpoints are those of `recoup.payments.server` (charges, lookups, admin calls to add cards,
 update them and inject faults, and `/stats`). SIGTERM or SIGINT stops it.
 
-The scenario file is TOML: one `[cards.<fingerprint>]` table per card that declines (cards not
-listed succeed), and `[[faults]]` to inject at start. Keys are those of the JSON bodies
-(`recoup.payments.wire`); only `decline_code` and `kind` are required:
+The scenario file is TOML: the `world` whose odds cards with `world_odds = true` follow
+(a packaged world's name, `calibrated`, `flat` or `night-owl`, or a `[world]` table in the
+format of `recoup.payments.world`; default `calibrated`), one `[cards.<fingerprint>]` table
+per card that declines (cards not listed succeed), and `[[faults]]` to inject at start. Keys
+are those of the JSON bodies (`recoup.payments.wire`); only `decline_code` and `kind` are
+required:
+
+    world = "calibrated"             # Recurly's hours, paydays by country (sources inside)
+
+    [cards.card_timed]               # soft: a retry succeeds with the world's odds at its
+    decline_code = "insufficient_funds"   # local hour, weekday and day of the month
+    world_odds = true
+    timezone = "America/New_York"
+    country = "US"
+    network = "visa"
 
     [cards.card_nsf]                 # soft: clears three days after its first try
     decline_code = "insufficient_funds"
@@ -50,7 +62,8 @@ from typing import Annotated
 import typer
 
 from recoup.cli._app import app
-from recoup.errors import ConfigError, InvalidInput
+from recoup.cli._scenarios import read_scenario_file
+from recoup.errors import InvalidInput
 
 log = logging.getLogger("recoup.gateway")
 
@@ -63,7 +76,7 @@ def gateway_command(
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on.")] = DEFAULT_PORT,
     seed: Annotated[int, typer.Option(help="Seed of charge ids and probabilistic declines.")] = 0,
     scenarios: Annotated[
-        Path | None, typer.Option(help="TOML file of card scenarios and faults.")
+        Path | None, typer.Option(help="TOML file of the world, card scenarios and faults.")
     ] = None,
 ) -> None:
     """Serve a simulated payment gateway over HTTP until SIGTERM/SIGINT."""
@@ -71,26 +84,13 @@ def gateway_command(
 
     from recoup.payments.gateway import SimulatedGateway
     from recoup.payments.server import create_gateway_app
-    from recoup.payments.wire import parse_scenario_file
     from recoup.timekeeping.clock import SystemClock
 
     if not host or host != host.strip():
         raise InvalidInput("--host", host, "expected an address such as 127.0.0.1")
-    gateway = SimulatedGateway(SystemClock(), seed=seed)
-    if scenarios is not None:
-        try:
-            text = scenarios.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise InvalidInput(
-                "--scenarios", str(scenarios), f"expected a readable UTF-8 file ({reason})"
-            ) from None
-        try:
-            loaded = parse_scenario_file(text)
-        except ConfigError as exc:
-            raise InvalidInput(
-                f"--scenarios {scenarios}: {exc.field}", exc.value, exc.allowed
-            ) from None
+    loaded = read_scenario_file(scenarios)[1] if scenarios is not None else None
+    gateway = SimulatedGateway(SystemClock(), seed=seed, world=loaded.world if loaded else None)
+    if loaded is not None:
         for fingerprint, scenario in loaded.cards.items():
             gateway.add_card(fingerprint, scenario)
         for fault in loaded.faults:
@@ -100,5 +100,11 @@ def gateway_command(
     server = uvicorn.Server(
         uvicorn.Config(create_gateway_app(gateway), host=host, port=port, log_level="info")
     )
-    log.info("simulated gateway on http://%s:%d (seed %d)", host, port, seed)
+    log.info(
+        "simulated gateway on http://%s:%d (seed %d); world %s",
+        host,
+        port,
+        seed,
+        gateway.world.name,
+    )
     server.run()  # returns on SIGTERM/SIGINT

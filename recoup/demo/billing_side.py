@@ -1,10 +1,11 @@
 """The other side of the demo: the example billing app (`examples/billing_app`) in a process of
 its own, charging an in-process simulated gateway that knows the demo's cards and faults.
 
-    python -m recoup.demo.billing_side --seed 7 --size 5000 --db billing.db
+    python -m recoup.demo.billing_side --seed 7 --size 5000 --db billing.db [--scenarios F]
 
 reads the tenant's signing secret from RECOUP_SIGNING_SECRET, builds the same customers as the
-demo (`population.generate`), gives the gateway each card's scenario and each injected fault,
+demo (`population.generate`), gives the gateway each card's scenario and each injected fault
+(and, with `--scenarios`, the file's world, whose odds the customers' soft declines follow),
 listens on a free port of 127.0.0.1 and prints `{"port": N}` on one line once it accepts
 connections. `BillingApp` starts and stops it from the demo.
 
@@ -24,10 +25,13 @@ import sys
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from recoup.errors import RecoupError
 from recoup.timekeeping.clock import SystemClock
+
+if TYPE_CHECKING:
+    from recoup.payments.world import World
 
 SECRET_ENV = "RECOUP_SIGNING_SECRET"
 START_TIMEOUT = 60.0  # seconds for the app to import and listen
@@ -43,9 +47,18 @@ class BillingApp:
     until it listens (do other work meanwhile: it takes a second or two to import) and
     returns its URL."""
 
-    def __init__(self, *, seed: int, size: int, db_path: Path, secret: str, log_path: Path):
+    def __init__(
+        self,
+        *,
+        seed: int,
+        size: int,
+        db_path: Path,
+        secret: str,
+        log_path: Path,
+        scenarios: Path | None = None,
+    ):
         self.seed, self.size, self.db_path, self.secret = seed, size, db_path, secret
-        self.log_path = log_path
+        self.log_path, self.scenarios = log_path, scenarios
         self.url = ""
         self._process: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
@@ -54,6 +67,8 @@ class BillingApp:
         self._log = self.log_path.open("wb")
         argv = [sys.executable, "-m", "recoup.demo.billing_side"]
         argv += ["--seed", str(self.seed), "--size", str(self.size), "--db", str(self.db_path)]
+        if self.scenarios is not None:
+            argv += ["--scenarios", str(self.scenarios)]
         self._process = subprocess.Popen(
             argv,
             stdout=subprocess.PIPE,
@@ -109,12 +124,21 @@ def _last_line(path: Path) -> str:
     return lines[-1] if lines else "no output"
 
 
+def scenario_world(path: Path) -> World:
+    """The world of a scenario file (the packaged default when it names none)."""
+    from recoup.payments.wire import parse_scenario_file
+    from recoup.payments.world import packaged_world
+
+    return parse_scenario_file(path.read_text("utf-8")).world or packaged_world()
+
+
 def main(argv: list[str] | None = None) -> None:
     """The billing app's process (see the module docstring)."""
     parser = argparse.ArgumentParser(prog="python -m recoup.demo.billing_side")
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--size", type=int, required=True)
     parser.add_argument("--db", required=True)
+    parser.add_argument("--scenarios", default=None)
     args = parser.parse_args(argv)
     secret = os.environ.get(SECRET_ENV)
     if not secret:
@@ -126,9 +150,10 @@ def main(argv: list[str] | None = None) -> None:
     from recoup.demo.population import generate
     from recoup.payments import SimulatedGateway
 
+    world = None if args.scenarios is None else scenario_world(Path(args.scenarios))
     # The gateway's clock serves only calls without an instant: every charge carries its own.
-    gateway = SimulatedGateway(SystemClock(), seed=args.seed)
-    for customer in generate(args.seed, args.size):
+    gateway = SimulatedGateway(SystemClock(), seed=args.seed, world=world)
+    for customer in generate(args.seed, args.size, world_odds=world is not None):
         gateway.add_card(customer.card, customer.scenario())
         fault = customer.injected_fault()
         if fault is not None:

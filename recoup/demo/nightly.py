@@ -19,11 +19,13 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from recoup.demo.population import MONTH_START, Customer, generate
 from recoup.dunning.taxonomy import DeclineClass, classify
 from recoup.errors import RecoupError
 from recoup.payments import ChargeRequest, ChargeStatus, SimulatedGateway
+from recoup.payments.world import World
 from recoup.timekeeping.clock import VirtualClock
 
 RETRY_DAYS = (1, 3, 5, 7)  # UTC days after the failure's UTC date, each at 00:00 UTC
@@ -46,9 +48,14 @@ class BatchFigures:
         return self.recovered_by_retry / self.invoices if self.invoices else 0.0
 
 
-def nightly_batch(customers: Sequence[Customer], *, seed: int) -> BatchFigures:
-    """Run the month's failures through the nightly batch (see the module docstring)."""
-    gateway = SimulatedGateway(VirtualClock(MONTH_START), seed=seed, sleep=lambda _: None)
+def nightly_batch(
+    customers: Sequence[Customer], *, seed: int, world: World | None = None
+) -> BatchFigures:
+    """Run the month's failures through the nightly batch (see the module docstring), in
+    `world` when the customers follow one."""
+    gateway = SimulatedGateway(
+        VirtualClock(MONTH_START), seed=seed, sleep=lambda _: None, world=world
+    )
     for c in customers:
         gateway.add_card(c.card, c.scenario())
         if c.card_updated_at is not None:
@@ -94,8 +101,10 @@ class NightlyProcess:
     own started at once (it needs nothing of the run, whose process is the busy one): the
     customers are drawn there again, the same. `result()` waits for its figures."""
 
-    def __init__(self, *, seed: int, size: int) -> None:
+    def __init__(self, *, seed: int, size: int, scenarios: Path | None = None) -> None:
         argv = [sys.executable, "-m", "recoup.demo.nightly", str(seed), str(size)]
+        if scenarios is not None:
+            argv.append(str(scenarios))
         self._process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
     def result(self) -> BatchFigures:
@@ -111,9 +120,13 @@ class NightlyProcess:
 
 
 def main(argv: list[str]) -> None:
-    """`python -m recoup.demo.nightly SEED SIZE`: the figures as one JSON object."""
+    """`python -m recoup.demo.nightly SEED SIZE [SCENARIOS]`: the figures as one JSON object."""
+    from recoup.demo.billing_side import scenario_world
+
     seed, size = int(argv[0]), int(argv[1])
-    figures = nightly_batch(generate(seed, size), seed=seed)
+    world = scenario_world(Path(argv[2])) if len(argv) > 2 else None
+    customers = generate(seed, size, world_odds=world is not None)
+    figures = nightly_batch(customers, seed=seed, world=world)
     sys.stdout.write(json.dumps(dataclasses.asdict(figures)) + "\n")
 
 

@@ -8,6 +8,7 @@ with the renewals, card updates and payments the demo sends (here).
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,9 +49,23 @@ class Customer:
     paid_out_of_band_at: datetime | None  # the customer pays another way
     fault: str | None  # a `FaultKind` injected on the first retry's charge
     fault_delay: float = 0.0  # seconds, for a slow answer
+    world_odds: bool = False  # soft declines also recover with the gateway world's odds
 
     def scenario(self) -> Scenario:
         """What the gateway answers for this card until it clears."""
+        scenario = self._rules()
+        if self.world_odds and self.outlook in ("clears", "payday", "never"):
+            # The rules stand, and every retry also has the world's chance at its local time.
+            return dataclasses.replace(
+                scenario,
+                world_odds=True,
+                timezone=self.timezone,
+                network=self.network,
+                country=self.country,
+            )
+        return scenario
+
+    def _rules(self) -> Scenario:
         code, advice = self.decline_code, self.advice_code
         if self.outlook == "clears":
             return Scenario.soft(code, advice_code=advice, clears_after=self.clears_after)
@@ -87,11 +102,15 @@ def first_retry_key(invoice_id: str) -> str:
     return f"charge:{invoice_id}:1"
 
 
-def generate(seed: int, size: int) -> list[Customer]:
+def generate(seed: int, size: int, *, world_odds: bool = False) -> list[Customer]:
     """`size` customers whose renewals failed in the month from `MONTH_START`, ordered by
-    the failure's instant; the same for the same seed."""
+    the failure's instant; the same for the same seed. With `world_odds` (`recoup demo
+    --scenarios`), the same customers, whose soft declines also recover with the odds of the
+    gateway's world at each retry's local time (`recoup.payments.world`)."""
     rng = random.Random(seed)
     customers = [_customer(rng, i) for i in range(size)]
+    if world_odds:
+        customers = [dataclasses.replace(c, world_odds=True) for c in customers]
     return sorted(customers, key=lambda c: (c.failed_at, c.invoice_id))
 
 

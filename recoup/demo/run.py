@@ -3,7 +3,9 @@
 1. A fresh SQLite database: a tenant (`demo`) with its signing secret, its policy and an API
    token for the dashboard.
 2. The example billing app in a process of its own (`billing_side`), charging a simulated
-   gateway that knows every card's scenario and the injected faults.
+   gateway that knows every card's scenario and the injected faults (with `scenarios_path`,
+   the file's world too: every retry of a soft decline then also has the world's chance at its
+   local hour, weekday and day of the month).
 3. Every customer event as a job (`driver`): the renewals fail at their instants and are
    reported to Recoup, which plans the retries as jobs; cards are replaced, some invoices are
    paid another way.
@@ -62,6 +64,8 @@ class DemoOptions:
     policy_toml: str  # the policy's TOML, stored as the tenant's
     db_path: Path  # a fresh SQLite file; the billing app's database and the report go beside
     concurrency: int = 32  # attempts run together in a test clock batch
+    scenarios_path: Path | None = None  # a scenario file whose world the customers follow
+    world_name: str | None = None  # that world's name, for the output
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -120,8 +124,9 @@ def run_demo(
     the worker's thread, after each batch: keep it quick); `after_run` sees the gateway
     before the audit."""
     began = time.perf_counter()
-    customers = generate(options.seed, options.size)
-    nightly = NightlyProcess(seed=options.seed, size=options.size)
+    world_odds = options.scenarios_path is not None
+    customers = generate(options.seed, options.size, world_odds=world_odds)
+    nightly = NightlyProcess(seed=options.seed, size=options.size, scenarios=options.scenarios_path)
     try:
         store = open_store(f"sqlite:///{options.db_path}", synchronous="NORMAL")
         try:
@@ -185,6 +190,7 @@ def _run(
         db_path=billing_db,
         secret=tenant.signing_secret,
         log_path=options.db_path.with_name(options.db_path.stem + "-billing-app.log"),
+        scenarios=options.scenarios_path,
     )
     with app:
         _warm_up(policy, customers)  # while the billing app starts

@@ -29,7 +29,9 @@ def demo_json(result: DemoResult, html_path: str) -> dict[str, Any]:
     """The `--json` object: the run's figures (the same for the same seed), then where its
     files are and how long it took (which differ from run to run)."""
     o = result.options
+    world = {} if o.world_name is None else {"world": o.world_name}
     return {
+        **world,
         "seed": o.seed,
         "size": o.size,
         "policy": o.policy_name,

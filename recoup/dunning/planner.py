@@ -14,6 +14,10 @@ cap:
 3. while the instant is less than the minimum gap (the policy's, or the advice code's "not
    before") after the preceding failure, in a blackout of the failure's gateway, or over a
    card-network limit, the date moves to the next business day;
+   With `paydays` in the policy and an insufficient-funds decline, the attempt lands instead
+   on the first payday on or after that date (a business day) that no rule of this step
+   holds back, before the maximum duration and the next renewal; when there is none, it
+   lands as steps 1–3 say (`policy_paydays`);
 4. an instant after the maximum duration (counted from the failure), or at or after the next
    renewal, drops this attempt and every later one.
 
@@ -24,15 +28,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import assert_never
+from zoneinfo import ZoneInfo
 
 from recoup.dunning.jitter import attempt_jitters
 from recoup.dunning.landing import customer_calendar, landing_date, reference_date, window_wall_time
 from recoup.dunning.limits import CardAttempt, limit_reason
 from recoup.dunning.outcomes import AwaitCustomer, Decision, NoRetry, PlannedAttempt, Retry
-from recoup.dunning.policy import DunningPolicy
-from recoup.dunning.taxonomy import DeclineClass, Taxonomy, classify, default_taxonomy
+from recoup.dunning.policy import Blackout, DunningPolicy
+from recoup.dunning.policy_paydays import PaydayRule, is_insufficient_funds, paydays_from
+from recoup.dunning.taxonomy import (
+    Classification,
+    DeclineClass,
+    Taxonomy,
+    classify,
+    default_taxonomy,
+)
+from recoup.timekeeping.calendar import BusinessCalendar
 from recoup.timekeeping.instants import require_aware, require_in_range
 from recoup.timekeeping.zones import resolve_local, to_local, zone
 
@@ -92,6 +105,65 @@ def _own_failure(failure: Failure, history: Sequence[CardAttempt]) -> list[CardA
     ]
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Guards:
+    """What may hold an attempt back from an instant (step 3): the minimum gap after the
+    preceding failure, a blackout of the failure's gateway, a card-network limit."""
+
+    failure: Failure
+    verdict: Classification
+    table: Taxonomy
+    policy: DunningPolicy
+    after: datetime  # the preceding failure + the minimum gap
+    min_gap: timedelta
+    blackouts: tuple[Blackout, ...]
+    history: Sequence[CardAttempt]
+
+    def held_back(self, at: datetime) -> str | None:
+        """Why an attempt may not be at `at`, or None when it may."""
+        if at < self.after:
+            return f"minimum gap of {self.min_gap.total_seconds() / 3600:g} h"
+        if any(b.start <= at < b.end for b in self.blackouts):
+            return f"gateway {self.failure.gateway} blackout"
+        return limit_reason(
+            network=self.failure.network,
+            visa_category=self.verdict.visa_category,
+            visa_limited=self.table.visa_limited_categories,
+            limits=self.policy.networks,
+            card=self.failure.card,
+            merchant_id=self.failure.merchant_id,
+            amount=self.failure.amount,
+            candidate=at,
+            history=self.history,
+        )
+
+
+def _payday_landing(
+    day: date,
+    rules: tuple[PaydayRule, ...],
+    calendar: BusinessCalendar,
+    tz: ZoneInfo,
+    policy: DunningPolicy,
+    jitter: int,
+    guards: _Guards,
+    deadline: datetime,
+    renewal: datetime | None,
+) -> tuple[date, datetime] | None:
+    """The first payday on or after `day` (a business day) whose window instant nothing holds
+    back, before the maximum duration and the next renewal; None when no payday is reachable
+    (the attempt then lands as the gaps say)."""
+    last = to_local(deadline, tz).date()
+    for payday in paydays_from(day, last, rules, calendar):
+        if not calendar.is_business_day(payday):
+            continue
+        at = resolve_local(window_wall_time(payday, policy, jitter), tz)
+        if at > deadline or (renewal is not None and at >= renewal):
+            return None
+        if guards.held_back(at) is None:
+            return payday, at
+    return None
+
+
 def plan_retries(
     failure: Failure,
     policy: DunningPolicy,
@@ -130,6 +202,9 @@ def plan_retries(
     min_gap = timedelta(seconds=max(policy.min_gap_seconds, verdict.min_delay_hours * 3600))
     blackouts = policy.blackouts_for(failure.gateway)
     card_history = [*history, *_own_failure(failure, history)]
+    payday_rules: tuple[PaydayRule, ...] = ()
+    if policy.paydays is not None and is_insufficient_funds(failure.decline_code):
+        payday_rules = policy.paydays.rules_for(failure.country or policy.default_country)
 
     notes: list[str] = []
     attempts: list[PlannedAttempt] = []
@@ -138,27 +213,29 @@ def plan_retries(
     for k in range(1, count + 1):
         day = landing_date(ref_day, policy.gaps[k - 1], calendar)
         moved: str | None = None
-        at = resolve_local(window_wall_time(day, policy, jitters[k - 1]), tz)
+        guards = _Guards(
+            failure=failure,
+            verdict=verdict,
+            table=table,
+            policy=policy,
+            after=ref_instant + min_gap,
+            min_gap=min_gap,
+            blackouts=blackouts,
+            history=card_history,
+        )
+        on_payday = _payday_landing(
+            day, payday_rules, calendar, tz, policy, jitters[k - 1], guards, deadline, renewal
+        )
+        if on_payday is not None:
+            if on_payday[0] != day:
+                notes.append(f"attempt {k} moved to the payday {on_payday[0].isoformat()}")
+            day, at = on_payday
+        else:
+            at = resolve_local(window_wall_time(day, policy, jitters[k - 1]), tz)
         for _ in range(_MAX_MOVES):
             if at > deadline:
                 break
-            why: str | None = None
-            if at < ref_instant + min_gap:
-                why = f"minimum gap of {min_gap.total_seconds() / 3600:g} h"
-            elif any(b.start <= at < b.end for b in blackouts):
-                why = f"gateway {failure.gateway} blackout"
-            else:
-                why = limit_reason(
-                    network=failure.network,
-                    visa_category=verdict.visa_category,
-                    visa_limited=table.visa_limited_categories,
-                    limits=policy.networks,
-                    card=failure.card,
-                    merchant_id=failure.merchant_id,
-                    amount=failure.amount,
-                    candidate=at,
-                    history=card_history,
-                )
+            why = guards.held_back(at)
             if why is None:
                 break
             moved = moved or why

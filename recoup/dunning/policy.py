@@ -6,6 +6,8 @@ A policy file (see `recoup/dunning/data/policies/*.toml` for complete examples):
     final_action = "pause_access"   # pause_access | cancel | mark_uncollectible | leave_past_due
     gaps = [{ business_days = 1 }, { business_days = 3 }, { days = 7 }]
     strategy = "static"             # or "adaptive", with an [adaptive] table (policy_adaptive.py)
+    paydays = [1, 15]               # optional: insufficient-funds retries aim at paydays;
+                                    # or "country" (see policy_paydays.py)
 
     [window]                        # the local landing window
     start = "10:00"
@@ -51,6 +53,7 @@ from typing import Any
 
 from recoup.dunning import policy_fields as fields
 from recoup.dunning.policy_adaptive import AdaptiveSettings, parse_adaptive
+from recoup.dunning.policy_paydays import Paydays, parse_paydays
 from recoup.errors import ConfigError, InvalidInput
 from recoup.timekeeping.calendar import SAT_SUN, WEEKDAY_NAMES, parse_weekend
 
@@ -129,6 +132,7 @@ class DunningPolicy:
     blackouts: tuple[Blackout, ...] = ()
     final_action: FinalAction = FinalAction.PAUSE_ACCESS
     description: str = ""
+    paydays: Paydays | None = None  # insufficient-funds retries aim at these (policy_paydays)
 
     @property
     def window_start_seconds(self) -> int:
@@ -242,6 +246,7 @@ _TOP = frozenset(
         "limits",
         "networks",
         "blackouts",
+        "paydays",
     }
 )
 
@@ -341,6 +346,7 @@ def policy_from_dict(data: dict[str, Any], *, name: str) -> DunningPolicy:
         ),
         blackouts=_blackouts(data.get("blackouts", [])),
         final_action=final_action,
+        paydays=parse_paydays(data.get("paydays")),
     )
 
 

@@ -21,8 +21,13 @@ Contract:
 - the counts (`charges_per_key`, `double_charged_invoices`, `stats`) record what happened,
   not what should have happened, so tests can prove that money moved at most once.
 
-Charge ids and the `probability` draws of scenarios are hashes of the seed and the key, so a
-run is the same whatever the order of its calls. Every method is thread-safe.
+A scenario with `world_odds` succeeds, when its rules leave a retry declined, with the chance
+the gateway's `world` gives at the try's local time (default: the packaged calibrated world),
+after the card's first try and the invoice's earlier tries the gateway has seen; an invoice's
+first try (the failure that opens dunning) keeps to the rules.
+
+Charge ids and the `probability` and world draws of scenarios are hashes of the seed and the
+key, so a run is the same whatever the order of its calls. Every method is thread-safe.
 """
 
 from __future__ import annotations
@@ -46,8 +51,10 @@ from recoup.payments.provider import (
     ProviderUnavailable,
 )
 from recoup.payments.scenarios import Scenario
+from recoup.payments.world import Segment, TryHistory, World, packaged_world, success_probability
 from recoup.timekeeping.clock import Clock
 from recoup.timekeeping.instants import require_aware, to_utc
+from recoup.timekeeping.zones import zone
 
 Sleep = Callable[[float], None]  # seconds
 
@@ -121,8 +128,16 @@ class _Fired:
 class SimulatedGateway:
     """A `PaymentProvider` that moves pretend money (see the module docstring)."""
 
-    def __init__(self, clock: Clock, *, seed: int = 0, sleep: Sleep = time.sleep) -> None:
+    def __init__(
+        self,
+        clock: Clock,
+        *,
+        seed: int = 0,
+        sleep: Sleep = time.sleep,
+        world: World | None = None,
+    ) -> None:
         self._clock = clock
+        self._world = world
         self._seed = seed
         self._sleep = sleep
         self._lock = threading.Lock()
@@ -144,6 +159,11 @@ class SimulatedGateway:
     @property
     def seed(self) -> int:
         return self._seed
+
+    @property
+    def world(self) -> World:
+        """The world whose odds `world_odds` scenarios follow."""
+        return self._world or packaged_world()
 
     # Cards.
 
@@ -368,6 +388,11 @@ class SimulatedGateway:
             and scenario.declines_at(instant, first_try=card.first_try, updated_at=card.updated_at)
             and self._draw(key) < scenario.probability
         )
+        earlier = sum(c.created_at < instant for c in self._by_invoice.get(request.invoice_id, ()))
+        if declined and scenario is not None and scenario.world_odds and card and earlier:
+            declined = self._draw(key, "world") >= self._world_chance(
+                scenario, instant, card, retries_before=earlier - 1
+            )
         charge_id = "ch_" + self._hash("charge", key)[:24]
         if declined and scenario is not None:
             return Charge(
@@ -389,9 +414,23 @@ class SimulatedGateway:
             created_at=instant,
         )
 
-    def _draw(self, key: str) -> float:
-        """A uniform number in [0, 1) fixed by the seed and the key."""
-        return int(self._hash("draw", key)[:16], 16) / 2**64
+    def _world_chance(
+        self, scenario: Scenario, instant: datetime, card: _Card, *, retries_before: int
+    ) -> float:
+        """The world's chance for a retry (never the invoice's first try, the failure itself),
+        after the card's first try and `retries_before` retries of the invoice."""
+        segment = Segment(
+            decline_code=scenario.decline_code, network=scenario.network, country=scenario.country
+        )
+        history = TryHistory(
+            first_failed_at=card.first_try or instant, retries_before=retries_before
+        )
+        local = instant.astimezone(zone(scenario.timezone))
+        return success_probability(self.world, segment, local, history)
+
+    def _draw(self, key: str, purpose: str = "draw") -> float:
+        """A uniform number in [0, 1) fixed by the seed, the key and the purpose."""
+        return int(self._hash(purpose, key)[:16], 16) / 2**64
 
     def _hash(self, purpose: str, key: str) -> str:
         return hashlib.sha256(f"{self._seed}\x00{purpose}\x00{key}".encode()).hexdigest()

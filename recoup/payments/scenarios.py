@@ -13,6 +13,11 @@ however the calls are ordered or replayed:
   expired card is by the card updater or the customer;
 - no condition at all: the decline never clears (a hard decline, or a soft one that stays).
 
+With `world_odds`, a try the clearing rules leave declined still succeeds with the chance the
+gateway's world gives (`recoup.payments.world.success_probability`) at the try's local time
+in `timezone`, for the segment of `decline_code`, `network` and `country`: timing matters
+alongside the rules (a hard decline's chance is 0 in every world).
+
 With several conditions, `combine` says whether any one of them clears the card (`ANY`, the
 default) or all must hold at once (`ALL`: e.g. "after three days, and only around a payday").
 
@@ -62,6 +67,9 @@ class Scenario:
     clears_on_update: bool = False
     combine: Combine = Combine.ANY
     probability: float = 1.0
+    world_odds: bool = False
+    network: str | None = None
+    country: str | None = None
 
     def __post_init__(self) -> None:
         if not self.decline_code or self.decline_code != self.decline_code.strip():
@@ -82,6 +90,10 @@ class Scenario:
         if not 0.0 < self.probability <= 1.0:
             raise InvalidInput("probability", self.probability, "expected a number in (0, 1]")
         object.__setattr__(self, "combine", Combine(self.combine))
+        for name in ("network", "country"):
+            value = getattr(self, name)
+            if value is not None and (not value or value != value.strip()):
+                raise InvalidInput(name, value, f"expected a {name} code or none")
 
     @classmethod
     def soft(

@@ -11,6 +11,7 @@ Endpoints (bodies in `recoup.payments.wire`):
     GET    /faults                         the faults in force
     DELETE /faults, /faults/{id}           take all faults, or one, out of force
     GET    /stats                          counts, `charges_per_key`, double-charged invoices
+    GET    /world                          the world `world_odds` cards follow: name, description
 
 A charge answers 200 with the `Charge` whatever its status: a decline is a result, not an
 error. Errors are `application/problem+json` (`type`, `title`, `status`, `detail`, and
@@ -186,6 +187,16 @@ def create_gateway_app(gateway: SimulatedGateway) -> Starlette:
     async def stats(request: Request) -> Response:
         return JSONResponse(wire.stats_to_json(gateway.stats()))
 
+    async def world(request: Request) -> Response:
+        current = gateway.world
+        return JSONResponse(
+            {
+                "name": current.name,
+                "description": current.description,
+                "time_structure": current.has_time_structure,
+            }
+        )
+
     routes = [
         Route("/charges", _handled(create_charge), methods=["POST"]),
         # `path` so keys may hold slashes; colons (`charge:inv_1:2`) need nothing special.
@@ -198,6 +209,7 @@ def create_gateway_app(gateway: SimulatedGateway) -> Starlette:
         Route("/faults", _handled(clear_faults), methods=["DELETE"]),
         Route("/faults/{fault_id}", _handled(remove_fault), methods=["DELETE"]),
         Route("/stats", _handled(stats), methods=["GET"]),
+        Route("/world", _handled(world), methods=["GET"]),
     ]
     return Starlette(routes=routes, exception_handlers={HTTPException: _http_problem})
 

@@ -12,7 +12,8 @@ minor units:
     scenario   {"decline_code": "insufficient_funds", "advice_code": null,
                 "clears_after_hours": 72, "paydays": [1, 15], "payday_dates": ["2026-12-24"],
                 "window_days": 3, "timezone": "America/New_York", "clears_on_update": false,
-                "combine": "any", "probability": 1.0}   (all but decline_code are optional)
+                "combine": "any", "probability": 1.0, "world_odds": false,
+                "network": "visa", "country": "US"}     (all but decline_code are optional)
     fault      {"kind": "unavailable", "times": null, "idempotency_key": null,
                 "invoice_id": null, "card": null, "gateway": "stripe", "merchant_id": null,
                 "start": "2026-12-01T02:00:00Z", "end": "2026-12-01T04:00:00Z",
@@ -48,6 +49,7 @@ from recoup.payments.faults import Fault, FaultKind
 from recoup.payments.gateway import GatewayStats, InjectedFault
 from recoup.payments.provider import Charge, ChargeRequest, ChargeStatus
 from recoup.payments.scenarios import DEFAULT_WINDOW_DAYS, Combine, Scenario
+from recoup.payments.world import WORLDS, World, packaged_world, world_from_dict
 from recoup.timekeeping.instants import format_utc, to_utc
 
 TYPE_BASE = "urn:recoup:gateway:"  # problem types: stable names the client maps back
@@ -100,6 +102,9 @@ class ScenarioShape(_Shape):
     clears_on_update: StrictBool = False
     combine: Literal["any", "all"] = "any"
     probability: float = 1.0
+    world_odds: StrictBool = False
+    network: StrictStr | None = None
+    country: StrictStr | None = None
 
 
 class FaultShape(_Shape):
@@ -137,16 +142,29 @@ class ChargeOutShape(_Shape):
 
 
 class ScenarioFileShape(_Shape):
+    world: StrictStr | dict[str, Any] | None = None  # a packaged world's name, or a table
     cards: dict[str, ScenarioShape] = {}
     faults: list[FaultShape] = []
 
 
 @dataclass(frozen=True, kw_only=True)
 class ScenarioFile:
-    """A scenario file's content: card scenarios by fingerprint, and faults to inject."""
+    """A scenario file's content: the world (None: not given), card scenarios by
+    fingerprint, and faults to inject."""
 
     cards: dict[str, Scenario]
     faults: tuple[Fault, ...]
+    world: World | None = None
+
+
+def _world(value: str | dict[str, Any] | None) -> World | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if value not in WORLDS:
+            raise ConfigError("world", value, f"expected one of {list(WORLDS)} or a [world] table")
+        return packaged_world(value)
+    return world_from_dict(value, prefix="world.")
 
 
 def _validate(shape: type[_M], data: Any, prefix: str) -> _M:
@@ -269,6 +287,9 @@ def _scenario(shape: ScenarioShape, prefix: str) -> Scenario:
         clears_on_update=shape.clears_on_update,
         combine=Combine(shape.combine),
         probability=shape.probability,
+        world_odds=shape.world_odds,
+        network=shape.network,
+        country=shape.country,
     )
 
 
@@ -289,6 +310,9 @@ def scenario_to_json(scenario: Scenario) -> dict[str, Any]:
         "clears_on_update": scenario.clears_on_update,
         "combine": scenario.combine.value,
         "probability": scenario.probability,
+        "world_odds": scenario.world_odds,
+        "network": scenario.network,
+        "country": scenario.country,
     }
 
 
@@ -370,8 +394,8 @@ def stats_to_json(stats: GatewayStats) -> dict[str, Any]:
 
 
 def parse_scenario_file(text: str) -> ScenarioFile:
-    """A scenario file (TOML: `[cards.<fingerprint>]` scenario tables and `[[faults]]`);
-    `ConfigError` naming the dotted path of the first bad value."""
+    """A scenario file (TOML: `world`, `[cards.<fingerprint>]` scenario tables and
+    `[[faults]]`); `ConfigError` naming the dotted path of the first bad value."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -385,7 +409,7 @@ def parse_scenario_file(text: str) -> ScenarioFile:
     for fingerprint in cards:
         if not fingerprint or fingerprint != fingerprint.strip():
             raise ConfigError("cards", fingerprint, "expected card fingerprints as table names")
-    return ScenarioFile(cards=cards, faults=faults)
+    return ScenarioFile(cards=cards, faults=faults, world=_world(shape.world))
 
 
 __all__ = [

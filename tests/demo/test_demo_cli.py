@@ -164,3 +164,31 @@ def test_an_existing_database_is_refused(
     _, err = capsys.readouterr()
     assert "--db" in err and "fresh" in err
     assert taken.read_text() == "mine"
+
+
+def test_a_world_from_a_scenario_file_drives_the_retries(tmp_path: Path) -> None:
+    """The same customers in the night-owl world: the renewals and the contract stay, the
+    figures move, and the output names the world."""
+    scenarios = tmp_path / "world.toml"
+    scenarios.write_text('world = "night-owl"\n', encoding="utf-8")
+    code, out = run_cli(
+        "--size", "80", "--seed", "3", "--db", str(tmp_path / "r.db"), "--scenarios",
+        str(scenarios), "--json",
+    )  # fmt: skip
+    assert code == 0, out
+    demo = json.loads(out)
+    assert set(demo) == TOP_KEYS | {"world"}
+    assert demo["world"] == "night-owl"
+    assert demo["double_charges"]["total"] == 0
+    assert demo["customer_events"]["renewal failed"] == 80
+    assert demo["report"]["invoices"] == 80 and demo["report"]["running"] == 0
+
+
+def test_a_bad_scenario_file_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenarios = tmp_path / "world.toml"
+    scenarios.write_text("[world.hours]\ndecline_rates = [2]\n", encoding="utf-8")
+    assert main(["demo", "--scenarios", str(scenarios)]) == 2
+    _, err = capsys.readouterr()
+    assert "world.hours.decline_rates" in err and len(err.strip().splitlines()) == 1

@@ -74,3 +74,20 @@ def test_the_mix_follows_the_tables_within_sampling_error() -> None:
     assert set(faults) == {kind for kind, _, _ in mixes.FAULTS}
     updated = [c for c in customers if c.decline_code == "expired_card"]
     assert 0.6 < sum(c.card_updated_at is not None for c in updated) / len(updated) < 0.8
+
+
+def test_with_a_world_the_same_customers_follow_its_odds_on_soft_declines() -> None:
+    plain, timed = generate(9, 300), generate(9, 300, world_odds=True)
+    assert [c.invoice_id for c in plain] == [c.invoice_id for c in timed]
+    for before, after in zip(plain, timed, strict=True):
+        assert after.failed_at == before.failed_at and after.outlook == before.outlook
+        scenario = after.scenario()
+        if after.outlook in ("clears", "payday", "never"):
+            assert scenario.world_odds
+            assert (scenario.timezone, scenario.country) == (after.timezone, after.country)
+            assert scenario.network == after.network
+            # The clearing rules stand beside the odds.
+            assert scenario.clears_after == before.scenario().clears_after
+        else:  # hard declines and card updates never recover by timing
+            assert not scenario.world_odds
+            assert scenario == before.scenario()

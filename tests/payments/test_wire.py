@@ -86,8 +86,11 @@ def test_the_cli_docstring_example_is_this_format() -> None:
         "card_nsf",
         "card_payday",
         "card_stolen",
+        "card_timed",
     ]
     assert len(loaded.faults) == 1
+    assert loaded.world is not None and loaded.world.name == "calibrated"
+    assert loaded.cards["card_timed"].world_odds
 
 
 @pytest.mark.parametrize(
