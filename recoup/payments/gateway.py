@@ -420,7 +420,10 @@ class SimulatedGateway:
         """The world's chance for a retry (never the invoice's first try, the failure itself),
         after the card's first try and `retries_before` retries of the invoice."""
         segment = Segment(
-            decline_code=scenario.decline_code, network=scenario.network, country=scenario.country
+            decline_code=scenario.decline_code,
+            network=scenario.network,
+            country=scenario.country,
+            advice_codes=(scenario.advice_code,) if scenario.advice_code else (),
         )
         history = TryHistory(
             first_failed_at=card.first_try or instant, retries_before=retries_before

@@ -54,12 +54,14 @@ _MAX_PAYDAY_DAYS = 10
 
 @dataclass(frozen=True, kw_only=True)
 class Segment:
-    """Who is charged: the decline that opened dunning, the card's network and the customer's
-    country (ISO 3166-1 alpha-2)."""
+    """Who is charged: the decline that opened dunning (and its advice codes, which may make
+    it hard: `do_not_try_again`), the card's network and the customer's country (ISO 3166-1
+    alpha-2)."""
 
     decline_code: str
     network: str | None = None
     country: str | None = None
+    advice_codes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,7 +97,8 @@ class World:
 
     name: str
     description: str = ""
-    base: dict[str, float] = field(default_factory=lambda: {DEFAULT_BASE: 0.2})
+    # Left out of the hash (a dict): worlds key caches, and equal worlds still compare equal.
+    base: dict[str, float] = field(default_factory=lambda: {DEFAULT_BASE: 0.2}, hash=False)
     hour_odds: tuple[float, ...] = (1.0,) * _HOURS
     weekday_odds: tuple[float, ...] = (1.0,) * _WEEKDAYS
     payday_odds: tuple[float, ...] = ()
@@ -159,7 +162,8 @@ def success_probability(
     timing never cures."""
     if local_datetime.tzinfo is None:
         raise InvalidInput("local_datetime", local_datetime, "expected an aware local datetime")
-    if classify(segment.decline_code).decline_class is not DeclineClass.SOFT:
+    verdict = classify(segment.decline_code, segment.advice_codes)
+    if verdict.decline_class is not DeclineClass.SOFT:
         return 0.0
     hour_odds, weekday_odds, odds = world.hour_odds, world.weekday_odds, 1.0
     for rule in world.segments:

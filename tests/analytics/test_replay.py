@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
@@ -26,6 +27,7 @@ from recoup.dunning import (
     plan_retries,
     preset,
 )
+from recoup.dunning.policy_paydays import parse_paydays
 from recoup.errors import InvalidInput
 from recoup.timekeeping.instants import format_utc
 from tests.dunning.strategies import ACTION_CODES, HARD_CODES, SOFT_CODES, failures
@@ -94,6 +96,18 @@ def test_replay_equals_plan_on_random_samples(
     ]
     policy = preset(name)
     assert_replay_matches_plan(rows, policy, as_csv(rows, offsets=offsets))
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(failures(codes=["insufficient_funds", "51", "do_not_honor"]), min_size=1, max_size=12),
+    st.sampled_from(["country", [1, 15], ["last_business_day"]]),
+)
+def test_replay_equals_plan_with_paydays(rows: list[Failure], paydays: object) -> None:
+    """Insufficient-funds rows moved to paydays are the planner's, row for row."""
+    rows = [dataclasses.replace(f, invoice=f"{f.invoice}_{i}") for i, f in enumerate(rows)]
+    policy = dataclasses.replace(preset("business-days"), paydays=parse_paydays(paydays))
+    assert_replay_matches_plan(rows, policy, as_csv(rows))
 
 
 # Windows placed on DST changes, so the replay's row-by-row fallback is exercised.

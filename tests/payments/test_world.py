@@ -125,6 +125,11 @@ def test_a_soft_decline_has_a_probability_strictly_between_0_and_1(
     assert not math.isnan(p)
 
 
+def test_an_advice_code_that_says_never_makes_a_soft_decline_hard() -> None:
+    dnh = Segment(decline_code="do_not_honor", country="US", advice_codes=("do_not_try_again",))
+    assert _p("calibrated", dnh, datetime(2026, 10, 15, 10, tzinfo=NEW_YORK)) == 0.0
+
+
 def test_each_retry_already_made_lowers_the_odds() -> None:
     local = datetime(2026, 10, 7, 10, tzinfo=NEW_YORK)
     odds = [_odds(_p("calibrated", NSF_US, local, n)) for n in range(3)]

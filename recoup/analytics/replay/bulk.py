@@ -12,14 +12,17 @@ there in bulk rather than per invoice:
 - the window's wall time is turned back into UTC by the same `ZoneOffsets`, once per distinct
   (zone, date); dates whose window crosses a DST change fall back to `resolve_local` row by
   row, so the DST rule is exactly the planner's;
-- jitter is `recoup.dunning.jitter`, the planner's own function, over whole arrays.
+- jitter is `recoup.dunning.jitter`, the planner's own function, over whole arrays;
+- with `paydays` in the policy, insufficient-funds rows of a country with paydays are planned
+  by `plan_retries` itself, row by row (`_payday_rows`): few rows, and the payday search is
+  the planner's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import numpy as np
 import numpy.typing as npt
@@ -28,7 +31,10 @@ from recoup.analytics.replay._units import DAY, I64, US, to_us
 from recoup.analytics.replay.failures_csv import FailureRows, split_advice
 from recoup.dunning.jitter import invoice_seeds, jitter_seconds
 from recoup.dunning.landing import customer_calendar, reference_shift_seconds
+from recoup.dunning.outcomes import Retry
+from recoup.dunning.planner import Failure, plan_retries
 from recoup.dunning.policy import DunningPolicy, GapUnit
+from recoup.dunning.policy_paydays import is_insufficient_funds
 from recoup.dunning.taxonomy import DeclineClass, Taxonomy, classify, default_taxonomy
 from recoup.timekeeping.bulk import ZoneOffsets
 from recoup.timekeeping.calendar import BusinessCalendar
@@ -37,6 +43,7 @@ from recoup.timekeeping.zones import zone
 RETRY, NO_RETRY, AWAIT_CUSTOMER = 0, 1, 2
 KIND_NAMES = ("retry", "no_retry", "await_customer")
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _HOLIDAY_MARGIN = 14  # days of holidays loaded either side of the dates a replay can reach
 
 
@@ -208,6 +215,50 @@ def _plan_group(
     )
 
 
+def _payday_rows(rows: FailureRows, policy: DunningPolicy, soft: I64) -> I64:
+    """The soft rows whose attempts the policy's paydays may move (insufficient funds, in a
+    country with paydays)."""
+    if policy.paydays is None or soft.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    funds = np.array([is_insufficient_funds(d or None) for d in rows.declines] or [False])
+    aimed = np.array(
+        [bool(policy.paydays.rules_for(c or policy.default_country)) for c in rows.countries]
+        or [False]
+    )
+    keep = funds[rows.decline[soft]] & aimed[rows.country[soft]]
+    picked: I64 = soft[keep].astype(np.int64)
+    return picked
+
+
+def _plan_rows(
+    rows: FailureRows, policy: DunningPolicy, taxonomy: Taxonomy, picked: I64
+) -> tuple[I64, I64, I64, I64]:
+    """Attempts (row, number, UTC seconds, offset) of `picked` rows, by `plan_retries`."""
+    found: list[tuple[int, int, int, int]] = []
+    for i in picked.tolist():
+        failure = Failure(
+            invoice=rows.invoice[i],
+            failed_at=_EPOCH + timedelta(microseconds=int(rows.failed_us[i])),
+            timezone=rows.zones[rows.zone[i]],
+            country=rows.countries[rows.country[i]] or None,
+            decline_code=rows.declines[rows.decline[i]] or None,
+            advice_codes=split_advice(rows.advices[rows.advice[i]]),
+            gateway=rows.gateways[rows.gateway[i]] or None,
+        )
+        decision = plan_retries(failure, policy, taxonomy=taxonomy)
+        for a in decision.attempts if isinstance(decision, Retry) else ():
+            offset = a.local.utcoffset() or timedelta(0)
+            found.append((i, a.attempt, int(a.at.timestamp()), int(offset.total_seconds())))
+    columns = [np.array(c, dtype=np.int64) for c in zip(*found, strict=True)] if found else []
+    empty = np.zeros(0, dtype=np.int64)
+    return (
+        columns[0] if columns else empty,
+        columns[1] if columns else empty,
+        columns[2] if columns else empty,
+        columns[3] if columns else empty,
+    )
+
+
 def replay_failures(
     rows: FailureRows,
     policy: DunningPolicy,
@@ -222,6 +273,8 @@ def replay_failures(
     verdicts = _verdicts(rows, policy, table)
     kind = verdicts.kind.copy()
     soft = np.flatnonzero(kind == RETRY)
+    by_planner = _payday_rows(rows, policy, soft)
+    soft = np.setdiff1d(soft, by_planner)
     # Only the countries of the rows kept: a skipped row's unknown country (refused when the
     # file was read) must not stop the replay of the others.
     used = set(np.unique(rows.country).tolist())
@@ -253,6 +306,8 @@ def replay_failures(
     zones: dict[int, ZoneOffsets] = {}
     parts: list[tuple[I64, I64, I64, I64]] = []
     done = total - soft.size
+    if by_planner.size:
+        parts.append(_plan_rows(rows, policy, table, by_planner))
     if on_progress is not None:
         on_progress(done, total)
     for members in members_all:
