@@ -2,8 +2,9 @@
 choice of a slot by Thompson sampling.
 
 - **Slot**: a local hour band (`band_minutes` wide, anchored at midnight) × weekday × class of
-  the day of the month (`DOM_CLASSES`: the days around the paydays of the conventions we know,
-  US 1st and 15th, JP 25th, GB/DE the month's end).
+  the day of the month (`DOM_CLASSES`: a payday of the customer's country's convention, the day
+  after, two days after, or another day; for a country without a convention, the days around
+  the paydays of the conventions we know: 1st–3rd, 14th–17th, 24th–26th, the month's end).
 - **Context**: decline class and code, country (else the zone's region), card network, attempt
   number. Counts are kept at five levels, coarse to fine (`context_levels`), so a context seen
   rarely borrows from its parents.
@@ -13,13 +14,18 @@ choice of a slot by Thompson sampling.
   the level above times this level's rate, weighing `prior_strength` attempts, so a context
   with a lower base rate (a later attempt) still inherits its parents' lifts; at the root every
   value's prior is the rate of the static policy's own slot (no slot is believed better than
-  the static one before the log says so). Factoring lets 12 bands + 7 weekdays + 5 classes be
-  learned where their 420 combinations could not.
+  the static one before the log says so). A level counts only the attempts of its other
+  branches, so no attempt is counted twice. Factoring lets 12 bands + 7 weekdays + 8 classes
+  be learned where their 672 combinations could not. Known limit: a factor's lift is read off
+  its margin, so a weekday on which later attempts cluster looks worse than it is.
 - **Choice** (`choose_slot`): one Thompson draw of every factor; the candidate with the largest
-  product wins. Exploration is bounded: a winner other than the best estimate (largest product
-  of posterior means, the static slot on ties) is kept only with probability `exploration`, so
-  at most that share of decisions leave the best estimate. Before `min_attempts` attempts of
-  the decline class are logged (a cold start) the static slot is kept.
+  product wins. The best estimate is the static slot unless a candidate beats it with
+  posterior probability `move_confidence` (a normal approximation on the log of the ratio of
+  their products, the factors they share cancelling out); then the best such candidate.
+  Exploration is bounded: a Thompson winner other than the best estimate is kept only with
+  probability `exploration`, so at most that share of decisions leave the best estimate.
+  Before `min_attempts` attempts of the decline class are logged (a cold start) the static
+  slot is kept.
 - **Propensity**: the probability that this procedure picks the chosen slot, estimated by
   running it again `propensity_draws` times on a random stream of its own (seeded from the
   same seed, invoice and attempt): (hits + 1) / (draws + 1), counting the decision's own draw,
@@ -32,21 +38,33 @@ SHA-256 of (seed, invoice, attempt, purpose); no clock, no I/O.
 from __future__ import annotations
 
 import calendar as month_calendar
+import functools
 import hashlib
+import itertools
 import math
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
+from statistics import NormalDist
 from types import MappingProxyType
 
 from recoup.dunning.policy_adaptive import AdaptiveSettings, format_minutes
+from recoup.dunning.policy_paydays import country_paydays, is_payday
 from recoup.errors import InvalidInput
+from recoup.timekeeping.calendar import BusinessCalendar
 
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-# Classes of the day of the month, around the paydays of the conventions we know.
-DOM_CLASSES = ("month_start", "mid_month", "late_month", "month_end", "other")
+# Classes of the day of the month: the days since a payday of the customer's country's
+# convention (`policy_paydays`, the same data the payday-aware static policy uses), else, for a
+# country with none, the days around the paydays of the conventions we know.
+PAYDAY_CLASSES = ("payday", "payday+1", "payday+2")
+CALENDAR_CLASSES = ("month_start", "mid_month", "late_month", "month_end")
+DOM_CLASSES = (*PAYDAY_CLASSES, *CALENDAR_CLASSES, "other")
 _DOM_LABELS = {
+    "payday": "a payday",
+    "payday+1": "the day after a payday",
+    "payday+2": "2 days after a payday",
     "month_start": "1st–3rd",
     "mid_month": "14th–17th",
     "late_month": "24th–26th",
@@ -54,11 +72,27 @@ _DOM_LABELS = {
     "other": "other days of the month",
 }
 _FACTORS = ("band", "weekday", "dom")
-_TIE = 1e-12  # products of means closer than this are a tie, which the static slot wins
+_TIE = 1e-12  # scores closer than this are equal
 
 
-def day_of_month_class(day: date) -> str:
-    """The class of `day` in `DOM_CLASSES` (the month's last 3 days first)."""
+@functools.lru_cache(maxsize=64)
+def _payroll_calendar(country: str) -> BusinessCalendar:
+    try:
+        return BusinessCalendar(country=country)
+    except InvalidInput:  # a country the holidays package does not know: weekends only
+        return BusinessCalendar()
+
+
+@functools.lru_cache(maxsize=65_536)
+def day_of_month_class(day: date, country: str | None = None) -> str:
+    """The class of `day` in `DOM_CLASSES` for a customer in `country` (module comment)."""
+    rules = country_paydays(country) if country else ()
+    if rules and country:
+        calendar = _payroll_calendar(country.strip().upper())
+        for back, name in enumerate(PAYDAY_CLASSES):
+            if is_payday(day - timedelta(days=back), rules, calendar):
+                return name
+        return "other"
     last = month_calendar.monthrange(day.year, day.month)[1]
     if day.day > last - 3:
         return "month_end"
@@ -103,14 +137,14 @@ class Slot:
                 return self.dom_class
 
 
-def slot_of(local: datetime, band_minutes: int) -> Slot:
-    """The slot of a local wall reading."""
+def slot_of(local: datetime, band_minutes: int, country: str | None = None) -> Slot:
+    """The slot of a local wall reading of a customer in `country`."""
     minute = local.hour * 60 + local.minute
     return Slot(
         band_start=minute - minute % band_minutes,
         band_minutes=band_minutes,
         weekday=local.weekday(),
-        dom_class=day_of_month_class(local.date()),
+        dom_class=day_of_month_class(local.date(), country),
     )
 
 
@@ -175,16 +209,32 @@ class LearnerState:
 
     def extended(self, records: Iterable[AttemptRecord]) -> LearnerState:
         """A new state with `records` counted too (this one unchanged)."""
-        counts = dict(self.counts)
+        counts = LearnerCounts(dict(self.counts))
         for record in records:
-            for level in context_levels(record.context):
-                keys: list[CountKey] = [(level, "all", None)]
-                keys += [(level, name, record.slot.factor(name)) for name in _FACTORS]
-                if record.static:
-                    keys.append((level, "static", None))
-                for key in keys:
-                    counts[key] = counts.get(key, Tally()).plus(record.success)
-        return LearnerState(MappingProxyType(counts))
+            counts.add(record)
+        return counts.state()
+
+
+class LearnerCounts:
+    """The counts of a `LearnerState`, kept up to date one attempt at a time (a shell that
+    learns as answers come, such as the benchmark, without copying the counts each time)."""
+
+    def __init__(self, counts: dict[CountKey, Tally] | None = None) -> None:
+        self._counts: dict[CountKey, Tally] = {} if counts is None else counts
+
+    def add(self, record: AttemptRecord) -> None:
+        for level in context_levels(record.context):
+            keys: list[CountKey] = [(level, "all", None)]
+            keys += [(level, name, record.slot.factor(name)) for name in _FACTORS]
+            if record.static:
+                keys.append((level, "static", None))
+            for key in keys:
+                self._counts[key] = self._counts.get(key, Tally()).plus(record.success)
+
+    def state(self) -> LearnerState:
+        """A read-only view of the counts as they are now, and as they will be: `add`
+        changes it (copy it with `extended(())` to keep one)."""
+        return LearnerState(MappingProxyType(self._counts))
 
 
 def learner_state(records: Iterable[AttemptRecord]) -> LearnerState:
@@ -262,20 +312,33 @@ def posterior(
     strength: float,
 ) -> Posterior:
     """The factor value's posterior at the context's finest level (rules in the module
-    docstring); `name` "all" gives the context's own rate."""
-    rate = prior  # the level's own rate, shrunk toward its parent's
-    lift = 1.0  # of the value, against the level's rate
+    docstring); `name` "all" gives the context's own rate.
+
+    Each attempt is counted once: a level contributes only the attempts of its other branches
+    (its count less the next finer level's), so a value seen a few times in one fine context
+    is not counted again at every level above it."""
+    levels = context_levels(context)
+
+    def disjoint(key_name: str, key_value: int | str | None) -> list[Tally]:
+        tallies = [state.tally((level, key_name, key_value)) for level in levels]
+        return [
+            Tally(t.successes - finer.successes, t.attempts - finer.attempts)
+            for t, finer in itertools.pairwise(tallies)
+        ] + [tallies[-1]]
+
+    overall = disjoint("all", None)
+    own = overall if name == "all" else disjoint(name, value)
+    rate = prior  # the rate of the branch, shrunk toward the branch above
+    lift = 1.0  # of the value, against the branch's rate
     alpha = beta = 0.0
-    tally = Tally()
-    for level in context_levels(context):
-        overall = state.tally((level, "all", None))
-        rate = _clip((overall.successes + strength * rate) / (overall.attempts + strength))
-        tally = overall if name == "all" else state.tally((level, name, value))
+    for branch, mine in zip(overall, own, strict=True):
+        rate = _clip((branch.successes + strength * rate) / (branch.attempts + strength))
         mean = _clip(lift * rate)
-        alpha = strength * mean + tally.successes
-        beta = strength * (1 - mean) + tally.attempts - tally.successes
+        alpha = strength * mean + mine.successes
+        beta = strength * (1 - mean) + mine.attempts - mine.successes
         lift = alpha / (alpha + beta) / rate
-    return Posterior(alpha=alpha, beta=beta, attempts=tally.attempts, successes=tally.successes)
+    last = own[-1]
+    return Posterior(alpha=alpha, beta=beta, attempts=last.attempts, successes=last.successes)
 
 
 def _stream(seed: int, invoice: str, attempt: int, purpose: str) -> random.Random:
@@ -289,6 +352,35 @@ def _stream(seed: int, invoice: str, attempt: int, purpose: str) -> random.Rando
 
 def _percent(p: float) -> str:
     return f"{100 * p:.0f}%"
+
+
+def _best(
+    scores: Sequence[float],
+    index: Sequence[tuple[int, ...]],
+    relative: Sequence[float],
+    static: int | None,
+    settings: AdaptiveSettings,
+) -> int:
+    """The best estimate: the candidate of the largest score among those better than the
+    static slot with probability `move_confidence`, else the static slot; without a static
+    candidate, the largest score. "Better" is read on the log of the ratio of the scores,
+    whose variance (the delta method) sums the relative variances of the factors in which the
+    two slots differ: a factor they share cancels out."""
+    if static is None:
+        return max(range(len(scores)), key=scores.__getitem__)
+    z = NormalDist().inv_cdf(settings.move_confidence)
+    base = index[static]
+
+    def convincing(c: int) -> bool:
+        if scores[c] <= scores[static] * (1 + _TIE):
+            return False
+        variance = sum(
+            relative[i] + relative[j] for i, j in zip(index[c], base, strict=True) if i != j
+        )
+        return math.log(scores[c] / scores[static]) > z * math.sqrt(variance)
+
+    moves = [c for c in range(len(scores)) if convincing(c)]
+    return max(moves, key=scores.__getitem__) if moves else static
 
 
 def choose_slot(
@@ -330,23 +422,20 @@ def choose_slot(
         for key in sorted(values, key=repr)
     }
     keys = [tuple((name, c.slot.factor(name)) for name in _FACTORS) for c in candidates]
-
-    def product(draw: Mapping[tuple[str, int | str], float], i: int) -> float:
-        return math.prod(draw[k] for k in keys[i])
-
-    means = {k: p.mean for k, p in posteriors.items()}
-    scores = [product(means, i) for i in range(len(candidates))]
-    best = max(range(len(candidates)), key=lambda i: (scores[i], -i))
-    if static is not None:
-        s = candidates.index(static)
-        if scores[s] >= scores[best] - _TIE:
-            best = s
     order = list(posteriors)
+    position = {k: i for i, k in enumerate(order)}
+    index = [tuple(position[k] for k in ks) for ks in keys]
+    params = [(posteriors[k].alpha, posteriors[k].beta) for k in order]
+    means = [a / (a + b) for a, b in params]
+    scores = [means[i] * means[j] * means[m] for i, j, m in index]
+    # The delta method: the relative variances of independent factors add up.
+    relative = [(posteriors[k].sd / posteriors[k].mean) ** 2 for k in order]
+    best = _best(scores, index, relative, candidates.index(static) if static else None, settings)
 
     def pick(rng: random.Random) -> int:
-        draw = {k: rng.betavariate(posteriors[k].alpha, posteriors[k].beta) for k in order}
-        sampled = [product(draw, i) for i in range(len(candidates))]
-        winner = max(range(len(candidates)), key=lambda i: (sampled[i], -i))
+        draw = [rng.betavariate(a, b) for a, b in params]
+        sampled = [draw[i] * draw[j] * draw[m] for i, j, m in index]
+        winner = max(range(len(sampled)), key=sampled.__getitem__)
         if winner != best and rng.random() >= settings.exploration:
             winner = best
         return winner
@@ -373,9 +462,7 @@ def choose_slot(
         }[name]
         parts.append(f"{what} {_percent(p.mean)} over {p.attempts} attempts")
     # The delta method: the relative variances of independent factors add up.
-    spread = estimate(chosen) * math.sqrt(
-        sum((posteriors[k].sd / posteriors[k].mean) ** 2 for k in keys[chosen])
-    )
+    spread = estimate(chosen) * math.sqrt(sum(relative[i] for i in index[chosen]))
     against = (
         f"against {_percent(estimate(candidates.index(static)))} for the static slot "
         f"{static.slot.label}"
@@ -402,11 +489,14 @@ def choose_slot(
 
 
 __all__ = [
+    "CALENDAR_CLASSES",
     "DOM_CLASSES",
+    "PAYDAY_CLASSES",
     "WEEKDAYS",
     "AttemptRecord",
     "Candidate",
     "Context",
+    "LearnerCounts",
     "LearnerState",
     "Posterior",
     "Slot",

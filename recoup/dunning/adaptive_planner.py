@@ -134,7 +134,7 @@ def _candidates(
     tz = zone(failure.timezone)
     span = settings.band_minutes * 60 - 1  # seconds: the jitter stays inside the band
     jitter = attempt_jitters(failure.invoice, policy.fingerprint, static.attempt, span)[-1]
-    own = slot_of(static.local, settings.band_minutes)
+    own = slot_of(static.local, settings.band_minutes, failure.country)
     found = [Candidate(slot=own, at=static.at, static=True)]
     home = static.local.date()
     for shift in range(-settings.shift_days, settings.shift_days + 1):
@@ -144,7 +144,7 @@ def _candidates(
         for band in settings.bands:
             wall = datetime(day.year, day.month, day.day) + timedelta(seconds=band * 60 + jitter)
             at = resolve_local(wall, tz)
-            slot = slot_of(to_local(at, tz), settings.band_minutes)
+            slot = slot_of(to_local(at, tz), settings.band_minutes, failure.country)
             if slot != own:  # the static slot is the static instant's, never a second one
                 found.append(Candidate(slot=slot, at=at))
     return found

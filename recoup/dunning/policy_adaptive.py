@@ -8,9 +8,11 @@
     band_minutes = 60               # the width of a slot's local hour band (15–240, divides 24 h)
     shift_days = 2                  # a slot may be up to this many days before or after the
                                     # static attempt's date (business days only)
-    exploration = 0.1               # at most this share of decisions leave the best estimate
-    prior_strength = 20             # pseudo-attempts the static slot's rate weighs as a prior
-    min_attempts = 200              # logged attempts of a decline class before any move
+    exploration = 0.2               # at most this share of decisions leave the best estimate
+    move_confidence = 0.8           # the best estimate leaves the static slot only for a slot
+                                    # better with this posterior probability
+    prior_strength = 50             # pseudo-attempts a level's prior (its parent's) weighs
+    min_attempts = 100              # logged attempts of a decline class before any move
     holdout_share = 0.10            # customers kept on the static policy, to measure uplift
     propensity_draws = 200          # Monte Carlo draws that estimate a decision's propensity
 
@@ -37,6 +39,7 @@ _KEYS = frozenset(
         "band_minutes",
         "shift_days",
         "exploration",
+        "move_confidence",
         "prior_strength",
         "min_attempts",
         "holdout_share",
@@ -57,9 +60,10 @@ class AdaptiveSettings:
     hours_end: int = 20 * 60
     band_minutes: int = 60
     shift_days: int = 2
-    exploration: float = 0.1
-    prior_strength: float = 20.0
-    min_attempts: int = 200
+    exploration: float = 0.2
+    move_confidence: float = 0.8
+    prior_strength: float = 50.0
+    min_attempts: int = 100
     holdout_share: float = 0.10
     propensity_draws: int = 200
 
@@ -111,6 +115,12 @@ def parse_adaptive(strategy: Any, table: Any) -> AdaptiveSettings | None:
         shift_days=fields.integer("adaptive.shift_days", table.get("shift_days", 2), 0, 14),
         exploration=fields.number(
             "adaptive.exploration", table.get("exploration", default.exploration), 0, 1
+        ),
+        move_confidence=fields.number(
+            "adaptive.move_confidence",
+            table.get("move_confidence", default.move_confidence),
+            0.5,
+            0.999,
         ),
         prior_strength=fields.number(
             "adaptive.prior_strength", table.get("prior_strength", default.prior_strength), 1, 1e6

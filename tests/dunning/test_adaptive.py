@@ -14,6 +14,7 @@ from recoup.dunning.adaptive import (
     AttemptRecord,
     Candidate,
     Context,
+    LearnerCounts,
     LearnerState,
     choose_slot,
     day_of_month_class,
@@ -55,7 +56,7 @@ def evening_log(n: int = 4000, *, attempts: tuple[int, ...] = (1, 2, 3, 4)) -> L
         rows.append(
             AttemptRecord(
                 context=context(rng.choice(attempts)),
-                slot=slot_of(local, 60),
+                slot=slot_of(local, 60, "US"),
                 success=rng.random() < (0.40 if hour == 18 else 0.20),
                 static=hour == 10,
             )
@@ -68,7 +69,7 @@ def test_the_adaptive_preset_is_business_days_with_learned_timing() -> None:
     assert ADAPTIVE.gaps == business.gaps
     assert ADAPTIVE.max_duration_days == business.max_duration_days
     assert ADAPTIVE.adaptive is not None
-    assert ADAPTIVE.adaptive.exploration == 0.1
+    assert ADAPTIVE.adaptive.exploration == 0.2
     assert ADAPTIVE.adaptive.holdout_share == 0.10
     assert business.adaptive is None  # the static presets stay static
 
@@ -121,13 +122,45 @@ def test_day_of_month_classes_follow_the_paydays(day: datetime, cls: str) -> Non
     assert day_of_month_class(day.date()) == cls
 
 
+@pytest.mark.parametrize(
+    ("day", "cls"),
+    [
+        (datetime(2026, 1, 15), "payday"),  # the US mid-month payday, a Thursday
+        (datetime(2026, 1, 16), "payday+1"),
+        (datetime(2026, 2, 13), "payday"),  # the 15th is a Sunday: paid on Friday the 13th
+        (datetime(2026, 2, 15), "payday+2"),
+        (datetime(2026, 2, 16), "other"),
+    ],
+)
+def test_a_country_with_paydays_classes_days_by_the_days_since_its_payday(
+    day: datetime, cls: str
+) -> None:
+    assert day_of_month_class(day.date(), "US") == cls
+
+
+def test_counts_kept_one_attempt_at_a_time_equal_the_state_of_the_log() -> None:
+    rows = [
+        AttemptRecord(
+            context=context(n % 4 + 1),
+            slot=slot_of(datetime(2026, 3, 2 + n % 5, 8 + n % 12), 60, "US"),
+            success=n % 3 == 0,
+            static=n % 2 == 0,
+        )
+        for n in range(200)
+    ]
+    counts = LearnerCounts()
+    for row in rows:
+        counts.add(row)
+    assert dict(counts.state().counts) == dict(learner_state(rows).counts)
+
+
 def test_a_cold_start_plans_exactly_as_the_static_policy() -> None:
     plan = plan_adaptive(FAILURE, ADAPTIVE, learner_state([]), seed=1)
     static = plan_retries(FAILURE, preset("business-days"))
     assert isinstance(plan.decision, Retry) and isinstance(static, Retry)
     assert [a.at for a in plan.decision.attempts] == [a.at for a in static.attempts]
     assert all(c.static and c.propensity == 1.0 for c in plan.choices)
-    assert "cold start: 0 attempts logged for soft declines, 200 needed" in (
+    assert "cold start: 0 attempts logged for soft declines, 100 needed" in (
         plan.choices[0].explanation
     )
 
@@ -166,7 +199,7 @@ def _candidates() -> list[Candidate]:
     base = datetime(2026, 3, 11, tzinfo=UTC)
     return [
         Candidate(
-            slot=slot_of(datetime(2026, 3, 11, hour), 60),
+            slot=slot_of(datetime(2026, 3, 11, hour), 60, "US"),
             at=base + timedelta(hours=hour),
             static=hour == 10,
         )
@@ -177,7 +210,11 @@ def _candidates() -> list[Candidate]:
 def test_the_propensity_is_the_share_of_seeds_that_choose_the_slot() -> None:
     # A little evidence: the choice is uncertain, so exploration and the draws both matter.
     state = evening_log(600)
-    settings = dataclasses.replace(ADAPTIVE.adaptive, exploration=0.5)  # type: ignore[arg-type]
+    settings = dataclasses.replace(
+        ADAPTIVE.adaptive,  # type: ignore[arg-type]
+        exploration=0.5,
+        propensity_draws=1000,
+    )
     decisions = [
         choose_slot(state, context(), _candidates(), settings, rng_seed=seed, invoice="inv_1")
         for seed in range(300)
