@@ -2,7 +2,10 @@
 the off-policy estimate's, over runs of the learning benchmark.
 
     .venv/bin/python -m bench.learning.proof [--aa-runs 100] [--coverage-runs 20]
-        [--worlds calibrated,night-owl] [--size 1000] [--months 2]
+        [--worlds calibrated,night-owl] [--size 1000] [--months 2] [--bench-json FILE]
+
+`--bench-json` reads the adaptive policy's targets off a `python -m bench.learning --json`
+file (its gain over the static default once warmed up, against the oracle's).
 
 - **A/A**: each run is one seed's failures, everyone on the static default, split by the sticky
   holdout (10%, a holdout name per run); a false positive is a run whose 95% interval of the
@@ -21,10 +24,12 @@ the off-policy estimate's, over runs of the learning benchmark.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from bench.learning.adaptive import AdaptiveTiming, Planned, bench_policy
@@ -168,6 +173,34 @@ def coverage_run(seed: int, *, size: int, months: int, world: World) -> Coverage
     )
 
 
+WARM_FROM_WEEK = 4  # the second month of the default two: the learner has a month of answers
+
+
+def targets(rows: Sequence[dict[str, Any]], *, warm_from: int = WARM_FROM_WEEK) -> list[str]:
+    """The adaptive policy's targets read from `python -m bench.learning --json` rows: its gain
+    over the static default once warmed up (the weeks of failure from `warm_from` on: static's
+    regret less adaptive's, both against the oracle's expected recoveries), and the oracle's."""
+    lines = []
+    by = {(r["world"], r["policy"]): r for r in rows}
+    for world in sorted({r["world"] for r in rows}):
+        static, adaptive = by.get((world, "static default")), by.get((world, "adaptive"))
+        if static is None or adaptive is None:
+            continue
+        s_weeks = static["regret_by_week_points"][warm_from:]
+        a_weeks = adaptive["regret_by_week_points"][warm_from:]
+        gain = statistics.fmean(s - a for s, a in zip(s_weeks, a_weeks, strict=True))
+        oracle = statistics.fmean(s_weeks)
+        lines.append(
+            f"{world}: adaptive {100 * adaptive['versus_static_default']['mean']:+.1f} pts over "
+            f"all weeks; once warmed up (weeks {warm_from}+) {gain:+.1f} pts against the "
+            f"oracle's {oracle:+.1f} ({gain / oracle:.0%} of its gain)"
+            if oracle > 0.05
+            else f"{world}: adaptive {100 * adaptive['versus_static_default']['mean']:+.1f} pts "
+            f"over all weeks; once warmed up {gain:+.1f} pts (the oracle gains nothing here)"
+        )
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench.learning.proof", description=__doc__.splitlines()[0]
@@ -177,7 +210,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--worlds", default="calibrated,night-owl")
     parser.add_argument("--size", type=int, default=1000)
     parser.add_argument("--months", type=int, default=2)
+    parser.add_argument(
+        "--bench-json", type=Path, default=None, help="read the targets off this benchmark JSON"
+    )
     args = parser.parse_args(argv)
+    if args.bench_json is not None:
+        print("\n".join(targets(json.loads(args.bench_json.read_text("utf-8")))))
+        return 0
     worlds = [packaged_world(w.strip()) for w in args.worlds.split(",") if w.strip()]
     if args.aa_runs:
         false, runs = aa_false_positives(
