@@ -30,7 +30,7 @@ from recoup.dunning.taxonomy import classify
 BENCH_TENANT = "bench"
 # Monte Carlo draws per decision's propensity here: the benchmark makes ~10⁵ decisions a run
 # and reads propensities only for the proof's off-policy estimate (the shipped default: 200).
-BENCH_PROPENSITY_DRAWS = 50
+BENCH_PROPENSITY_DRAWS = 20
 
 
 def bench_policy(policy: DunningPolicy | None = None) -> DunningPolicy:
