@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from recoup.errors import InvalidInput, NotFound
-from recoup.jobs.schedule_model import Rule, Schedule
 from recoup.jobs.scheduler import Scheduler
-from recoup.jobs.schedules import validate_rule
+from recoup.jobs.schedules.model import Rule, Schedule
+from recoup.jobs.schedules.occurrences import validate_rule
 from recoup.jobs.store import MAX_PAGE
 from recoup.storage import ApiTables
 from recoup.tenancy import TokenOwner, authenticate, identify

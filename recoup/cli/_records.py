@@ -16,7 +16,7 @@ from recoup.cli._app import store_options
 from recoup.errors import InvalidInput, NotFound
 from recoup.jobs.metadata import check_filter
 from recoup.jobs.model import DEFAULT_TENANT, HttpTarget, Job, Run, Target
-from recoup.jobs.schedule_model import CronRule, Schedule
+from recoup.jobs.schedules.model import CronRule, Schedule
 from recoup.jobs.store import MAX_PAGE
 from recoup.timekeeping.instants import format_utc
 

@@ -41,11 +41,11 @@ from recoup.cli._records import (
 )
 from recoup.errors import InvalidInput, NotFound
 from recoup.jobs.model import DEFAULT_TENANT
-from recoup.jobs.schedule_model import ScheduleState
+from recoup.jobs.schedules.model import ScheduleState
 
 if TYPE_CHECKING:
-    from recoup.jobs.schedule_model import Schedule
     from recoup.jobs.scheduler import Scheduler
+    from recoup.jobs.schedules.model import Schedule
 
 schedules_app = typer.Typer(
     help="A tenant's recurring schedules: list, show, pause, resume.", no_args_is_help=True

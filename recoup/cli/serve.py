@@ -111,7 +111,7 @@ def serve_command(
     from recoup.cli._secrets import secret_box, stripe_accounts
     from recoup.cli.worker import load_handlers
     from recoup.jobs.scheduler import Scheduler
-    from recoup.jobs.test_clock import TestClock
+    from recoup.jobs.time_travel import TestClock
     from recoup.logs import configure_logging
     from recoup.recovery.runtime import dunning_runtime
     from recoup.storage import open_api_tables, open_store
@@ -141,7 +141,7 @@ def serve_command(
     )
     box = secret_box(db)
     accounts = stripe_accounts(box)  # one set of Stripe clients: attempts and intake
-    dunning, registry = dunning_runtime(scheduler, store, registry, stripe=accounts)
+    dunning, registry = dunning_runtime(scheduler, store, registry, stripe=accounts, box=box)
     test_clock = None
     if virtual is not None:
         test_clock = TestClock(

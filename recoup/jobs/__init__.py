@@ -16,7 +16,8 @@ from recoup.jobs.model import (
     Target,
     Tenant,
 )
-from recoup.jobs.schedule_model import (
+from recoup.jobs.scheduler import Scheduler
+from recoup.jobs.schedules.model import (
     AnchorRule,
     CronRule,
     MissedPolicy,
@@ -24,7 +25,6 @@ from recoup.jobs.schedule_model import (
     Rule,
     Schedule,
 )
-from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard, TargetRefused
 from recoup.jobs.store import JobStore, ScheduleStore
 from recoup.jobs.worker import Worker

@@ -22,7 +22,7 @@ from typing import Final
 
 from recoup.jobs.metadata import merge_metadata
 from recoup.jobs.model import BackoffPolicy, HttpTarget, Job, Target, check_timeout
-from recoup.jobs.schedule_model import MissedPolicy, Rule, Schedule, check_window
+from recoup.jobs.schedules.model import MissedPolicy, Rule, Schedule, check_window
 from recoup.timekeeping.instants import to_utc
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from recoup.errors import Conflict, InvalidInput, NotFound
 from recoup.jobs import patching
-from recoup.jobs.changes import JobChange, ScheduleChange
+from recoup.jobs.changes import JobChange
 from recoup.jobs.metadata import check_filter
 from recoup.jobs.model import (
     DEFAULT_TENANT,
@@ -35,8 +35,7 @@ from recoup.jobs.model import (
     Tenant,
     check_one_off_name,
 )
-from recoup.jobs.schedule_model import Schedule
-from recoup.jobs.scheduler_schedules import ScheduleCalls
+from recoup.jobs.schedules.calls import ScheduleCalls
 from recoup.jobs.signing import new_signing_secret
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.store import (
@@ -304,13 +303,6 @@ class Scheduler(ScheduleCalls):
         if not 1 <= len(group) <= 200:
             raise InvalidInput("group", group, "expected 1–200 characters")
         return self.store.cancel_group(tenant, group, now=self.clock.now())
-
-    def update_schedule(
-        self, schedule_id: str, change: ScheduleChange, *, tenant: str = DEFAULT_TENANT
-    ) -> Schedule:
-        """Change a schedule's definition (`recoup.jobs.patching`): the next occurrence
-        recomputed, the jobs it materialised ahead replaced."""
-        return patching.update_schedule(self, schedule_id, change, tenant=tenant)
 
     # -- embedded worker ---------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from typing import Protocol, TypeVar
 
 from recoup.jobs.changes import JobChange
 from recoup.jobs.model import Completion, Job, JobState, NewJob, Run, Tenant
-from recoup.jobs.schedule_model import NewSchedule, Schedule
+from recoup.jobs.schedules.model import NewSchedule, Schedule
 from recoup.jobs.worker_records import RegisteredWorker, SessionRules, WorkerInfo, WorkerSession
 
 # The largest page a list operation returns (jobs, invoices), 1–MAX_PAGE: the stores refuse a

@@ -16,7 +16,7 @@ from datetime import datetime
 
 from recoup.errors import Conflict
 from recoup.jobs.changes import JobChange
-from recoup.jobs.schedule_model import Schedule
+from recoup.jobs.schedules.model import Schedule
 from recoup.jobs.store import JobUpdate
 from recoup.storage import job_rows, row_decoding
 from recoup.storage.dialect import Dialect

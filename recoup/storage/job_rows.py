@@ -22,7 +22,7 @@ from typing import Any
 
 from recoup.errors import InvalidInput
 from recoup.jobs.model import BackoffPolicy, HttpTarget, NewJob, Target
-from recoup.jobs.schedule_model import CronRule, NewSchedule, Rule
+from recoup.jobs.schedules.model import CronRule, NewSchedule, Rule
 
 # Column order of every query that returns jobs (see `{job_columns}` in the .sql files).
 JOB_COLUMNS = (

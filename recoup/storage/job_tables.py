@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from recoup.jobs.model import Job, JobState, NewJob, Run, Tenant
-from recoup.jobs.schedule_model import NewSchedule, Schedule
+from recoup.jobs.schedules.model import NewSchedule, Schedule
 from recoup.jobs.store import (
     JobFilter,
     JobPage,

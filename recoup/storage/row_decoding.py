@@ -23,7 +23,7 @@ from recoup.jobs.model import (
     Tenant,
     trusted,
 )
-from recoup.jobs.schedule_model import AnchorRule, CronRule, MissedPolicy, Rule, Schedule
+from recoup.jobs.schedules.model import AnchorRule, CronRule, MissedPolicy, Rule, Schedule
 from recoup.storage.job_rows import DecodeInstant
 from recoup.tenancy import TenantInfo
 

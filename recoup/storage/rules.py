@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from recoup.errors import Conflict, InvalidInput
 from recoup.jobs.model import MAX_ATTEMPTS, Completion, Job, JobState, NewJob, RunOutcome
-from recoup.jobs.schedule_model import NewSchedule
+from recoup.jobs.schedules.model import NewSchedule
 from recoup.jobs.store import MAX_PAGE, JobPage, latest_per_job
 from recoup.storage import row_decoding
 from recoup.storage.job_rows import DecodeInstant, encode_cursor

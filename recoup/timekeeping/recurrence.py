@@ -92,7 +92,7 @@ class Anchor:
 
 
 class AnchorFields(Protocol):
-    """Anything that carries an anchor's fields, such as `recoup.jobs.schedule_model.AnchorRule`
+    """Anything that carries an anchor's fields, such as `recoup.jobs.schedules.model.AnchorRule`
     (declared structurally so this pure layer imports nothing above it)."""
 
     @property

@@ -11,7 +11,7 @@ import pytest
 from qstash import Receiver
 from qstash.errors import QStashError
 
-from recoup.jobs.schedule_model import CronRule
+from recoup.jobs.schedules.model import CronRule
 from tests.api.qstash_support import START, Destination, Served, destination, served
 
 __all__ = ["destination", "served"]  # fixtures

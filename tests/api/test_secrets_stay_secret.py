@@ -25,7 +25,7 @@ from recoup.tenancy import IssuedToken, new_tenant
 from recoup.timekeeping.clock import SystemClock
 from tests.api.conftest import TARGET, api_settings
 from tests.api.dashboard.desk import csrf_of
-from tests.jobs.engine.support import Receiver, Reply
+from tests.jobs.support import Receiver, Reply
 from tests.storage.conftest import Backend
 from tests.support import ServerThread
 

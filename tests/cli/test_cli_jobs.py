@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from recoup.jobs.model import HttpTarget, JobState, RunOutcome
-from recoup.jobs.schedule_model import CronRule, MissedPolicy, NewSchedule
 from recoup.jobs.scheduler import Scheduler
+from recoup.jobs.schedules.model import CronRule, MissedPolicy, NewSchedule
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.storage import Store, open_store
 from recoup.timekeeping.clock import SystemClock

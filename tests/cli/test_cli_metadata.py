@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from recoup.jobs.changes import ScheduleChange
-from recoup.jobs.schedule_model import CronRule, NewSchedule
 from recoup.jobs.scheduler import Scheduler
+from recoup.jobs.schedules.model import CronRule, NewSchedule
 from tests.cli.test_cli_jobs import TARGET, as_json, cli, db, schedule_jobs, scheduler, store
 
 __all__ = ["db", "scheduler", "store"]  # the fixtures, from test_cli_jobs

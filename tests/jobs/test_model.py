@@ -5,7 +5,7 @@ import pytest
 
 from recoup.errors import InvalidInput
 from recoup.jobs.model import BackoffPolicy, NewJob, PythonTarget, new_id
-from recoup.jobs.schedule_model import CronRule, NewSchedule
+from recoup.jobs.schedules.model import CronRule, NewSchedule
 
 
 def test_job_ids_are_uuid7_in_canonical_text_and_ordered_by_creation() -> None:

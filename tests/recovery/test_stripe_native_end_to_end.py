@@ -31,7 +31,7 @@ import pytest
 from recoup.api.app import ApiSettings, create_app
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
-from recoup.jobs.test_clock import TestClock
+from recoup.jobs.time_travel import TestClock
 from recoup.recovery.hosted_charging import StripeAccounts
 from recoup.recovery.runtime import dunning_runtime
 from recoup.sealed import SecretBox

@@ -24,8 +24,8 @@ from recoup.payments import Scenario, SimulatedGateway
 from recoup.recovery.records import FailureReport
 from recoup.recovery.service import Dunning
 from recoup.timekeeping.clock import SystemClock
-from tests.jobs.engine.conftest import database  # noqa: F401  (the per-backend fixture)
-from tests.jobs.engine.support import Database
+from tests.jobs.conftest import database  # noqa: F401  (the per-backend fixture)
+from tests.jobs.support import Database
 from tests.recovery.conftest import ChargeSide
 from tests.support import ServerThread, wait_until
 

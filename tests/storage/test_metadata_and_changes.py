@@ -12,8 +12,8 @@ import pytest
 from recoup.errors import Conflict, InvalidInput
 from recoup.jobs.changes import JobChange
 from recoup.jobs.model import BackoffPolicy, HttpTarget, JobState, NewJob, PythonTarget
-from recoup.jobs.schedule_model import CronRule, NewSchedule
-from recoup.jobs.schedules import occurrence_job
+from recoup.jobs.schedules.model import CronRule, NewSchedule
+from recoup.jobs.schedules.occurrences import occurrence_job
 from recoup.jobs.store import ClaimParams, JobFilter, ScheduleFilter
 from tests.storage.conftest import Store
 

@@ -9,8 +9,8 @@ import pytest
 
 from recoup.cli import main
 from recoup.errors import InvalidInput
-from recoup.jobs.schedule_model import AnchorRule
-from recoup.jobs.schedules import next_after, upcoming
+from recoup.jobs.schedules.model import AnchorRule
+from recoup.jobs.schedules.occurrences import next_after, upcoming
 from recoup.timekeeping.instants import MAX_YEAR, MIN_YEAR, parse_instant, to_utc
 from recoup.timekeeping.recurrence import (
     Anchor,

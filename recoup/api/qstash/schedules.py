@@ -25,7 +25,7 @@ from recoup.api.qstash.shapes import (
 from recoup.api.services import Services
 from recoup.errors import InvalidInput, NotFound
 from recoup.jobs.model import new_id
-from recoup.jobs.schedule_model import CronRule, NewSchedule, Schedule
+from recoup.jobs.schedules.model import CronRule, NewSchedule, Schedule
 
 router = APIRouter()
 

@@ -11,7 +11,7 @@ from starlette.responses import JSONResponse, Response
 
 from recoup.api.qstash.headers import refuse
 from recoup.jobs.model import HttpTarget, Job, Target
-from recoup.jobs.schedule_model import CronRule, Schedule
+from recoup.jobs.schedules.model import CronRule, Schedule
 
 GROUP: Final = "qstash"  # the job group of published messages (cancel-all cancels it)
 

@@ -16,7 +16,7 @@ from recoup.api.idempotent import json_response
 from recoup.api.routes.common import CHECKED, ERRORS
 from recoup.api.state import ApiState
 from recoup.errors import NotFound
-from recoup.jobs.test_clock import TestClock
+from recoup.jobs.time_travel import TestClock
 from recoup.wire.dunning import ClockIn, ClockOut
 from recoup.wire.schemas import ExactlyOne
 

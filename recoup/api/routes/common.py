@@ -8,7 +8,7 @@ from fastapi import Depends, Path, Query
 
 from recoup.api.deps import known_query
 from recoup.api.problems import Problem
-from recoup.jobs.schedules import MAX_SCHEDULE_NAME
+from recoup.jobs.schedules.occurrences import MAX_SCHEDULE_NAME
 from recoup.jobs.store import MAX_PAGE
 from recoup.wire.schemas.patterns import CURSOR, NO_NUL, RUN_CURSOR
 

@@ -17,7 +17,7 @@ from recoup.api.routes.jobs import METADATA_FILTER, MetadataFilter
 from recoup.api.state import ApiState
 from recoup.errors import NotFound
 from recoup.jobs.model import new_id
-from recoup.jobs.schedule_model import MissedPolicy, NewSchedule
+from recoup.jobs.schedules.model import MissedPolicy, NewSchedule
 from recoup.wire.schemas import (
     ScheduleIn,
     ScheduleListOut,

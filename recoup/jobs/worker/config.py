@@ -11,7 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 from recoup.errors import InvalidInput
-from recoup.jobs.schedules import SCHEDULE_HORIZON
+from recoup.jobs.schedules.occurrences import SCHEDULE_HORIZON
 from recoup.jobs.worker_records import SessionRules
 
 DEFAULT_LEASE = timedelta(seconds=30)

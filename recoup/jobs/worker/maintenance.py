@@ -10,7 +10,7 @@ import math
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 
-from recoup.jobs.schedules import materialise
+from recoup.jobs.schedules.occurrences import materialise
 from recoup.jobs.store import JobStore, ScheduleStore
 from recoup.jobs.worker.clocks import Elapsed
 from recoup.jobs.worker.config import WorkerConfig

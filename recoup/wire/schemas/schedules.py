@@ -10,8 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from recoup.errors import InvalidInput
 from recoup.jobs.changes import UNSET, ScheduleChange
-from recoup.jobs.schedule_model import AnchorRule, CronRule, MissedPolicy, Schedule, ScheduleState
-from recoup.jobs.schedules import MAX_SCHEDULE_NAME
+from recoup.jobs.schedules.model import AnchorRule, CronRule, MissedPolicy, Schedule, ScheduleState
+from recoup.jobs.schedules.occurrences import MAX_SCHEDULE_NAME
 from recoup.timekeeping.recurrence import RESTRICT_MAX_DAY
 from recoup.wire.schemas.callbacks import CallbacksIn, CallbacksOut
 from recoup.wire.schemas.codes import TimeZone

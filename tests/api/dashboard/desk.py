@@ -25,7 +25,7 @@ from recoup.jobs.handlers import HandlerContext, HandlerRegistry
 from recoup.jobs.model import BackoffPolicy, Job, PythonTarget
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
-from recoup.jobs.test_clock import TestClock
+from recoup.jobs.time_travel import TestClock
 from recoup.recovery.records import FailureReport
 from recoup.recovery.service import Dunning
 from recoup.storage import ApiTables, Store, open_api_tables

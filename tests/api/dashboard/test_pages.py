@@ -13,7 +13,7 @@ from recoup.api.dashboard import jobs as job_pages
 from recoup.api.dashboard.rendering import local
 from recoup.dunning.invoice import InvoiceState
 from recoup.jobs.model import HttpTarget, JobState
-from recoup.jobs.schedule_model import CronRule, NewSchedule
+from recoup.jobs.schedules.model import CronRule, NewSchedule
 from tests.api.dashboard.desk import FLAKY_ERROR, Desk, csrf_of, error_of, page_text
 
 NEXT_LINK = re.compile(r'<a rel="next" href="([^"]+)"')
