@@ -5,6 +5,7 @@ A policy file (see `recoup/dunning/data/policies/*.toml` for complete examples):
     name = "business-days"
     final_action = "pause_access"   # pause_access | cancel | mark_uncollectible | leave_past_due
     gaps = [{ business_days = 1 }, { business_days = 3 }, { days = 7 }]
+    strategy = "static"             # or "adaptive", with an [adaptive] table (policy_adaptive.py)
     paydays = [1, 15]               # optional: insufficient-funds retries aim at paydays;
                                     # or "country" (see policy_paydays.py)
 
@@ -60,12 +61,13 @@ from typing import Any
 
 from recoup.dunning import policy_fields as fields
 from recoup.dunning.policy_access import AccessPolicy, access_from_dict
+from recoup.dunning.policy_adaptive import AdaptiveSettings, parse_adaptive
 from recoup.dunning.policy_messages import MessagePolicy, messages_from_dict
 from recoup.dunning.policy_paydays import Paydays, parse_paydays
 from recoup.errors import ConfigError, InvalidInput
 from recoup.timekeeping.calendar import SAT_SUN, WEEKDAY_NAMES, parse_weekend
 
-PRESETS = ("business-days", "calendar")
+PRESETS = ("business-days", "calendar", "adaptive")
 DEFAULT_PRESET = "business-days"
 
 _MAX_GAP = 60  # days (calendar or business) in one step
@@ -136,6 +138,7 @@ class DunningPolicy:
     max_duration_days: int = 21
     stop_before_renewal: bool = True
     networks: NetworkLimits = field(default_factory=NetworkLimits)
+    adaptive: AdaptiveSettings | None = None  # strategy = "adaptive" (policy_adaptive.py)
     blackouts: tuple[Blackout, ...] = ()
     final_action: FinalAction = FinalAction.PAUSE_ACCESS
     description: str = ""
@@ -249,6 +252,8 @@ _TOP = frozenset(
         "final_action",
         "gaps",
         "window",
+        "strategy",
+        "adaptive",
         "calendar",
         "limits",
         "networks",
@@ -310,6 +315,7 @@ def policy_from_dict(data: dict[str, Any], *, name: str) -> DunningPolicy:
     return DunningPolicy(
         name=fields.text("name", data.get("name", name)),
         description=str(data.get("description", "")),
+        adaptive=parse_adaptive(data.get("strategy"), data.get("adaptive")),
         gaps=_gaps(data["gaps"]),
         window_start=window_start,
         jitter_minutes=jitter,
@@ -383,7 +389,7 @@ def preset_text(name: str) -> str:
 
 @functools.cache
 def preset(name: str) -> DunningPolicy:
-    """A shipped preset: `business-days` (the default) or `calendar`."""
+    """A shipped preset: `business-days` (the default), `calendar` or `adaptive`."""
     return parse_policy(preset_text(name), name=name)
 
 
