@@ -23,6 +23,8 @@ failed); 2 on bad input.
 from __future__ import annotations
 
 import importlib.util
+import shutil
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -106,7 +108,11 @@ def demo_command(
     )
     result = _failing_clearly(lambda: _run_with_progress(options), db_path)
     html_path = _write_html(result)
-    _print(result, html_path, console)
+    from recoup.demo.summary import invoked_as
+
+    # The closing commands as this one was typed (`.venv/bin/recoup` after scripts/setup).
+    program = invoked_as(sys.argv[0], executable=sys.executable, on_path=shutil.which("recoup"))
+    _print(result, html_path, console, program=program)
     return result.exit_code
 
 
@@ -200,14 +206,20 @@ def _json(result: DemoResult, html_path: str) -> dict[str, object]:
     return demo_json(result, html_path)
 
 
-def _print(result: DemoResult, html_path: str, console: Console) -> None:
+def _print(
+    result: DemoResult, html_path: str, console: Console, *, program: str = "recoup"
+) -> None:
     from recoup.analytics.recovery import render_terminal
-    from recoup.demo.summary import print_comparison, print_double_charges, print_next_steps
+    from recoup.demo.summary import (
+        print_comparison,
+        print_double_charges,
+        print_next_steps,
+    )
 
     render_terminal(result.report, console)
     print_double_charges(result, console)
     print_comparison(result, console)
-    print_next_steps(result, html_path, console)
+    print_next_steps(result, html_path, console, program=program)
     _say_if_doubled(result)
 
 

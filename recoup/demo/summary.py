@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+import shlex
 from typing import Any
 
 from rich.console import Console
@@ -21,8 +23,20 @@ NIGHTLY_NOTE = (
 )
 
 
-def dashboard_command(result: DemoResult) -> str:
-    return f"recoup serve --db {result.db_url} --port {DASHBOARD_PORT}"
+def invoked_as(argv0: str, *, executable: str, on_path: str | None) -> str:
+    """How to run `recoup` again from where this one was started: as typed
+    (`.venv/bin/recoup`), `recoup` only when that name finds this very program on the PATH
+    (`on_path`: what the PATH gives for it), and `python -m recoup` (this interpreter) when
+    it was run that way."""
+    if argv0.endswith("__main__.py") or not argv0:
+        return f"{shlex.quote(executable)} -m recoup"
+    if on_path is not None and os.path.realpath(on_path) == os.path.realpath(argv0):
+        return "recoup"
+    return shlex.quote(argv0)
+
+
+def dashboard_command(result: DemoResult, program: str = "recoup") -> str:
+    return f"{program} serve --db {shlex.quote(result.db_url)} --port {DASHBOARD_PORT}"
 
 
 def demo_json(result: DemoResult, html_path: str) -> dict[str, Any]:
@@ -121,13 +135,20 @@ def _peak(f: BatchFigures) -> str:
     return f"{f.peak_per_minute:,}/min" + (f" at {f.peak_minute}" if f.peak_minute else "")
 
 
-def print_next_steps(result: DemoResult, html_path: str, console: Console) -> None:
-    console.print(f"\n[bold]HTML report:[/bold] {html_path}", highlight=False)
+def print_next_steps(
+    result: DemoResult, html_path: str, console: Console, *, program: str = "recoup"
+) -> None:
+    # soft_wrap: a command or a token cut across two lines cannot be pasted.
+    console.print(f"\n[bold]HTML report:[/bold] {html_path}", highlight=False, soft_wrap=True)
+    console.print("[bold]Dashboard:[/bold]", highlight=False)
+    console.print(f"  {dashboard_command(result, program)}", markup=False, highlight=False,
+                  soft_wrap=True)  # fmt: skip
     console.print(
-        f"[bold]Dashboard:[/bold] {dashboard_command(result)}\n"
-        f"  then open http://127.0.0.1:{DASHBOARD_PORT}/ and log in with {result.token}",
+        f"  then open http://127.0.0.1:{DASHBOARD_PORT}/ and log in with",
         highlight=False,
+        soft_wrap=True,
     )
+    console.print(f"  {result.token}", markup=False, highlight=False, soft_wrap=True)
     console.print(
         f"\n{result.options.size:,} failed renewals, {result.jobs_run:,} jobs on the test clock "
         f"({format_utc(result.started_at)} → {format_utc(result.ended_at)}) "
@@ -141,6 +162,7 @@ __all__ = [
     "NIGHTLY_NOTE",
     "dashboard_command",
     "demo_json",
+    "invoked_as",
     "print_comparison",
     "print_double_charges",
     "print_next_steps",
