@@ -193,10 +193,23 @@ def _run_with_progress(options: DemoOptions) -> DemoResult:
 
 
 def _write_html(result: DemoResult) -> str:
-    from recoup.analytics.recovery import render_html
+    from recoup.analytics.recovery.html_report import ExtraTable, render_html
+    from recoup.demo.summary import (
+        NIGHTLY_NOTE,
+        WHAT_NEXT,
+        comparison_columns,
+        comparison_rows,
+    )
 
     path = result.options.db_path.with_name(result.options.db_path.stem + "-report.html")
-    path.write_text(render_html(result.report), encoding="utf-8")
+    nightly = ExtraTable(
+        "Recoup against the old nightly batch, same customers",
+        comparison_columns(result),
+        tuple(comparison_rows(result)),
+        NIGHTLY_NOTE,
+    )
+    page = render_html(result.report, extras=[nightly], next_steps=WHAT_NEXT)
+    path.write_text(page, encoding="utf-8")
     return str(path)
 
 

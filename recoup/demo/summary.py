@@ -102,14 +102,27 @@ def print_double_charges(result: DemoResult, console: Console) -> None:
 
 
 def print_comparison(result: DemoResult, console: Console) -> None:
-    r, n = result.recoup, result.nightly
     table = Table(
         title="Recoup against the old nightly batch, same customers", title_justify="left"
     )
     table.add_column("")
     table.add_column(f"Recoup ({result.options.policy_name})", justify="right")
     table.add_column("nightly batch, 00:00 UTC", justify="right")
-    rows = [
+    for row in comparison_rows(result):
+        table.add_row(*row)
+    console.print()
+    console.print(table)
+    console.print(f"  ({NIGHTLY_NOTE})", style="dim", markup=False, highlight=False)
+
+
+def comparison_columns(result: DemoResult) -> tuple[str, str, str]:
+    return ("", f"Recoup ({result.options.policy_name})", "nightly batch, 00:00 UTC")
+
+
+def comparison_rows(result: DemoResult) -> list[tuple[str, str, str]]:
+    """Recoup beside the nightly batch, row by row (the terminal and the HTML report)."""
+    r, n = result.recoup, result.nightly
+    return [
         ("recovered by a retry", _share(r), _share(n)),
         ("paid another way", f"{r.paid_out_of_band:,}", f"{n.paid_out_of_band:,}"),
         ("charge attempts sent", f"{r.attempts:,}", f"{n.attempts:,}"),
@@ -120,11 +133,20 @@ def print_comparison(result: DemoResult, console: Console) -> None:
         ),
         ("busiest minute at the gateway", _peak(r), _peak(n)),
     ]
-    for row in rows:
-        table.add_row(*row)
-    console.print()
-    console.print(table)
-    console.print(f"  ({NIGHTLY_NOTE})", style="dim", markup=False, highlight=False)
+
+
+WHAT_NEXT = (
+    "Open the dashboard (the command the demo printed) and look at an invoice's attempts and a"
+    " job's run log.",
+    "Point Recoup at your own data: `recoup serve --db sqlite:///recoup.db`, create a tenant"
+    " (`recoup tenants create`), and report each failed payment to POST /v1/dunning/failures"
+    " with your charge endpoint as charge_url (or connect Stripe: `recoup tenants configure"
+    " --charge-with stripe`).",
+    "Try a policy on your history first: `recoup replay` plans your past failures through a"
+    " policy without charging anyone.",
+    "Read docs/getting-started.md for the receiver your charge endpoint uses (signatures,"
+    " idempotency keys).",
+)
 
 
 def _share(f: BatchFigures) -> str:
@@ -160,6 +182,9 @@ def print_next_steps(
 __all__ = [
     "DASHBOARD_PORT",
     "NIGHTLY_NOTE",
+    "WHAT_NEXT",
+    "comparison_columns",
+    "comparison_rows",
     "dashboard_command",
     "demo_json",
     "invoked_as",
