@@ -12,10 +12,11 @@ from collections.abc import Callable, Mapping
 from prometheus_client import Counter, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from recoup.api.dunning_metrics import DunningCollector
 from recoup.jobs.metrics import FINAL_TTL, LIVE_TTL, JobMetrics
 from recoup.jobs.model import JobState
 from recoup.jobs.tenant_metrics import MAX_TENANT_LABELS
-from recoup.recovery.figures import DunningCollector, DunningFigures
+from recoup.recovery.figures import DunningFigures
 
 
 class ApiMetrics(JobMetrics):

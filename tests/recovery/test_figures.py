@@ -6,10 +6,14 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recoup.jobs.tenant_metrics import OTHER
-from recoup.recovery.figures import bounded, figures_from_rows
+from recoup.jobs.tenant_metrics import OTHER as JOBS_OTHER
+from recoup.recovery.figures import OTHER, bounded, figures_from_rows
 
 STATES = ["retrying", "awaiting_customer", "recovered", "exhausted", "cancelled"]
+
+
+def test_the_other_label_is_the_job_metrics_own() -> None:
+    assert OTHER == JOBS_OTHER
 
 
 def test_amounts_are_recovered_at_risk_or_lost_by_currency() -> None:
