@@ -1,5 +1,5 @@
 """The dashboard's invoices in dunning: the list (by state, a cursor per page), an invoice's
-timeline (its attempts with their run logs, and its events: what GET
+timeline (its attempts with their run logs, its emails with theirs, and its events: what GET
 /v1/dunning/invoices/{id} returns) and marking it paid. Every call goes through
 `recoup.recovery.Dunning`, scoped to the visitor's tenant."""
 
@@ -82,6 +82,8 @@ def invoice_page(
             "told": attempt_runs(timeline.invoice, timeline.runs),
             "not_run": not_run_words,
             "events": timeline.events,
+            "emails": timeline.emails,
+            "email_runs": timeline.email_runs,
             "notice": notice,
         },
     )
