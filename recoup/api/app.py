@@ -109,6 +109,7 @@ def create_app(
             due_backlog=services.due_backlog,
             count_live=store.count_live,
             count_by_tenant=store.count_by_tenant,
+            dunning_figures=store.dunning_figures,
         ),
         test_clock=test_clock,
         limiter=limiter

@@ -25,6 +25,8 @@ failed); 2 on bad input.
 from __future__ import annotations
 
 import importlib.util
+import shutil
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -108,7 +110,11 @@ def demo_command(
     )
     result = _failing_clearly(lambda: _run_with_progress(options), db_path)
     html_path = _write_html(result)
-    _print(result, html_path, console)
+    from recoup.demo.summary import invoked_as
+
+    # The closing commands as this one was typed (`.venv/bin/recoup` after scripts/setup).
+    program = invoked_as(sys.argv[0], executable=sys.executable, on_path=shutil.which("recoup"))
+    _print(result, html_path, console, program=program)
     return result.exit_code
 
 
@@ -189,10 +195,23 @@ def _run_with_progress(options: DemoOptions) -> DemoResult:
 
 
 def _write_html(result: DemoResult) -> str:
-    from recoup.analytics.recovery import render_html
+    from recoup.analytics.recovery.html_report import ExtraTable, render_html
+    from recoup.demo.summary import (
+        NIGHTLY_NOTE,
+        WHAT_NEXT,
+        comparison_columns,
+        comparison_rows,
+    )
 
     path = result.options.db_path.with_name(result.options.db_path.stem + "-report.html")
-    path.write_text(render_html(result.report), encoding="utf-8")
+    nightly = ExtraTable(
+        "Recoup against the old nightly batch, same customers",
+        comparison_columns(result),
+        tuple(comparison_rows(result)),
+        NIGHTLY_NOTE,
+    )
+    page = render_html(result.report, extras=[nightly], next_steps=WHAT_NEXT)
+    path.write_text(page, encoding="utf-8")
     return str(path)
 
 
@@ -202,7 +221,9 @@ def _json(result: DemoResult, html_path: str) -> dict[str, object]:
     return demo_json(result, html_path)
 
 
-def _print(result: DemoResult, html_path: str, console: Console) -> None:
+def _print(
+    result: DemoResult, html_path: str, console: Console, *, program: str = "recoup"
+) -> None:
     from recoup.analytics.recovery import render_terminal
     from recoup.demo.summary import (
         print_comparison,
@@ -215,7 +236,7 @@ def _print(result: DemoResult, html_path: str, console: Console) -> None:
     print_double_charges(result, console)
     print_emails(result, console)
     print_comparison(result, console)
-    print_next_steps(result, html_path, console)
+    print_next_steps(result, html_path, console, program=program)
     _say_if_doubled(result)
 
 

@@ -94,7 +94,9 @@ def list_jobs(
     if json:
         print_json({"jobs": [job_json(j) for j in page.jobs], "next_cursor": page.next_cursor})
         return
-    _print_jobs(page.jobs, f"Jobs of {tenant}")
+    # A group's jobs (an invoice's attempts) read in the order they run: attempt 1 first.
+    shown = sorted(page.jobs, key=lambda j: (j.run_at, j.name or "")) if group else page.jobs
+    _print_jobs(shown, f"Jobs of {tenant}")
     _print_next(page.next_cursor)
 
 
@@ -210,8 +212,9 @@ def _print_next(cursor: str | None) -> None:
 
 
 def _print_jobs(jobs: list[Job], title: str) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from recoup.cli._output import console
 
     table = Table(title=f"{title} ({len(jobs)})", title_justify="left")
     for column in ("id", "name", "state", "run at (UTC)", "attempts", "group"):
@@ -225,12 +228,13 @@ def _print_jobs(jobs: list[Job], title: str) -> None:
             f"{job.attempts}/{job.retry.max_attempts}",
             job.group or "",
         )
-    Console().print(table)
+    console().print(table)
 
 
 def _print_job(job: Job) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from recoup.cli._output import console
 
     table = Table(title=f"Job {job.id}", title_justify="left", show_header=False)
     table.add_column("field", style="bold")
@@ -249,12 +253,13 @@ def _print_job(job: Job) -> None:
     ]
     for field, value in rows:
         table.add_row(field, value)
-    Console().print(table)
+    console().print(table)
 
 
 def _print_runs(runs: list[Run], title: str) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from recoup.cli._output import console
 
     table = Table(title=f"{title} ({len(runs)})", title_justify="left")
     for column in ("attempt", "started (UTC)", "outcome", "status", "ms", "error"):
@@ -268,4 +273,4 @@ def _print_runs(runs: list[Run], title: str) -> None:
             f"{run.duration_ms:.0f}",
             run.error or "",
         )
-    Console().print(table)
+    console().print(table)

@@ -197,20 +197,22 @@ def _find(scheduler: Scheduler, tenant: str, schedule_id: str | None, name: str 
 
 
 def _print_schedules(schedules: list[Schedule], title: str) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from recoup.cli._output import console
 
     table = Table(title=f"{title} ({len(schedules)})", title_justify="left")
     for column in ("id", "name", "rule", "state", "next (UTC)"):
         table.add_column(column)
     for s in schedules:
         table.add_row(s.id, s.name, rule_text(s), s.state.value, instant(s.next_fire_at) or "")
-    Console().print(table)
+    console().print(table)
 
 
 def _print_schedule(schedule: Schedule, upcoming: list[datetime]) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from recoup.cli._output import console
 
     table = Table(title=f"Schedule {schedule.id}", title_justify="left", show_header=False)
     table.add_column("field", style="bold")
@@ -226,14 +228,14 @@ def _print_schedule(schedule: Schedule, upcoming: list[datetime]) -> None:
     ]
     for field, value in rows:
         table.add_row(field, value)
-    console = Console()
-    console.print(table)
+    out = console()
+    out.print(table)
     nexts = Table(title=f"Next {len(upcoming)} occurrences", title_justify="left")
     nexts.add_column("UTC")
     nexts.add_column(schedule.rule.timezone)
     for at in upcoming:
         nexts.add_row(instant(at) or "", _local(at, schedule.rule.timezone))
-    console.print(nexts)
+    out.print(nexts)
 
 
 def _local(at: datetime, zone: str) -> str:

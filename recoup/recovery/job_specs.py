@@ -81,6 +81,9 @@ def final_action_job(invoice: Invoice, action: str, *, at: datetime) -> NewJob:
     )
 
 
+NAME_MAX = 200  # a job name's longest (`NewJob`)
+
+
 def deadline_job(invoice: Invoice, at: datetime) -> NewJob:
     """The job that ends the wait for a customer at `at`."""
     return NewJob(
@@ -88,12 +91,22 @@ def deadline_job(invoice: Invoice, at: datetime) -> NewJob:
         run_at=at,
         target=PythonTarget(handler=DEADLINE_HANDLER),
         tenant=invoice.tenant,
+        name=_bounded_name(f"dunning-deadline-{invoice.invoice_id}"),
         group=job_group(invoice.invoice_id),
         payload={"invoice_id": invoice.invoice_id},
         idempotency_key=f"deadline:{invoice.invoice_id}:{format_utc(at)}",
         retry=ATTEMPT_RETRY,
         keep_for=KEEP_JOBS_FOR,
     )
+
+
+def _bounded_name(name: str) -> str:
+    return name[:NAME_MAX]
+
+
+def event_job_name(event: InvoiceEvent) -> str:
+    """`event-{type}-{invoice}`: what a delivery is, readable in a log line and a list."""
+    return _bounded_name(f"event-{event.type}-{event.invoice_id}")
 
 
 def event_job(event: InvoiceEvent, url: str, *, now: datetime) -> NewJob:
@@ -113,6 +126,7 @@ def event_job(event: InvoiceEvent, url: str, *, now: datetime) -> NewJob:
         run_at=now,
         target=HttpTarget(url=url, body=body),
         tenant=event.tenant,
+        name=event_job_name(event),
         group=job_group(event.invoice_id),
         idempotency_key=f"event:{event.id}",
         retry=EVENT_RETRY,
@@ -133,4 +147,5 @@ __all__ = [
     "deadline_job",
     "deadline_job_id",
     "event_job",
+    "event_job_name",
 ]

@@ -18,13 +18,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from recoup.analytics.recovery import TAG_KINDS, MerchantTag
 from recoup.dunning.invoice import AttemptRecord, Invoice, InvoiceEvent, InvoiceState
 from recoup.dunning.limits import CardAttempt
 from recoup.errors import InvalidInput
 from recoup.timekeeping.instants import require_aware
+
+if TYPE_CHECKING:
+    from recoup.recovery.figures import DunningFigures
 
 MAX_EXPERIMENT_NAME = 100
 
@@ -197,6 +200,11 @@ class DunningStore(Protocol):
 
     def count_events(self, tenant: str, type: str, *, since: datetime, until: datetime) -> int:
         """How many of the tenant's events of `type` happened in [since, until)."""
+        ...
+
+    def dunning_figures(self) -> DunningFigures:
+        """Every tenant's invoices by state, amounts by state and currency, attempts by state
+        and double charges (for /metrics: three grouped statements in one snapshot)."""
         ...
 
     def put_merchant_tag(self, tenant: str, tag: MerchantTag) -> MerchantTag:

@@ -179,6 +179,7 @@ class SqlStore:
         reports = SqlDunningReports(dialect)
         self.report_invoices = reports.report_invoices
         self.count_events = reports.count_events
+        self.dunning_figures = reports.dunning_figures
         self.put_merchant_tag = reports.put_merchant_tag
         self.delete_merchant_tag = reports.delete_merchant_tag
         self.merchant_tags = reports.merchant_tags

@@ -17,6 +17,7 @@ from recoup.api.dashboard.web import (
     see_other,
     text_param,
 )
+from recoup.api.dashboard.wording import attempt_runs, attempts_made, not_run_words
 from recoup.api.deps import Api
 from recoup.api.routes.common import Id
 from recoup.dunning.invoice import InvoiceState
@@ -57,6 +58,7 @@ def invoices_page(
             "visitor": visitor,
             "nav": "invoices",
             "invoices": page.invoices,
+            "made": {i.invoice_id: attempts_made(i) for i in page.invoices},
             "search": {"state": chosen.value if chosen else "", "customer": customer_id or ""},
             "states": [s.value for s in InvoiceState],
             "next_cursor": page.next_cursor,
@@ -77,7 +79,8 @@ def invoice_page(
             "visitor": visitor,
             "nav": "invoices",
             "invoice": timeline.invoice,
-            "runs": timeline.runs,
+            "told": attempt_runs(timeline.invoice, timeline.runs),
+            "not_run": not_run_words,
             "events": timeline.events,
             "emails": timeline.emails,
             "email_runs": timeline.email_runs,

@@ -5,6 +5,7 @@ and the tenant's signing keys. Mounted under `/qstash/v2` (`recoup.api.qstash`).
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -60,6 +61,7 @@ async def publish(destination: str, request: Request, tenant: Tenant, api: Api) 
             timeout=upstash.timeout(given),
             group=GROUP,
         )
+        job = replace(job, name=f"qstash-{job.id}")  # the message id: a log line names it
         await run_in_threadpool(scheduler.check, job)  # the SSRF guard may look names up
     except InvalidInput as exc:
         raise as_bad_request(exc) from None

@@ -203,3 +203,15 @@ DELETE FROM merchant_tags WHERE tenant = :tenant AND merchant_id = :merchant_id
 
 -- merchant_tags --
 SELECT {tag_columns} FROM merchant_tags WHERE tenant = :tenant ORDER BY merchant_id
+
+-- dunning_figures_invoices --
+-- /metrics: invoices and their amounts by tenant, state and currency (every row, grouped).
+SELECT tenant, state, currency, count(*), sum(amount) FROM invoices
+GROUP BY tenant, state, currency
+
+-- dunning_figures_attempts --
+SELECT tenant, state, count(*) FROM invoice_attempts GROUP BY tenant, state
+
+-- dunning_figures_double_charges --
+SELECT tenant, count(*) FROM invoice_events WHERE type = 'invoice.double_charged'
+GROUP BY tenant
