@@ -34,6 +34,7 @@ EXTRAS_ONLY = (
     "stripe",
     "aiosmtplib",
     "babel",
+    "opentelemetry",
 )
 BLOCKER = f"""
 import importlib.abc, sys
