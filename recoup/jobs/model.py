@@ -22,6 +22,7 @@ from enum import StrEnum
 from typing import Any, Literal, TypeVar, get_args
 
 from recoup.errors import InvalidInput
+from recoup.jobs.flow import DEFAULT_FLOW_PERIOD, check_flow
 from recoup.jobs.metadata import Metadata, check_metadata
 from recoup.timekeeping.instants import require_aware
 
@@ -201,6 +202,13 @@ class NewJob:
     group: str | None = None
     # The caller's own references (`recoup.jobs.metadata`: limits, merge, filters).
     metadata: Metadata = field(default_factory=dict)
+    # Flow control (`recoup.jobs.flow`): the jobs of one `flow_key` (per tenant) start at most
+    # `flow_rate` times per `flow_period` and/or run at most `flow_parallelism` at once, held by
+    # the store across every worker.
+    flow_key: str | None = None
+    flow_rate: int | None = None
+    flow_period: timedelta = DEFAULT_FLOW_PERIOD
+    flow_parallelism: int | None = None
     id: str = field(default_factory=new_id)
 
     def __post_init__(self) -> None:
@@ -214,6 +222,7 @@ class NewJob:
             raise InvalidInput("group", self.group, "expected 1–200 characters")
         if self.keep_for is not None and self.keep_for < timedelta(0):
             raise InvalidInput("keep_for", self.keep_for, "expected ≥ 0")
+        check_flow(self.flow_key, self.flow_rate, self.flow_period, self.flow_parallelism)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -239,6 +248,10 @@ class Job:
     finished_at: datetime | None
     group: str | None = None
     metadata: Metadata = field(default_factory=dict)
+    flow_key: str | None = None
+    flow_rate: int | None = None
+    flow_period: timedelta = DEFAULT_FLOW_PERIOD
+    flow_parallelism: int | None = None
 
     @property
     def started(self) -> bool:

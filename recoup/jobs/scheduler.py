@@ -21,6 +21,7 @@ from typing import Any
 from recoup.errors import Conflict, InvalidInput, NotFound
 from recoup.jobs import patching
 from recoup.jobs.changes import JobChange
+from recoup.jobs.flow import DEFAULT_FLOW_PERIOD
 from recoup.jobs.metadata import check_filter
 from recoup.jobs.model import (
     DEFAULT_TENANT,
@@ -130,11 +131,17 @@ class Scheduler(ScheduleCalls):
         tenant: str = DEFAULT_TENANT,
         group: str | None = None,
         metadata: dict[str, str] | None = None,
+        flow_key: str | None = None,
+        flow_rate: int | None = None,
+        flow_period: timedelta = DEFAULT_FLOW_PERIOD,
+        flow_parallelism: int | None = None,
     ) -> Job:
         """Schedule one job at `run_at`, or `delay` from now, or now (not both). A live job of
         the tenant with the same name → `Conflict`; the same idempotency key → that job.
         `group` (1–200 characters) lets `list_jobs(group=…)` and `cancel_group` find it;
-        `metadata` (`recoup.jobs.metadata`) is the caller's own, filterable."""
+        `metadata` (`recoup.jobs.metadata`) is the caller's own, filterable. `flow_key` with
+        `flow_rate` (per `flow_period`) and/or `flow_parallelism` limits the starts of the
+        tenant's jobs of that key (`recoup.jobs.flow`)."""
         if run_at is not None and delay is not None:
             raise InvalidInput("run_at", run_at, "give run_at or delay, not both")
         now = self.clock.now()
@@ -151,6 +158,10 @@ class Scheduler(ScheduleCalls):
             keep_for=keep_for,
             group=group,
             metadata=metadata or {},
+            flow_key=flow_key,
+            flow_rate=flow_rate,
+            flow_period=flow_period,
+            flow_parallelism=flow_parallelism,
         )
         return self.submit(job)
 

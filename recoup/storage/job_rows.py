@@ -50,6 +50,10 @@ JOB_COLUMNS = (
     "updated_at",
     "finished_at",
     "metadata",
+    "flow_key",
+    "flow_rate",
+    "flow_period_s",
+    "flow_parallelism",
 )
 
 # Column order of a new job's row (state 'scheduled' and attempts 0 come from the SQL; see
@@ -74,6 +78,10 @@ INSERT_COLUMNS = (
     "job_group",
     "occurrence_at",
     "metadata",
+    "flow_key",
+    "flow_rate",
+    "flow_period_s",
+    "flow_parallelism",
     "created_at",
     "updated_at",
 )
@@ -264,6 +272,10 @@ class JobEncoder:
             job.group,
             None if job.schedule_id is None else run_at,  # occurrence_at
             self.json(job.metadata) if job.metadata else self._empty_metadata,
+            job.flow_key,
+            job.flow_rate,
+            None if job.flow_key is None else job.flow_period.total_seconds(),
+            job.flow_parallelism,
             now,
             now,
         )

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from recoup.errors import InvalidInput
+from recoup.jobs.flow import DEFAULT_FLOW_PERIOD
 from recoup.jobs.model import (
     BackoffPolicy,
     HttpTarget,
@@ -147,6 +148,10 @@ def job_from_row(row: Sequence[Any], instant: DecodeInstant) -> Job:
         updated_at,
         finished_at,
         metadata,
+        flow_key,
+        flow_rate,
+        flow_period_s,
+        flow_parallelism,
     ) = row
     return trusted(
         Job,
@@ -172,6 +177,12 @@ def job_from_row(row: Sequence[Any], instant: DecodeInstant) -> Job:
             "finished_at": None if finished_at is None else instant(finished_at),
             "group": job_group,
             "metadata": _metadata(metadata),
+            "flow_key": flow_key,
+            "flow_rate": flow_rate,
+            "flow_period": DEFAULT_FLOW_PERIOD
+            if flow_period_s is None
+            else duration(flow_period_s),
+            "flow_parallelism": flow_parallelism,
         },
     )
 

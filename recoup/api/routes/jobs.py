@@ -40,6 +40,7 @@ from recoup.wire.schemas import (
     RunOut,
     RunsOut,
 )
+from recoup.wire.schemas.flow import flow_fields
 
 router = APIRouter(prefix="/v1", responses=ERRORS, tags=["jobs"], dependencies=CHECKED)
 
@@ -104,6 +105,7 @@ def create_job(body: JobIn, ctx: Post, api: Api) -> Response:
             timeout=timedelta(seconds=body.timeout_seconds),
             group=body.group,
             metadata=body.metadata,
+            **flow_fields(body.flow),
         )
         # The checks (the SSRF guard's DNS look-up too) run before the transaction.
         scheduler.check(job)

@@ -11,6 +11,11 @@ CREATE TABLE IF NOT EXISTS schema_version (
 -- schema_version --
 SELECT coalesce(max(version), 0) FROM schema_version
 
+-- has_migration --
+-- Whether one migration was applied: each is applied unless recorded, so a migration numbered
+-- below the version in force (branches merged in another order) is still applied.
+SELECT count(*) FROM schema_version WHERE version = %(version)s
+
 -- has_schema_version --
 SELECT count(*) FROM pg_tables WHERE schemaname = %(schema)s AND tablename = 'schema_version'
 
@@ -43,7 +48,7 @@ tenant NOT IN (SELECT id FROM tenants WHERE disabled_at IS NOT NULL)
 -- One placeholder per column of {insert_columns} (`job_rows.JobEncoder.row`).
 INSERT INTO jobs ({insert_columns})
 VALUES (%s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
-        %s::jsonb, %s, %s)
+        %s::jsonb, %s, %s, %s, %s, %s, %s)
 ON CONFLICT DO NOTHING
 RETURNING {job_columns}
 
@@ -56,7 +61,9 @@ FROM unnest(%(id)s::text[], %(tenant)s::text[], %(name)s::text[], %(run_at)s::ti
             %(max_attempts)s::int[], %(min_backoff_s)s::float8[], %(max_backoff_s)s::float8[],
             %(jitter)s::bool[], %(timeout_s)s::float8[], %(keep_for_s)s::float8[],
             %(schedule_id)s::text[], %(job_group)s::text[],
-            %(occurrence_at)s::timestamptz[], %(metadata)s::jsonb[]) AS u
+            %(occurrence_at)s::timestamptz[], %(metadata)s::jsonb[], %(flow_key)s::text[],
+            %(flow_rate)s::int[], %(flow_period_s)s::float8[],
+            %(flow_parallelism)s::int[]) AS u
 ON CONFLICT DO NOTHING
 
 -- copy_jobs --
@@ -320,10 +327,30 @@ SELECT pg_notify(%(channel)s, '')
 
 -- next_due_at --
 -- The jobs of a disabled tenant are never due: held ones are outside jobs_due, and the
--- others (few: retries of attempts running when it was disabled) are stepped over.
-SELECT run_at FROM jobs WHERE state = 'scheduled' AND NOT held AND {_enabled_tenant}
-ORDER BY run_at
-LIMIT 1
+-- others (few: retries of attempts running when it was disabled) are stepped over. A flow
+-- key's jobs are due at the later of its first job's instant and the key's next free start;
+-- a key at its parallelism is not due (a completion, or the idle poll, wakes the worker).
+SELECT min(run_at) FROM (
+    SELECT * FROM (
+        SELECT run_at FROM jobs
+        WHERE state = 'scheduled' AND NOT held AND flow_key IS NULL AND {_enabled_tenant}
+        ORDER BY run_at
+        LIMIT 1
+    ) AS plain
+    UNION ALL
+    SELECT CASE WHEN f.next_start_at > h.run_at THEN f.next_start_at ELSE h.run_at END
+    FROM (
+        SELECT tenant, flow_key, min(run_at) AS run_at, max(flow_parallelism) AS parallelism
+        FROM jobs
+        WHERE state = 'scheduled' AND NOT held AND flow_key IS NOT NULL AND {_enabled_tenant}
+        GROUP BY tenant, flow_key
+    ) AS h
+    LEFT JOIN flow_keys f ON f.tenant = h.tenant AND f.flow_key = h.flow_key
+    WHERE h.parallelism IS NULL
+       OR (SELECT count(*) FROM jobs r
+           WHERE r.tenant = h.tenant AND r.flow_key = h.flow_key AND r.state = 'running')
+          < h.parallelism
+) AS due
 
 -- _cancel_set --
 -- The SET clause of every cancelling statement. leased_by and attempt_started_at stay, so the
@@ -458,7 +485,9 @@ SELECT state, count(*) FROM jobs GROUP BY state
 -- Each count walks its state's partial indexes (jobs_due and jobs_held, jobs_leases), never
 -- finished rows; held jobs (of disabled tenants) are scheduled too.
 SELECT 'scheduled',
-       (SELECT count(*) FROM jobs WHERE state = 'scheduled' AND NOT held)
+       (SELECT count(*) FROM jobs WHERE state = 'scheduled' AND NOT held AND flow_key IS NULL)
+       + (SELECT count(*) FROM jobs
+          WHERE state = 'scheduled' AND NOT held AND flow_key IS NOT NULL)
        + (SELECT count(*) FROM jobs WHERE state = 'scheduled' AND held)
 UNION ALL
 SELECT 'running', count(*) FROM jobs WHERE state = 'running'
@@ -472,7 +501,10 @@ SELECT tenant, state, count(*) FROM jobs GROUP BY tenant, state
 -- due_backlog --
 -- Served by the partial index of scheduled jobs on run_at.
 -- Held jobs (of disabled tenants) are not: nothing fires them.
-SELECT count(*) FROM jobs WHERE state = 'scheduled' AND NOT held AND run_at <= %(now)s
+SELECT (SELECT count(*) FROM jobs
+        WHERE state = 'scheduled' AND NOT held AND flow_key IS NULL AND run_at <= %(now)s)
+       + (SELECT count(*) FROM jobs
+          WHERE state = 'scheduled' AND NOT held AND flow_key IS NOT NULL AND run_at <= %(now)s)
 
 -- prune_jobs --
 DELETE FROM jobs

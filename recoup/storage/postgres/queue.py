@@ -65,6 +65,10 @@ _COPY_TYPES = [
     "text",  # job_group
     "timestamptz",  # occurrence_at
     "bytea",  # metadata (jsonb wire format)
+    "text",  # flow_key
+    "int4",  # flow_rate
+    "float8",  # flow_period_s
+    "int4",  # flow_parallelism
     "timestamptz",  # created_at
     "timestamptz",  # updated_at
 ]

@@ -27,6 +27,7 @@ from recoup.wire.schemas.common import (
     TargetOut,
     Text,
 )
+from recoup.wire.schemas.flow import FlowIn, FlowOut
 from recoup.wire.schemas.metadata import (
     METADATA_DESCRIPTION,
     PATCH_METADATA_DESCRIPTION,
@@ -83,6 +84,7 @@ class JobIn(CallbacksIn):
         "one is answered, 200). Distinct from the request's `Idempotency-Key` header, which "
         "replays this request's answer.",
     )
+    flow: FlowIn | None = None
     allow_past: Flag = Field(
         default=False,
         description="Accept a `run_at` more than 5 minutes before the server's clock (the job "
@@ -199,6 +201,7 @@ class JobOut(JobCallbacksOut):
     created_at: datetime
     updated_at: datetime
     finished_at: datetime | None
+    flow: FlowOut | None = None
 
     @classmethod
     def of(cls, job: Job) -> JobOut:
@@ -219,6 +222,7 @@ class JobOut(JobCallbacksOut):
             created_at=job.created_at,
             updated_at=job.updated_at,
             finished_at=job.finished_at,
+            flow=FlowOut.of(job),
             **cls.job_callbacks_of(job.id, job.target),
         )
 
