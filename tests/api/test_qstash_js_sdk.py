@@ -103,7 +103,12 @@ def test_flow_control_is_read_and_bad_values_are_refused_by_name(
         ("publish", [{"url": URL, "body": "y", "flowControl": {"key": "acct-2", "rate": 0}}]),
         ("publish", [{"url": URL, "body": "z", "flowControl": {**limits, "period": "1w"}}]),
     )
-    assert served.scheduler.get(limited.value["messageId"], tenant=served.tenant)
+    job = served.scheduler.get(limited.value["messageId"], tenant=served.tenant)
+    assert (job.flow_key, job.flow_parallelism, job.flow_rate) == ("acct-1", 2, 3)
+    assert job.flow_period == timedelta(seconds=1)
+    message = sdk.call("messages.get", job.id)
+    assert (message["flowControlKey"], message["parallelism"], message["rate"]) == ("acct-1", 2, 3)
+    assert message["period"] == 1
     assert no_rate.status == 400 and "Upstash-Flow-Control-Value" in (no_rate.error or "")
     assert bad_period.status == 400 and "'1w'" in (bad_period.error or "")
 

@@ -113,8 +113,11 @@ def test_every_cancelling_statement_shares_one_set_clause(backend: str) -> None:
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_every_backend_ships_numbered_migrations_from_one(backend: str) -> None:
+    # Numbers are handed out to branches in parallel, so a merge may leave a gap for a while:
+    # each number once, in order, from one (the migrators apply every one not recorded).
     migrations = load_migrations(f"recoup.storage.{backend}.migrations")
-    assert [m.version for m in migrations] == list(range(1, len(migrations) + 1))
+    versions = [m.version for m in migrations]
+    assert versions == sorted(set(versions)) and versions[0] == 1
     assert migrations[0].name == "0001_init.sql"
 
 

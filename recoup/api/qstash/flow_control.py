@@ -16,16 +16,21 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Final
+from typing import Any, Final
 
 from recoup.api.qstash.headers import duration, refuse
+from recoup.jobs.flow import (
+    DEFAULT_FLOW_PERIOD,
+    MAX_FLOW_PARALLELISM,
+    MAX_FLOW_PERIOD,
+    MAX_FLOW_RATE,
+)
+from recoup.jobs.model import Job
 
 KEY_HEADER: Final = "Upstash-Flow-Control-Key"
 VALUE_HEADER: Final = "Upstash-Flow-Control-Value"
 KEY_MAX: Final = 200  # characters of a key, as a deduplication id
-LIMIT_MAX: Final = 1_000_000  # of parallelism or rate: beyond it there is no limit to speak of
-DEFAULT_PERIOD: Final = timedelta(seconds=1)
-MAX_PERIOD: Final = timedelta(days=7)
+LIMIT_MAX: Final = min(MAX_FLOW_RATE, MAX_FLOW_PARALLELISM)  # Recoup's own limits
 _KEY = re.compile(r"[A-Za-z0-9_.:\-]+")
 _PARTS: Final = ("parallelism", "rate", "period")
 
@@ -78,11 +83,11 @@ def flow_control(headers: Mapping[str, str]) -> FlowControl | None:
     )
     if parallelism is None and rate is None:
         raise refuse(VALUE_HEADER, value, "expected at least one of parallelism=N and rate=N")
-    period = DEFAULT_PERIOD
+    period = DEFAULT_FLOW_PERIOD
     if "period" in given:
         if rate is None:
             raise refuse(VALUE_HEADER, value, "period is the window of rate: give rate=N with it")
-        period = duration(VALUE_HEADER, given["period"], limit=MAX_PERIOD)
+        period = duration(VALUE_HEADER, given["period"], limit=MAX_FLOW_PERIOD)
         if period <= timedelta(0):
             raise refuse(VALUE_HEADER, value, "expected a period of at least 1s")
     return FlowControl(key=key, parallelism=parallelism, rate=rate, period=period)
@@ -99,4 +104,38 @@ def flow_control_value(found: FlowControl) -> str:
     return ", ".join(parts)
 
 
-__all__ = ["KEY_HEADER", "VALUE_HEADER", "FlowControl", "flow_control", "flow_control_value"]
+def job_fields(found: FlowControl | None) -> dict[str, Any]:
+    """The flow fields of a `NewJob` (`recoup.jobs.flow`) for a message's flow control."""
+    if found is None:
+        return {}
+    return {
+        "flow_key": found.key,
+        "flow_rate": found.rate,
+        "flow_period": found.period,
+        "flow_parallelism": found.parallelism,
+    }
+
+
+def message_fields(job: Job) -> dict[str, Any]:
+    """A message's flow control in QStash's JSON: `flowControlKey`, `parallelism`, `rate`,
+    `period` (seconds), as the SDKs read them; nothing for a job without a key."""
+    if job.flow_key is None:
+        return {}
+    found: dict[str, Any] = {"flowControlKey": job.flow_key}
+    if job.flow_parallelism is not None:
+        found["parallelism"] = job.flow_parallelism
+    if job.flow_rate is not None:
+        found["rate"] = job.flow_rate
+        found["period"] = int(job.flow_period.total_seconds())
+    return found
+
+
+__all__ = [
+    "KEY_HEADER",
+    "VALUE_HEADER",
+    "FlowControl",
+    "flow_control",
+    "flow_control_value",
+    "job_fields",
+    "message_fields",
+]

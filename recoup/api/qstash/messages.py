@@ -13,7 +13,7 @@ from starlette.responses import Response
 
 from recoup.api.deps import Api, Tenant
 from recoup.api.qstash import headers as upstash
-from recoup.api.qstash.flow_control import flow_control
+from recoup.api.qstash.flow_control import flow_control, job_fields
 from recoup.api.qstash.shapes import (
     GROUP,
     answer,
@@ -50,7 +50,7 @@ async def publish(destination: str, request: Request, tenant: Tenant, api: Api) 
     method = upstash.method(given)
     sent = upstash.forwarded(given)
     key = upstash.dedup(given, destination=url, method=method, body=body or "", sent=sent).key
-    flow_control(given)  # checked; its fields go on the job once NewJob has them (flow)
+    flow = flow_control(given)
     scheduler = api.scheduler
     try:
         job = NewJob(
@@ -61,6 +61,7 @@ async def publish(destination: str, request: Request, tenant: Tenant, api: Api) 
             retry=upstash.retry_policy(given),
             timeout=upstash.timeout(given),
             group=GROUP,
+            **job_fields(flow),
         )
         await run_in_threadpool(scheduler.check, job)  # the SSRF guard may look names up
     except InvalidInput as exc:
