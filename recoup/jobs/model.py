@@ -24,6 +24,7 @@ from typing import Any, Literal, TypeVar, get_args
 from recoup.errors import InvalidInput
 from recoup.jobs.flow import DEFAULT_FLOW_PERIOD, check_flow
 from recoup.jobs.metadata import Metadata, check_metadata
+from recoup.jobs.trace_context import TraceContext
 from recoup.timekeeping.instants import require_aware
 
 DEFAULT_TENANT = "default"
@@ -209,6 +210,9 @@ class NewJob:
     flow_rate: int | None = None
     flow_period: timedelta = DEFAULT_FLOW_PERIOD
     flow_parallelism: int | None = None
+    # The W3C Trace Context of the request that created it (`recoup.jobs.trace_context`),
+    # sent on every delivery and the parent (or, on retries, the link) of its attempts' spans.
+    trace: TraceContext | None = None
     id: str = field(default_factory=new_id)
 
     def __post_init__(self) -> None:
@@ -252,6 +256,7 @@ class Job:
     flow_rate: int | None = None
     flow_period: timedelta = DEFAULT_FLOW_PERIOD
     flow_parallelism: int | None = None
+    trace: TraceContext | None = None
 
     @property
     def started(self) -> bool:

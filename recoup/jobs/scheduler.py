@@ -22,6 +22,7 @@ from recoup.errors import Conflict, InvalidInput, NotFound
 from recoup.jobs import patching
 from recoup.jobs.changes import JobChange
 from recoup.jobs.flow import DEFAULT_FLOW_PERIOD
+from recoup.jobs.trace_context import TraceContext
 from recoup.jobs.metadata import check_filter
 from recoup.jobs.model import (
     DEFAULT_TENANT,
@@ -135,13 +136,15 @@ class Scheduler(ScheduleCalls):
         flow_rate: int | None = None,
         flow_period: timedelta = DEFAULT_FLOW_PERIOD,
         flow_parallelism: int | None = None,
+        trace: TraceContext | None = None,
     ) -> Job:
         """Schedule one job at `run_at`, or `delay` from now, or now (not both). A live job of
         the tenant with the same name → `Conflict`; the same idempotency key → that job.
         `group` (1–200 characters) lets `list_jobs(group=…)` and `cancel_group` find it;
         `metadata` (`recoup.jobs.metadata`) is the caller's own, filterable. `flow_key` with
         `flow_rate` (per `flow_period`) and/or `flow_parallelism` limits the starts of the
-        tenant's jobs of that key (`recoup.jobs.flow`)."""
+        tenant's jobs of that key (`recoup.jobs.flow`). `trace` (`recoup.jobs.trace_context`)
+        is sent with every delivery."""
         if run_at is not None and delay is not None:
             raise InvalidInput("run_at", run_at, "give run_at or delay, not both")
         now = self.clock.now()
@@ -162,6 +165,7 @@ class Scheduler(ScheduleCalls):
             flow_rate=flow_rate,
             flow_period=flow_period,
             flow_parallelism=flow_parallelism,
+            trace=trace,
         )
         return self.submit(job)
 

@@ -54,6 +54,8 @@ JOB_COLUMNS = (
     "flow_rate",
     "flow_period_s",
     "flow_parallelism",
+    "traceparent",
+    "tracestate",
 )
 
 # Column order of a new job's row (state 'scheduled' and attempts 0 come from the SQL; see
@@ -82,6 +84,8 @@ INSERT_COLUMNS = (
     "flow_rate",
     "flow_period_s",
     "flow_parallelism",
+    "traceparent",
+    "tracestate",
     "created_at",
     "updated_at",
 )
@@ -276,6 +280,8 @@ class JobEncoder:
             job.flow_rate,
             None if job.flow_key is None else job.flow_period.total_seconds(),
             job.flow_parallelism,
+            None if job.trace is None else job.trace.traceparent,
+            None if job.trace is None else job.trace.tracestate,
             now,
             now,
         )

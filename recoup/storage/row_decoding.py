@@ -25,6 +25,7 @@ from recoup.jobs.model import (
     trusted,
 )
 from recoup.jobs.schedules.model import AnchorRule, CronRule, MissedPolicy, Rule, Schedule
+from recoup.jobs.trace_context import TraceContext
 from recoup.storage.job_rows import DecodeInstant
 from recoup.tenancy import TenantInfo
 
@@ -152,6 +153,8 @@ def job_from_row(row: Sequence[Any], instant: DecodeInstant) -> Job:
         flow_rate,
         flow_period_s,
         flow_parallelism,
+        traceparent,
+        tracestate,
     ) = row
     return trusted(
         Job,
@@ -183,6 +186,7 @@ def job_from_row(row: Sequence[Any], instant: DecodeInstant) -> Job:
             if flow_period_s is None
             else duration(flow_period_s),
             "flow_parallelism": flow_parallelism,
+            "trace": None if traceparent is None else TraceContext(traceparent, tracestate),
         },
     )
 

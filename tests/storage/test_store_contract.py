@@ -1190,6 +1190,9 @@ DECLARED_COLUMNS = {
         "flow_rate",  # 0013
         "flow_period_s",  # 0013
         "flow_parallelism",  # 0013
+        "traceparent",  # 0014
+        "tracestate",  # 0014
+        "attempt_budget",  # 0014
         "state",
         "attempts",
         "lease_expires_at",

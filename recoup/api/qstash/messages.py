@@ -23,10 +23,12 @@ from recoup.api.qstash.shapes import (
     message_json,
     qstash_target,
 )
+from recoup.api.trace_headers import traced
 from recoup.errors import InvalidInput, NotFound
 from recoup.jobs.model import Job, NewJob
 from recoup.jobs.qstash_signing import qstash_keys
 from recoup.jobs.scheduler import Scheduler
+from recoup.jobs.trace_context import trace_context
 
 router = APIRouter()
 
@@ -62,8 +64,10 @@ async def publish(destination: str, request: Request, tenant: Tenant, api: Api) 
             timeout=upstash.timeout(given),
             group=GROUP,
             **job_fields(flow),
+            trace=trace_context(given.get("traceparent"), given.get("tracestate")),
         )
         await run_in_threadpool(scheduler.check, job)  # the SSRF guard may look names up
+        job = traced(job, api)
     except InvalidInput as exc:
         raise as_bad_request(exc) from None
     stored = await run_in_threadpool(scheduler.insert_checked, job)

@@ -24,6 +24,7 @@ from recoup.api.routes.common import (
     RunCursor,
     link,
 )
+from recoup.api.trace_headers import Trace, traced
 from recoup.errors import InvalidInput
 from recoup.jobs.metadata import KEY_PATTERN, MAX_KEYS, MAX_VALUE_LENGTH
 from recoup.jobs.model import JobState, NewJob
@@ -88,9 +89,10 @@ JOB_LINKS = {
         },
     },
 )
-def create_job(body: JobIn, ctx: Post, api: Api) -> Response:
+def create_job(body: JobIn, ctx: Post, api: Api, trace: Trace) -> Response:
     """Schedule a one-off job at `run_at` or after `delay_seconds`. With `idempotency_key`,
-    at most one job of the tenant has that key: a second request answers the first job."""
+    at most one job of the tenant has that key: a second request answers the first job. A
+    `traceparent` (and `tracestate`) header is stored with the job and sent on every delivery."""
     scheduler = api.scheduler
     try:
         job = NewJob(
@@ -106,9 +108,11 @@ def create_job(body: JobIn, ctx: Post, api: Api) -> Response:
             group=body.group,
             metadata=body.metadata,
             **flow_fields(body.flow),
+            trace=trace,
         )
         # The checks (the SSRF guard's DNS look-up too) run before the transaction.
         scheduler.check(job)
+        job = traced(job, api)
     except InvalidInput as exc:
         # Refused under the key as any refusal is: a response stored for it is replayed first.
         return ctx.run(201, functools.partial(_refuse, exc))

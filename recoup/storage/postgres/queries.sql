@@ -48,7 +48,7 @@ tenant NOT IN (SELECT id FROM tenants WHERE disabled_at IS NOT NULL)
 -- One placeholder per column of {insert_columns} (`job_rows.JobEncoder.row`).
 INSERT INTO jobs ({insert_columns})
 VALUES (%s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
-        %s::jsonb, %s, %s, %s, %s, %s, %s)
+        %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT DO NOTHING
 RETURNING {job_columns}
 
@@ -63,7 +63,8 @@ FROM unnest(%(id)s::text[], %(tenant)s::text[], %(name)s::text[], %(run_at)s::ti
             %(schedule_id)s::text[], %(job_group)s::text[],
             %(occurrence_at)s::timestamptz[], %(metadata)s::jsonb[], %(flow_key)s::text[],
             %(flow_rate)s::int[], %(flow_period_s)s::float8[],
-            %(flow_parallelism)s::int[]) AS u
+            %(flow_parallelism)s::int[], %(traceparent)s::text[],
+            %(tracestate)s::text[]) AS u
 ON CONFLICT DO NOTHING
 
 -- copy_jobs --

@@ -69,6 +69,8 @@ _COPY_TYPES = [
     "int4",  # flow_rate
     "float8",  # flow_period_s
     "int4",  # flow_parallelism
+    "text",  # traceparent
+    "text",  # tracestate
     "timestamptz",  # created_at
     "timestamptz",  # updated_at
 ]
