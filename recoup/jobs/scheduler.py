@@ -22,7 +22,6 @@ from recoup.errors import Conflict, InvalidInput, NotFound
 from recoup.jobs import patching
 from recoup.jobs.changes import JobChange
 from recoup.jobs.flow import DEFAULT_FLOW_PERIOD
-from recoup.jobs.trace_context import TraceContext
 from recoup.jobs.metadata import check_filter
 from recoup.jobs.model import (
     DEFAULT_TENANT,
@@ -54,6 +53,7 @@ from recoup.jobs.target_checks import (
     check_method,
     check_url_text,
 )
+from recoup.jobs.trace_context import TraceContext
 from recoup.jobs.worker import Worker, WorkerConfig
 from recoup.jobs.worker.config import KNOBS, worker_config
 from recoup.timekeeping.clock import Clock, SystemClock
