@@ -36,6 +36,7 @@ from recoup.jobs.model import (
     Tenant,
     check_one_off_name,
 )
+from recoup.jobs.redrive import FailedFilter, Redrive, audit
 from recoup.jobs.schedules.calls import ScheduleCalls
 from recoup.jobs.signing import new_signing_secret
 from recoup.jobs.ssrf import SsrfGuard
@@ -299,6 +300,19 @@ class Scheduler(ScheduleCalls):
         else:
             why = f"cannot be retried while a live job holds its name {job.name!r}"
         raise Conflict(f"job {job_id!r} {why}")
+
+    def redrive_failed(self, found: FailedFilter, *, who: str, dry_run: bool = False) -> Redrive:
+        """Count the failed jobs `found` names, then (unless `dry_run`) redrive each
+        (`redrive`: the budget it was created with); either way an audit line says `who`
+        asked, when, for which filter and how many (`recoup.jobs.redrive.audit`)."""
+        now = self.clock.now()
+        if dry_run:
+            outcome = Redrive(matched=self.store.count_failed(found), redriven=0, dry_run=True)
+        else:
+            matched, redriven = self.store.redrive_failed(found, now=now)
+            outcome = Redrive(matched=matched, redriven=redriven, dry_run=False)
+        audit(who, now, found, outcome)
+        return outcome
 
     def delete_failed(self, job_id: str, *, tenant: str = DEFAULT_TENANT) -> bool:
         """Delete a job that failed for good (its run log stays until pruned); False unless

@@ -142,6 +142,8 @@ class SqlStore:
 
         dead_letters = SqlDeadLetters(dialect)
         self.redrive = dead_letters.redrive
+        self.count_failed = dead_letters.count_failed
+        self.redrive_failed = dead_letters.redrive_failed
         self.delete_failed = dead_letters.delete_failed
 
         # Hosted charging's tables are one part, exposed whole (`Store.hosted`).
