@@ -42,6 +42,7 @@ from recoup.wire.schemas import (
     RunsOut,
 )
 from recoup.wire.schemas.flow import flow_fields
+from recoup.wire.schemas.redrive import RedriveIn, RedriveOut
 
 router = APIRouter(prefix="/v1", responses=ERRORS, tags=["jobs"], dependencies=CHECKED)
 
@@ -187,6 +188,22 @@ def cancel_jobs(body: CancelIn, ctx: Post, api: Api) -> Response:
     return ctx.run(
         200, lambda: CancelledOut(cancelled=scheduler.cancel_by_prefix(prefix, tenant=ctx.tenant))
     )
+
+
+@router.post("/jobs/redrive", response_model=RedriveOut)
+def redrive_jobs(body: RedriveIn, ctx: Post, api: Api) -> Response:
+    """Redrive the failed jobs the filter names (each scheduled again now with the budget of
+    attempts it was created with), or with `dry_run` only count them: count first, then
+    redrive. Each call writes an audit line (who, when, the filter, how many)."""
+    found = body.filter_for(ctx.tenant)
+    scheduler = api.scheduler
+
+    def run() -> RedriveOut:
+        who = f"api:tenant={ctx.tenant}"
+        outcome = scheduler.redrive_failed(found, who=who, dry_run=body.dry_run)
+        return RedriveOut.of(outcome, found)
+
+    return ctx.run(200, run)
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut)
