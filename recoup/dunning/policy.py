@@ -27,6 +27,10 @@ A policy file (see `recoup/dunning/data/policies/*.toml` for complete examples):
     mastercard_max_per_merchant_amount_30d = 35
     mastercard_max_per_card_per_day = 10
 
+    [flow]                          # optional: attempts per gateway or merchant (policy_flow.py)
+    by = "merchant"
+    rate = 10
+
     [[blackouts]]                   # a gateway's maintenance: no attempt inside [start, end)
     gateway = "stripe"
     start = 2026-07-01T02:00:00Z
@@ -51,6 +55,7 @@ from importlib import resources
 from typing import Any
 
 from recoup.dunning import policy_fields as fields
+from recoup.dunning.policy_flow import FlowLimit, parse_flow
 from recoup.dunning.policy_paydays import Paydays, parse_paydays
 from recoup.errors import ConfigError, InvalidInput
 from recoup.timekeeping.calendar import SAT_SUN, WEEKDAY_NAMES, parse_weekend
@@ -130,6 +135,7 @@ class DunningPolicy:
     final_action: FinalAction = FinalAction.PAUSE_ACCESS
     description: str = ""
     paydays: Paydays | None = None  # insufficient-funds retries aim at these (policy_paydays)
+    flow: FlowLimit | None = None  # attempts a second per gateway or merchant (policy_flow)
 
     @property
     def window_start_seconds(self) -> int:
@@ -242,6 +248,7 @@ _TOP = frozenset(
         "networks",
         "blackouts",
         "paydays",
+        "flow",
     }
 )
 
@@ -341,6 +348,7 @@ def policy_from_dict(data: dict[str, Any], *, name: str) -> DunningPolicy:
         blackouts=_blackouts(data.get("blackouts", [])),
         final_action=final_action,
         paydays=parse_paydays(data.get("paydays")),
+        flow=parse_flow(data.get("flow")),
     )
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from recoup.errors import InvalidInput
 
@@ -49,6 +50,60 @@ def check_flow(
     if not timedelta(0) < period <= MAX_FLOW_PERIOD:
         raise InvalidInput(
             "flow_period", period.total_seconds(), "expected more than 0 and at most 7 days"
+        )
+
+
+def check_ordering(ordering_key: str | None, flow_key: str | None, parallelism: int | None) -> None:
+    """An ordering key is a flow key of parallelism 1: `InvalidInput` for one beside a
+    `flow_key` or another parallelism."""
+    if ordering_key is None:
+        return
+    if flow_key is not None:
+        raise InvalidInput(
+            "ordering_key", ordering_key, "expected flow_key or ordering_key, not both"
+        )
+    if parallelism not in (None, 1):
+        raise InvalidInput(
+            "flow_parallelism", parallelism, "expected none with an ordering_key (one at a time)"
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlowLimits:
+    """A flow key and its limits as one value: what a schedule gives each job it fires."""
+
+    key: str
+    rate: int | None = None
+    period: timedelta = DEFAULT_FLOW_PERIOD
+    parallelism: int | None = None
+
+    def __post_init__(self) -> None:
+        check_flow(self.key, self.rate, self.period, self.parallelism)
+
+    def job_fields(self) -> dict[str, Any]:
+        """The `NewJob` keywords."""
+        return {
+            "flow_key": self.key,
+            "flow_rate": self.rate,
+            "flow_period": self.period,
+            "flow_parallelism": self.parallelism,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "rate": self.rate,
+            "period_s": self.period.total_seconds(),
+            "parallelism": self.parallelism,
+        }
+
+    @classmethod
+    def from_dict(cls, value: dict[str, Any]) -> FlowLimits:
+        return cls(
+            key=value["key"],
+            rate=value.get("rate"),
+            period=timedelta(seconds=value.get("period_s", 1.0)),
+            parallelism=value.get("parallelism"),
         )
 
 
@@ -95,12 +150,14 @@ def reserve(
 
 __all__ = [
     "DEFAULT_FLOW_PERIOD",
+    "FlowLimits",
     "MAX_FLOW_PARALLELISM",
     "MAX_FLOW_PERIOD",
     "MAX_FLOW_RATE",
     "START_TOLERANCE",
     "Slots",
     "check_flow",
+    "check_ordering",
     "reserve",
     "spacing",
 ]

@@ -16,7 +16,7 @@ import contextlib
 import threading
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from recoup.errors import Conflict, InvalidInput, NotFound
 from recoup.jobs import patching
@@ -62,6 +62,12 @@ from recoup.timekeeping.instants import to_utc
 
 _KEEP_DEFAULT = timedelta(days=7)  # as NewJob's default retention
 WORKER_START_TIMEOUT = 10.0  # seconds to wait for an embedded worker to start
+
+
+# What creating a job does when its idempotency key is taken: answer the job holding it, or
+# replace that job while it has not started.
+OnConflict = Literal["return", "replace"]
+ON_CONFLICT: tuple[OnConflict, ...] = ("return", "replace")
 
 
 class Scheduler(ScheduleCalls):
@@ -137,6 +143,9 @@ class Scheduler(ScheduleCalls):
         flow_rate: int | None = None,
         flow_period: timedelta = DEFAULT_FLOW_PERIOD,
         flow_parallelism: int | None = None,
+        ordering_key: str | None = None,
+        ordering_skip_failed: bool = False,
+        on_conflict: OnConflict = "return",
         trace: TraceContext | None = None,
     ) -> Job:
         """Schedule one job at `run_at`, or `delay` from now, or now (not both). A live job of
@@ -144,8 +153,12 @@ class Scheduler(ScheduleCalls):
         `group` (1–200 characters) lets `list_jobs(group=…)` and `cancel_group` find it;
         `metadata` (`recoup.jobs.metadata`) is the caller's own, filterable. `flow_key` with
         `flow_rate` (per `flow_period`) and/or `flow_parallelism` limits the starts of the
-        tenant's jobs of that key (`recoup.jobs.flow`). `trace` (`recoup.jobs.trace_context`)
-        is sent with every delivery."""
+        tenant's jobs of that key (`recoup.jobs.flow`); `ordering_key` starts them one at a time
+        in due-then-creation order, a failed one holding the others unless
+        `ordering_skip_failed`. `on_conflict="replace"`: a job of the same idempotency key not
+        started yet is replaced by this one (with `delay`, a debounce: each call moves the run
+        to `delay` after the last); one already started is returned as it is. `trace`
+        (`recoup.jobs.trace_context`) is sent with every delivery."""
         if run_at is not None and delay is not None:
             raise InvalidInput("run_at", run_at, "give run_at or delay, not both")
         now = self.clock.now()
@@ -166,14 +179,16 @@ class Scheduler(ScheduleCalls):
             flow_rate=flow_rate,
             flow_period=flow_period,
             flow_parallelism=flow_parallelism,
+            ordering_key=ordering_key,
+            ordering_skip_failed=ordering_skip_failed,
             trace=trace,
         )
-        return self.submit(job)
+        return self.submit(job, on_conflict=on_conflict)
 
-    def submit(self, job: NewJob) -> Job:
+    def submit(self, job: NewJob, *, on_conflict: OnConflict = "return") -> Job:
         """Insert a prepared `NewJob` (after the same checks as `enqueue`)."""
         self.check(job)
-        return self.insert_checked(job)
+        return self.insert_checked(job, on_conflict=on_conflict)
 
     def check(self, job: NewJob) -> None:
         """`submit`'s checks (the SSRF guard's DNS look-up included) without the insert, for a
@@ -183,9 +198,19 @@ class Scheduler(ScheduleCalls):
         self.check_target(job.target, payload=job.payload)
         self._ensure_tenant(job.tenant)
 
-    def insert_checked(self, job: NewJob) -> Job:
-        """Insert a job that `check` passed, without checking it again."""
-        stored = self.store.insert(job, now=self.clock.now())
+    def insert_checked(self, job: NewJob, *, on_conflict: OnConflict = "return") -> Job:
+        """Insert a job that `check` passed, without checking it again. A job already holding
+        its idempotency key is returned, or with `on_conflict="replace"` replaced by this one
+        while it has not started (atomically against a claim)."""
+        if on_conflict not in ON_CONFLICT:
+            raise InvalidInput("on_conflict", on_conflict, f"expected one of {list(ON_CONFLICT)}")
+        if on_conflict == "replace" and job.idempotency_key is None:
+            raise InvalidInput("on_conflict", on_conflict, "expected an idempotency_key with it")
+        now = self.clock.now()
+        stored = self.store.insert(job, now=now)
+        if on_conflict == "replace" and stored.id != job.id:
+            found = self.store.replace_unstarted_job(stored.tenant, stored.id, job, now=now)
+            stored = found.job if found.changed and found.job is not None else stored
         self._poke()
         return stored
 

@@ -263,6 +263,15 @@ class JobStore(Protocol):
         nothing. A new name that a live job of the tenant holds → `Conflict`."""
         ...
 
+    def replace_unstarted_job(
+        self, tenant: str, job_id: str, job: NewJob, *, now: datetime
+    ) -> JobUpdate:
+        """Replace a job still scheduled that never started (not a schedule's occurrence) with
+        `job`'s fields, keeping its id, idempotency key and creation (on_conflict "replace"),
+        in one transaction a claim cannot interleave with; `changed` False when it had
+        started. A new name that a live job of the tenant holds → `Conflict`."""
+        ...
+
     # Reading
     def get(self, tenant: str, job_id: str) -> Job | None: ...
     def get_by_name(self, tenant: str, name: str) -> Job | None:

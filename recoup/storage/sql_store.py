@@ -151,6 +151,7 @@ class SqlStore:
 
         changes = SqlChangeTables(dialect)
         self.update_scheduled_job = changes.update_scheduled_job
+        self.replace_unstarted_job = changes.replace_unstarted_job
         self.replace_schedule = changes.replace_schedule
 
         tenants = SqlTenantTables(dialect)

@@ -1190,6 +1190,8 @@ DECLARED_COLUMNS = {
         "flow_rate",  # 0013
         "flow_period_s",  # 0013
         "flow_parallelism",  # 0013
+        "flow_order",  # 0013
+        "flow_order_at",  # 0013
         "traceparent",  # 0014
         "tracestate",  # 0014
         "attempt_budget",  # 0014
@@ -1239,6 +1241,7 @@ DECLARED_COLUMNS = {
         "start_at",  # 0009
         "end_at",  # 0009
         "revision",  # 0009
+        "flow",  # 0013
     },
     # 0003: the dunning store's tables
     "invoices": {

@@ -28,7 +28,7 @@ from recoup.api.trace_headers import Trace, traced
 from recoup.errors import InvalidInput
 from recoup.jobs.metadata import KEY_PATTERN, MAX_KEYS, MAX_VALUE_LENGTH
 from recoup.jobs.model import JobState, NewJob
-from recoup.jobs.scheduler import Scheduler
+from recoup.jobs.scheduler import OnConflict, Scheduler
 from recoup.timekeeping.instants import to_utc
 from recoup.wire.schemas import (
     CancelIn,
@@ -108,9 +108,11 @@ def create_job(body: JobIn, ctx: Post, api: Api, trace: Trace) -> Response:
             timeout=timedelta(seconds=body.timeout_seconds),
             group=body.group,
             metadata=body.metadata,
-            **flow_fields(body.flow),
+            **flow_fields(body.flow, body.ordering_key, body.ordering_on_failure),
             trace=trace,
         )
+        if body.on_conflict == "replace" and body.idempotency_key is None:
+            raise InvalidInput("on_conflict", "replace", "expected an idempotency_key with it")
         # The checks (the SSRF guard's DNS look-up too) run before the transaction.
         scheduler.check(job)
         job = traced(job, api)
@@ -121,12 +123,16 @@ def create_job(body: JobIn, ctx: Post, api: Api, trace: Trace) -> Response:
     # A job found by the request's own key is what this request created before (a retry
     # after a lost answer): 201 as the first time. One found by the body's key is another's.
     found = 200 if body.idempotency_key is not None else 201
-    return ctx.run_with_status(functools.partial(_insert, scheduler, job, found), atomic=True)
+    insert = functools.partial(_insert, scheduler, job, found, on_conflict=body.on_conflict)
+    return ctx.run_with_status(insert, atomic=True)
 
 
-def _insert(scheduler: Scheduler, job: NewJob, found: int) -> tuple[int, JobOut]:
-    """201 and the new job, or `found` and the job that already had this idempotency key."""
-    stored = scheduler.insert_checked(job)
+def _insert(
+    scheduler: Scheduler, job: NewJob, found: int, *, on_conflict: OnConflict = "return"
+) -> tuple[int, JobOut]:
+    """201 and the new job, or `found` and the job that already had this idempotency key
+    (replaced by this one with `on_conflict="replace"`, while it had not started)."""
+    stored = scheduler.insert_checked(job, on_conflict=on_conflict)
     return (201 if stored.id == job.id else found), JobOut.of(stored)
 
 

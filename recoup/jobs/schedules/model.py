@@ -76,6 +76,7 @@ class NewSchedule:
     # The window: no occurrence before `start_at`, none after `end_at` (each inclusive).
     start_at: datetime | None = None
     end_at: datetime | None = None
+    flow: FlowLimits | None = None  # given to every job it fires (`recoup.jobs.flow`)
     id: str = field(default_factory=new_id)
 
     def __post_init__(self) -> None:
@@ -107,6 +108,7 @@ class Schedule:
     # Bumped by every change of the definition (`ScheduleStore.replace_schedule`); an advance
     # planned from an older revision is refused.
     revision: int = 0
+    flow: FlowLimits | None = None
 
     @property
     def state(self) -> ScheduleState:

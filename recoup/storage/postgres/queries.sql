@@ -48,7 +48,7 @@ tenant NOT IN (SELECT id FROM tenants WHERE disabled_at IS NOT NULL)
 -- One placeholder per column of {insert_columns} (`job_rows.JobEncoder.row`).
 INSERT INTO jobs ({insert_columns})
 VALUES (%s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
-        %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s)
+        %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT DO NOTHING
 RETURNING {job_columns}
 
@@ -63,7 +63,8 @@ FROM unnest(%(id)s::text[], %(tenant)s::text[], %(name)s::text[], %(run_at)s::ti
             %(schedule_id)s::text[], %(job_group)s::text[],
             %(occurrence_at)s::timestamptz[], %(metadata)s::jsonb[], %(flow_key)s::text[],
             %(flow_rate)s::int[], %(flow_period_s)s::float8[],
-            %(flow_parallelism)s::int[], %(traceparent)s::text[],
+            %(flow_parallelism)s::int[], %(flow_order)s::text[],
+            %(flow_order_at)s::timestamptz[], %(traceparent)s::text[],
             %(tracestate)s::text[]) AS u
 ON CONFLICT DO NOTHING
 
@@ -111,7 +112,8 @@ LIMIT 1
 -- the partial index jobs_due, so its cost does not grow with far-future or finished jobs.
 WITH due AS MATERIALIZED (
     SELECT id FROM jobs
-    WHERE state = 'scheduled' AND NOT held AND run_at <= %(until)s AND {_enabled_tenant}
+    WHERE state = 'scheduled' AND NOT held AND flow_key IS NULL AND run_at <= %(until)s
+      AND {_enabled_tenant}
     ORDER BY run_at
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
@@ -138,6 +140,55 @@ SELECT set_config('enable_bitmapscan', 'off', true),
        set_config('enable_sort', 'off', true),
        set_config('enable_hashjoin', 'off', true),
        set_config('enable_mergejoin', 'off', true)
+
+-- flow_keys_due --
+-- The flow keys with jobs due by :until (ARCHITECTURE.md, 'Flow control'), the earliest due
+-- first, each with whether its row in flow_keys exists yet.
+SELECT h.tenant, h.flow_key,
+       EXISTS (SELECT 1 FROM flow_keys f WHERE f.tenant = h.tenant AND f.flow_key = h.flow_key)
+FROM (
+    SELECT tenant, flow_key, min(run_at) AS first_at FROM jobs
+    WHERE state = 'scheduled' AND NOT held AND flow_key IS NOT NULL AND run_at <= %(until)s
+      AND {_enabled_tenant}
+    GROUP BY tenant, flow_key
+) AS h
+ORDER BY h.first_at
+LIMIT %(keys)s
+
+-- flow_key_made --
+INSERT INTO flow_keys (tenant, flow_key) VALUES (%(tenant)s, %(key)s) ON CONFLICT DO NOTHING
+
+-- flow_key_locked --
+SELECT next_start_at FROM flow_keys WHERE tenant = %(tenant)s AND flow_key = %(key)s
+FOR UPDATE SKIP LOCKED
+
+-- flow_due_jobs --
+-- A key's scheduled jobs in line: their place (an ordering key's first run_at, else the due
+-- time), then creation. The claim takes those due by :until from the front.
+SELECT id, run_at, flow_rate, flow_period_s, flow_parallelism FROM jobs
+WHERE tenant = %(tenant)s AND flow_key = %(key)s AND state = 'scheduled' AND NOT held
+ORDER BY coalesce(flow_order_at, run_at), created_at, id
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED
+
+-- flow_running --
+-- Claimed ahead or started: both hold a place of the key's parallelism.
+SELECT count(*) FROM jobs WHERE tenant = %(tenant)s AND flow_key = %(key)s AND state = 'running'
+
+-- flow_start --
+-- A flow job claimed for its reserved start slot (:start, the attempt's start).
+UPDATE jobs
+SET state = 'running',
+    attempts = attempts + 1,
+    leased_by = %(worker_id)s,
+    attempt_started_at = %(start)s,
+    lease_expires_at = %(lease_until)s,
+    updated_at = %(now)s
+WHERE id = %(id)s AND state = 'scheduled'
+RETURNING {job_columns}
+
+-- flow_key_moved --
+UPDATE flow_keys SET next_start_at = %(next)s WHERE tenant = %(tenant)s AND flow_key = %(key)s
 
 -- complete_many --
 -- One statement for a whole batch: each row applies by compare-and-set (still running, same
@@ -339,10 +390,15 @@ SELECT min(run_at) FROM (
         LIMIT 1
     ) AS plain
     UNION ALL
-    SELECT CASE WHEN f.next_start_at > h.run_at THEN f.next_start_at ELSE h.run_at END
+    SELECT CASE WHEN f.next_start_at > h.head_at THEN f.next_start_at ELSE h.head_at END
     FROM (
-        SELECT tenant, flow_key, min(run_at) AS run_at, max(flow_parallelism) AS parallelism
-        FROM jobs
+        SELECT g.tenant, g.flow_key, max(g.flow_parallelism) AS parallelism,
+               (SELECT x.run_at FROM jobs x
+                WHERE x.tenant = g.tenant AND x.flow_key = g.flow_key AND x.state = 'scheduled'
+                  AND NOT x.held AND x.flow_key IS NOT NULL
+                ORDER BY coalesce(x.flow_order_at, x.run_at), x.created_at, x.id
+                LIMIT 1) AS head_at
+        FROM jobs g
         WHERE state = 'scheduled' AND NOT held AND flow_key IS NOT NULL AND {_enabled_tenant}
         GROUP BY tenant, flow_key
     ) AS h
@@ -521,11 +577,11 @@ WHERE ctid = ANY(ARRAY(SELECT ctid FROM runs WHERE finished_at < %(before)s
 -- insert_schedule --
 INSERT INTO schedules (id, tenant, name, rule, target, payload, max_attempts, min_backoff_s,
                        max_backoff_s, jitter, timeout_s, missed, paused, next_fire_at,
-                       created_at, updated_at, metadata, start_at, end_at)
+                       created_at, updated_at, metadata, start_at, end_at, flow)
 VALUES (%(id)s, %(tenant)s, %(name)s, %(rule)s::jsonb, %(target)s::jsonb, %(payload)s::jsonb,
         %(max_attempts)s, %(min_backoff_s)s, %(max_backoff_s)s, %(jitter)s, %(timeout_s)s,
         %(missed)s, false, %(next_fire_at)s, %(now)s, %(now)s, %(metadata)s::jsonb,
-        %(start_at)s, %(end_at)s)
+        %(start_at)s, %(end_at)s, %(flow)s::jsonb)
 ON CONFLICT DO NOTHING
 RETURNING {schedule_columns}
 
@@ -619,6 +675,20 @@ RETURNING {schedule_columns}
 DELETE FROM jobs
 WHERE schedule_id = %(schedule_id)s AND state = 'scheduled' AND attempts = 0
   AND occurrence_at > %(now)s
+
+-- replace_unstarted_job --
+-- on_conflict "replace": every field of a new job but its id, idempotency key and creation,
+-- only while the job is scheduled and has never started (as update_scheduled_job).
+UPDATE jobs
+SET run_at = %(run_at)s, target = %(target)s::jsonb, payload = %(payload)s::jsonb, name = %(name)s,
+    max_attempts = %(max_attempts)s, min_backoff_s = %(min_backoff_s)s,
+    max_backoff_s = %(max_backoff_s)s, jitter = %(jitter)s, timeout_s = %(timeout_s)s,
+    keep_for_s = %(keep_for_s)s, job_group = %(job_group)s, metadata = %(metadata)s::jsonb,
+    flow_key = %(flow_key)s, flow_rate = %(flow_rate)s, flow_period_s = %(flow_period_s)s,
+    flow_parallelism = %(flow_parallelism)s, flow_order = %(flow_order)s,
+    flow_order_at = %(flow_order_at)s, updated_at = %(now)s
+WHERE tenant = %(tenant)s AND id = %(id)s AND state = 'scheduled' AND attempts = 0
+RETURNING {job_columns}
 
 -- get_job_for_update --
 -- The job a PATCH reads, its row locked until the transaction ends (a claim skips it,

@@ -45,7 +45,7 @@ tenant NOT IN (SELECT id FROM tenants WHERE disabled_at IS NOT NULL)
 -- _insert_values --
 -- A new job's row: one placeholder per column of {insert_columns} (`job_rows.JobEncoder.row`).
 INSERT INTO jobs ({insert_columns})
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT DO NOTHING
 
 -- insert_job --
@@ -84,11 +84,59 @@ SET state = 'running',
     updated_at = :now
 WHERE id IN (
     SELECT id FROM jobs
-    WHERE state = 'scheduled' AND held = 0 AND run_at <= :until AND {_enabled_tenant}
+    WHERE state = 'scheduled' AND held = 0 AND flow_key IS NULL AND run_at <= :until
+      AND {_enabled_tenant}
     ORDER BY run_at
     LIMIT :limit
 )
 RETURNING {job_columns}
+
+-- flow_keys_due --
+-- The flow keys with jobs due by :until (ARCHITECTURE.md, 'Flow control'), the earliest due
+-- first, each with whether its row in flow_keys exists yet.
+SELECT h.tenant, h.flow_key,
+       EXISTS (SELECT 1 FROM flow_keys f WHERE f.tenant = h.tenant AND f.flow_key = h.flow_key)
+FROM (
+    SELECT tenant, flow_key, min(run_at) AS first_at FROM jobs
+    WHERE state = 'scheduled' AND held = 0 AND flow_key IS NOT NULL AND run_at <= :until
+      AND {_enabled_tenant}
+    GROUP BY tenant, flow_key
+) AS h
+ORDER BY h.first_at
+LIMIT :keys
+
+-- flow_key_made --
+INSERT INTO flow_keys (tenant, flow_key) VALUES (:tenant, :key) ON CONFLICT DO NOTHING
+
+-- flow_key_locked --
+SELECT next_start_at FROM flow_keys WHERE tenant = :tenant AND flow_key = :key
+
+-- flow_due_jobs --
+-- A key's scheduled jobs in line: their place (an ordering key's first run_at, else the due
+-- time), then creation. The claim takes those due by :until from the front.
+SELECT id, run_at, flow_rate, flow_period_s, flow_parallelism FROM jobs
+WHERE tenant = :tenant AND flow_key = :key AND state = 'scheduled' AND held = 0
+ORDER BY coalesce(flow_order_at, run_at), created_at, id
+LIMIT :limit
+
+-- flow_running --
+-- Claimed ahead or started: both hold a place of the key's parallelism.
+SELECT count(*) FROM jobs WHERE tenant = :tenant AND flow_key = :key AND state = 'running'
+
+-- flow_start --
+-- A flow job claimed for its reserved start slot (:start, the attempt's start).
+UPDATE jobs
+SET state = 'running',
+    attempts = attempts + 1,
+    leased_by = :worker_id,
+    attempt_started_at = :start,
+    lease_expires_at = :lease_until,
+    updated_at = :now
+WHERE id = :id AND state = 'scheduled'
+RETURNING {job_columns}
+
+-- flow_key_moved --
+UPDATE flow_keys SET next_start_at = :next WHERE tenant = :tenant AND flow_key = :key
 
 -- complete_job --
 -- :retry is 1 for an outcome that schedules another attempt (it fails instead when the
@@ -242,10 +290,15 @@ SELECT min(run_at) FROM (
         LIMIT 1
     ) AS plain
     UNION ALL
-    SELECT CASE WHEN f.next_start_at > h.run_at THEN f.next_start_at ELSE h.run_at END
+    SELECT CASE WHEN f.next_start_at > h.head_at THEN f.next_start_at ELSE h.head_at END
     FROM (
-        SELECT tenant, flow_key, min(run_at) AS run_at, max(flow_parallelism) AS parallelism
-        FROM jobs
+        SELECT g.tenant, g.flow_key, max(g.flow_parallelism) AS parallelism,
+               (SELECT x.run_at FROM jobs x
+                WHERE x.tenant = g.tenant AND x.flow_key = g.flow_key AND x.state = 'scheduled'
+                  AND x.held = 0 AND x.flow_key IS NOT NULL
+                ORDER BY coalesce(x.flow_order_at, x.run_at), x.created_at, x.id
+                LIMIT 1) AS head_at
+        FROM jobs g
         WHERE state = 'scheduled' AND held = 0 AND flow_key IS NOT NULL AND {_enabled_tenant}
         GROUP BY tenant, flow_key
     ) AS h
@@ -414,10 +467,10 @@ WHERE rowid IN (SELECT rowid FROM runs WHERE finished_at < :before ORDER BY fini
 -- insert_schedule --
 INSERT INTO schedules (id, tenant, name, rule, target, payload, max_attempts, min_backoff_s,
                        max_backoff_s, jitter, timeout_s, missed, paused, next_fire_at,
-                       created_at, updated_at, metadata, start_at, end_at)
+                       created_at, updated_at, metadata, start_at, end_at, flow)
 VALUES (:id, :tenant, :name, :rule, :target, :payload, :max_attempts, :min_backoff_s,
         :max_backoff_s, :jitter, :timeout_s, :missed, 0, :next_fire_at, :now, :now, :metadata,
-        :start_at, :end_at)
+        :start_at, :end_at, :flow)
 ON CONFLICT DO NOTHING
 RETURNING {schedule_columns}
 
@@ -508,6 +561,20 @@ RETURNING {schedule_columns}
 DELETE FROM jobs
 WHERE schedule_id = :schedule_id AND state = 'scheduled' AND attempts = 0
   AND occurrence_at > :now
+
+-- replace_unstarted_job --
+-- on_conflict "replace": every field of a new job but its id, idempotency key and creation,
+-- only while the job is scheduled and has never started (as update_scheduled_job).
+UPDATE jobs
+SET run_at = :run_at, target = :target, payload = :payload, name = :name,
+    max_attempts = :max_attempts, min_backoff_s = :min_backoff_s,
+    max_backoff_s = :max_backoff_s, jitter = :jitter, timeout_s = :timeout_s,
+    keep_for_s = :keep_for_s, job_group = :job_group, metadata = :metadata,
+    flow_key = :flow_key, flow_rate = :flow_rate, flow_period_s = :flow_period_s,
+    flow_parallelism = :flow_parallelism, flow_order = :flow_order,
+    flow_order_at = :flow_order_at, updated_at = :now
+WHERE tenant = :tenant AND id = :id AND state = 'scheduled' AND attempts = 0
+RETURNING {job_columns}
 
 -- get_job_for_update --
 -- The job a PATCH reads, under the write lock a claim needs too.

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from recoup.jobs.flow import (
     DEFAULT_FLOW_PERIOD,
+    FlowLimits,
     MAX_FLOW_PARALLELISM,
     MAX_FLOW_PERIOD,
     MAX_FLOW_RATE,
@@ -34,6 +35,15 @@ class FlowIn(StrictModel):
     )
     parallelism: Integer | None = Field(default=None, ge=1, le=MAX_FLOW_PARALLELISM)
 
+    def limits(self) -> FlowLimits:
+        """As one value (a schedule's); `InvalidInput` without a rate or a parallelism."""
+        return FlowLimits(
+            key=self.key,
+            rate=self.rate,
+            period=timedelta(seconds=self.period_seconds),
+            parallelism=self.parallelism,
+        )
+
     def job_fields(self) -> dict[str, Any]:
         """The `NewJob` keywords (checked there: a rate or a parallelism is required)."""
         return {
@@ -44,8 +54,18 @@ class FlowIn(StrictModel):
         }
 
 
-def flow_fields(flow: FlowIn | None) -> dict[str, Any]:
-    return {} if flow is None else flow.job_fields()
+def flow_fields(
+    flow: FlowIn | None, ordering_key: str | None = None, on_failure: str = "hold"
+) -> dict[str, Any]:
+    """The `NewJob` keywords of a body's `flow`, `ordering_key` and `ordering_on_failure`: a
+    `flow` under the ordering key itself gives its rate to the ordered jobs."""
+    found = {} if flow is None else flow.job_fields()
+    if ordering_key is not None:
+        found["ordering_key"] = ordering_key
+        found["ordering_skip_failed"] = on_failure == "skip"
+        if found.get("flow_key") == ordering_key:
+            del found["flow_key"]
+    return found
 
 
 class FlowOut(BaseModel):
@@ -55,11 +75,22 @@ class FlowOut(BaseModel):
     parallelism: int | None
 
     @classmethod
-    def of(cls, job: Job) -> FlowOut | None:
-        if job.flow_key is None:
+    def of_limits(cls, limits: FlowLimits | None) -> FlowOut | None:
+        if limits is None:
             return None
         return cls(
-            key=job.flow_key,
+            key=limits.key,
+            rate=limits.rate,
+            period_seconds=limits.period.total_seconds(),
+            parallelism=limits.parallelism,
+        )
+
+    @classmethod
+    def of(cls, job: Job) -> FlowOut | None:
+        if job.flow_key is None and (job.ordering_key is None or job.flow_rate is None):
+            return None
+        return cls(
+            key=job.flow_key or job.ordering_key or "",
             rate=job.flow_rate,
             period_seconds=job.flow_period.total_seconds(),
             parallelism=job.flow_parallelism,

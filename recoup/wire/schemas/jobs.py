@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -85,6 +85,25 @@ class JobIn(CallbacksIn):
         "replays this request's answer.",
     )
     flow: FlowIn | None = None
+    ordering_key: Text | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="The tenant's jobs with this key start one at a time, in due-then-creation "
+        "order; a job awaiting a retry holds the ones behind it until it succeeds or fails for "
+        "good (`ordering_on_failure: skip`: it goes back in line by its retry's instant "
+        "instead). Not with `flow.key` (an ordering key is a flow key of parallelism 1; "
+        "`flow.rate` may go with it under the same key).",
+    )
+    ordering_on_failure: Literal["hold", "skip"] = "hold"
+    on_conflict: Literal["return", "replace"] = Field(
+        default="return",
+        description="When a job of the tenant already has this `idempotency_key`: `return` "
+        "answers it (200); `replace` replaces it with this one while it has not started, "
+        "atomically against a claim (200, the job's id kept), and answers it as it is once "
+        "started. `replace` with `delay_seconds` is a debounce: each request moves the run to "
+        "`delay_seconds` after the latest.",
+    )
     allow_past: Flag = Field(
         default=False,
         description="Accept a `run_at` more than 5 minutes before the server's clock (the job "
@@ -202,6 +221,8 @@ class JobOut(JobCallbacksOut):
     updated_at: datetime
     finished_at: datetime | None
     flow: FlowOut | None = None
+    ordering_key: str | None = None
+    ordering_on_failure: Literal["hold", "skip"] | None = None
 
     @classmethod
     def of(cls, job: Job) -> JobOut:
@@ -223,6 +244,10 @@ class JobOut(JobCallbacksOut):
             updated_at=job.updated_at,
             finished_at=job.finished_at,
             flow=FlowOut.of(job),
+            ordering_key=job.ordering_key,
+            ordering_on_failure=None
+            if job.ordering_key is None
+            else ("skip" if job.ordering_skip_failed else "hold"),
             **cls.job_callbacks_of(job.id, job.target),
         )
 
