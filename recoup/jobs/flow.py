@@ -150,11 +150,11 @@ def reserve(
 
 __all__ = [
     "DEFAULT_FLOW_PERIOD",
-    "FlowLimits",
     "MAX_FLOW_PARALLELISM",
     "MAX_FLOW_PERIOD",
     "MAX_FLOW_RATE",
     "START_TOLERANCE",
+    "FlowLimits",
     "Slots",
     "check_flow",
     "check_ordering",

@@ -5,6 +5,7 @@ and other keys (and jobs without one) claimed beside a throttled key. Time is an
 
 from __future__ import annotations
 
+import itertools
 from datetime import timedelta
 
 from recoup.jobs.flow import START_TOLERANCE, spacing
@@ -37,7 +38,7 @@ def test_a_rate_reserves_spaced_slots_across_claimers_and_never_more_in_a_period
     assert len(starts) == len(set(starts)) >= 30
     ordered = sorted(starts)
     step = spacing(5, SECOND)
-    assert all(b - a >= step for a, b in zip(ordered, ordered[1:], strict=False))
+    assert all(b - a >= step for a, b in itertools.pairwise(ordered))
     # Even if every start were as late as the tolerance allows, 5 a second at most.
     assert starts_in_any_window(starts, SECOND - START_TOLERANCE) <= 5
     assert starts_in_any_window(starts, SECOND) <= 5

@@ -9,6 +9,7 @@ from enum import StrEnum
 from typing import Any, Literal
 
 from recoup.errors import InvalidInput
+from recoup.jobs.flow import FlowLimits
 from recoup.jobs.metadata import Metadata, check_metadata
 from recoup.jobs.model import DEFAULT_TENANT, BackoffPolicy, Target, check_timeout, new_id
 from recoup.timekeeping.instants import require_aware, to_utc

@@ -10,10 +10,10 @@ from pydantic import BaseModel, Field
 
 from recoup.jobs.flow import (
     DEFAULT_FLOW_PERIOD,
-    FlowLimits,
     MAX_FLOW_PARALLELISM,
     MAX_FLOW_PERIOD,
     MAX_FLOW_RATE,
+    FlowLimits,
 )
 from recoup.jobs.model import Job
 from recoup.wire.schemas.common import Integer, Number, StrictModel, Text
