@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from recoup.jobs.flow import FlowLimits
 from recoup.jobs.model import HttpTarget, JobState
 from recoup.jobs.schedules.model import CronRule
 from tests.api.qstash_js_support import TypeScriptSdk, installed_sdk
@@ -118,11 +119,18 @@ def test_schedules_are_created_read_listed_paused_resumed_and_deleted(
 ) -> None:
     made = sdk.call(
         "schedules.create",
-        {"destination": URL, "cron": "*/5 * * * *", "body": "tick", "retries": 1},
+        {
+            "destination": URL,
+            "cron": "*/5 * * * *",
+            "body": "tick",
+            "retries": 1,
+            "flowControl": {"key": "nightly", "rate": 2, "period": "1m"},
+        },
     )["scheduleId"]
     stored = served.scheduler.get_schedule(made, tenant=served.tenant)
     assert stored.rule == CronRule(expression="*/5 * * * *", timezone="UTC")
     assert stored.retry.max_attempts == 2
+    assert stored.flow == FlowLimits(key="nightly", rate=2, period=timedelta(minutes=1))
 
     read, listed, _, paused, _, resumed, deleted, after, gone = sdk.calls(
         ("schedules.get", [made]),
@@ -142,6 +150,7 @@ def test_schedules_are_created_read_listed_paused_resumed_and_deleted(
         "tick",
         1,
     )
+    assert (found["flowControlKey"], found["rate"], found["period"]) == ("nightly", 2, 60)
     assert found["nextScheduleTime"] == int((START + timedelta(minutes=5)).timestamp() * 1000)
     assert [s["scheduleId"] for s in listed.value] == [made]
     assert paused.value["isPaused"] is True and resumed.value["isPaused"] is False

@@ -24,6 +24,7 @@ from recoup.jobs.flow import (
     MAX_FLOW_PARALLELISM,
     MAX_FLOW_PERIOD,
     MAX_FLOW_RATE,
+    FlowLimits,
 )
 from recoup.jobs.model import Job
 
@@ -104,6 +105,28 @@ def flow_control_value(found: FlowControl) -> str:
     return ", ".join(parts)
 
 
+def schedule_limits(found: FlowControl | None) -> FlowLimits | None:
+    """A schedule's flow limits (`recoup.jobs.flow.FlowLimits`: given to every job it fires)."""
+    if found is None:
+        return None
+    return FlowLimits(
+        key=found.key, rate=found.rate, period=found.period, parallelism=found.parallelism
+    )
+
+
+def schedule_fields(limits: FlowLimits | None) -> dict[str, Any]:
+    """A schedule's flow control in QStash's JSON, as a message's (`message_fields`)."""
+    if limits is None:
+        return {}
+    found: dict[str, Any] = {"flowControlKey": limits.key}
+    if limits.parallelism is not None:
+        found["parallelism"] = limits.parallelism
+    if limits.rate is not None:
+        found["rate"] = limits.rate
+        found["period"] = int(limits.period.total_seconds())
+    return found
+
+
 def job_fields(found: FlowControl | None) -> dict[str, Any]:
     """The flow fields of a `NewJob` (`recoup.jobs.flow`) for a message's flow control."""
     if found is None:
@@ -138,4 +161,6 @@ __all__ = [
     "flow_control_value",
     "job_fields",
     "message_fields",
+    "schedule_fields",
+    "schedule_limits",
 ]

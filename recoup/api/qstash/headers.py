@@ -67,6 +67,8 @@ SCHEDULE_HEADERS: Final = frozenset(
         "upstash-timeout",
         "upstash-callback",
         "upstash-failure-callback",
+        "upstash-flow-control-key",
+        "upstash-flow-control-value",
     }
 )
 # Recoup's names of the callback fields, as QStash's headers (a refusal names the header).
@@ -77,8 +79,6 @@ CALLBACK_HEADERS: Final = {
 # Features of QStash that Recoup does not offer, with what to do instead.
 _UNSUPPORTED: Final = {
     "upstash-retry-delay": "retry delay expressions are not supported (QStash's backoff is used)",
-    "upstash-flow-control-key": "flow control is not supported on schedules",
-    "upstash-flow-control-value": "flow control is not supported on schedules",
     "upstash-queue-name": "queues are not supported",
     "upstash-label": "labels are not supported",
     "upstash-redact-fields": "redaction is not supported",

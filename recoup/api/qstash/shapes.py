@@ -135,6 +135,7 @@ def schedule_json(schedule: Schedule) -> dict[str, Any]:
         "timeout": int(schedule.timeout.total_seconds()),
         "isPaused": schedule.paused,
         **_callbacks_json(target),
+        **flow_control.schedule_fields(schedule.flow),
     }
     if isinstance(target.body, str):
         found["body"] = target.body
