@@ -235,7 +235,7 @@ class NewJob:
             raise InvalidInput("keep_for", self.keep_for, "expected ≥ 0")
         check_ordering(self.ordering_key, self.flow_key, self.flow_parallelism)
         check_flow(
-            self.flow_key or self.ordering_key,
+            self.flow_key if self.flow_key is not None else self.ordering_key,
             self.flow_rate,
             self.flow_period,
             1 if self.ordering_key is not None else self.flow_parallelism,

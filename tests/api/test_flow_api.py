@@ -110,3 +110,24 @@ def test_a_schedule_gives_its_flow_to_every_job_it_fires(api: Api) -> None:
         },
     )
     assert refused.status_code == 422 and "flow_key" in refused.text
+
+
+def test_a_job_its_key_holds_back_says_so(api: Api) -> None:
+    caller = api.tenant()
+    http = api.http(caller)
+    ids = [
+        http.post(
+            "/v1/jobs", json=job_body(delay_seconds=0, flow={"key": "slow", "parallelism": 1})
+        ).json()["id"]
+        for _ in range(2)
+    ]
+    plain = http.post("/v1/jobs", json=job_body(delay_seconds=0)).json()["id"]
+    now = datetime.now(UTC)
+    params = ClaimParams(
+        worker_id="w", now=now, horizon=timedelta(0), lease=timedelta(minutes=5), limit=10
+    )
+    claimed = {j.id for j in api.store.claim_due(params)}
+    assert ids[0] in claimed and ids[1] not in claimed and plain in claimed
+    held = http.get(f"/v1/jobs/{ids[1]}").json()
+    assert held["state"] == "scheduled" and held["waiting_for"] == "flow_key"
+    assert http.get(f"/v1/jobs/{ids[0]}").json()["waiting_for"] is None

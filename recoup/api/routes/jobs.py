@@ -167,7 +167,11 @@ def list_jobs(
         cursor=cursor,
     )
     return json_response(
-        200, JobPageOut(jobs=[JobOut.of(j) for j in page.jobs], next_cursor=page.next_cursor)
+        200,
+        JobPageOut(
+            jobs=[JobOut.of(j, now=api.clock.now()) for j in page.jobs],
+            next_cursor=page.next_cursor,
+        ),
     )
 
 
@@ -214,7 +218,8 @@ def redrive_jobs(body: RedriveIn, ctx: Post, api: Api) -> Response:
 
 @router.get("/jobs/{job_id}", response_model=JobOut)
 def get_job(tenant: Tenant, job_id: Id, api: Api) -> Response:
-    return json_response(200, JobOut.of(api.scheduler.get(job_id, tenant=tenant)))
+    job = api.scheduler.get(job_id, tenant=tenant)
+    return json_response(200, JobOut.of(job, now=api.clock.now()))
 
 
 @router.patch(

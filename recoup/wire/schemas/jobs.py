@@ -223,10 +223,18 @@ class JobOut(JobCallbacksOut):
     flow: FlowOut | None = None
     ordering_key: str | None = None
     ordering_on_failure: Literal["hold", "skip"] | None = None
+    waiting_for: Literal["flow_key", "ordering_key"] | None = Field(
+        default=None,
+        description="Set while the job is scheduled past its `run_at` with a key: its flow or "
+        "ordering key holds it back (a rate, a parallelism, or a job before it in line); it "
+        "starts as soon as the key allows. In the answers of GET and the listing.",
+    )
 
     @classmethod
-    def of(cls, job: Job) -> JobOut:
+    def of(cls, job: Job, *, now: datetime | None = None) -> JobOut:
+        """The job as answered; with `now`, `waiting_for` says whether its key holds it."""
         return cls(
+            waiting_for=None if now is None else waiting_for(job, now),
             id=job.id,
             name=job.name,
             state=job.state,
@@ -250,6 +258,16 @@ class JobOut(JobCallbacksOut):
             else ("skip" if job.ordering_skip_failed else "hold"),
             **cls.job_callbacks_of(job.id, job.target),
         )
+
+
+def waiting_for(job: Job, now: datetime) -> Literal["flow_key", "ordering_key"] | None:
+    """Which key holds `job` back at `now`, if any: it is scheduled, due, and has one (a
+    worker's claim a moment away reads the same, for less than its horizon)."""
+    if job.state is not JobState.SCHEDULED or job.run_at > now:
+        return None
+    if job.ordering_key is not None:
+        return "ordering_key"
+    return "flow_key" if job.flow_key is not None else None
 
 
 class JobPageOut(BaseModel):
