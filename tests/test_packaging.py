@@ -35,6 +35,7 @@ EXTRAS_ONLY = (
     "aiosmtplib",
     "aiosmtpd",
     "babel",
+    "opentelemetry",
 )
 BLOCKER = f"""
 import importlib.abc, sys

@@ -34,6 +34,7 @@ from recoup.api.state import ApiSettings, ApiState
 from recoup.errors import RecoupError
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.time_travel import TestClock
+from recoup.jobs.tracing import Tracing
 from recoup.recovery.email_settings import EmailSettings
 from recoup.recovery.hosted_charging import StripeAccounts
 from recoup.recovery.hosted_settings import HostedSettings
@@ -68,6 +69,7 @@ def create_app(
     limiter: TenantRateLimiter | None = None,
     secret_box: Box | None = None,
     stripe_accounts: StripeAccounts | None = None,
+    tracing: Tracing | None = None,
 ) -> FastAPI:
     """The HTTP API over `store` (a backend from `recoup.storage.open_store`).
 
@@ -80,7 +82,8 @@ def create_app(
     secrets the API stores (default: `RECOUP_SECRET_KEY`, else the key file beside a SQLite
     file; `recoup.sealed`). `stripe_accounts` reads Stripe with a tenant's key (hosted
     charging) for the webhook intake (default: over `secret_box`, at Stripe's API or at
-    `RECOUP_STRIPE_API_BASE`; pass the process's own to share its clients).
+    `RECOUP_STRIPE_API_BASE`; pass the process's own to share its clients). `tracing` emits
+    a span for each job created (`recoup.jobs.tracing`; None: none).
     """
     settings = settings or ApiSettings()
     scheduler = scheduler or Scheduler(store, clock=clock, ssrf=settings.ssrf)
@@ -114,6 +117,7 @@ def create_app(
         test_clock=test_clock,
         limiter=limiter
         or (TenantRateLimiter(settings.rate_limit) if settings.rate_limit is not None else None),
+        tracing=tracing,
     )
 
     app = FastAPI(

@@ -16,6 +16,7 @@ from recoup.idempotency import DEFAULT_LOCK_TIMEOUT, DEFAULT_RETENTION
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.time_travel import TestClock
+from recoup.jobs.tracing import Tracing
 from recoup.recovery.email_settings import EmailSettings
 from recoup.recovery.hosted_settings import HostedSettings
 from recoup.recovery.service import Dunning
@@ -54,6 +55,7 @@ class ApiState:
     emails: EmailSettings  # customers' emails: the SMTP server (sealed), sender, link
     test_clock: TestClock | None  # only on a server on a virtual clock
     limiter: TenantRateLimiter | None = None  # settings.rate_limit's buckets
+    tracing: Tracing | None = None  # spans of job creation (`recoup serve --otel`)
 
     @property
     def scheduler(self) -> Scheduler:

@@ -15,6 +15,12 @@ Contract:
     recoup jobs retry JOB_ID [--tenant T] [--json]
         → the job, scheduled again now with a fresh budget of attempts (a failed job only:
           any other is refused, exit 1)
+    recoup jobs redrive [--tenant T] [--group G] [--name-prefix P] [--since ISO] [--until ISO]
+        [--error TEXT] [--dry-run] [--yes] [--json]
+        → {"matched", "redriven", "dry_run", "filter"}: the failed jobs the filter names
+          counted (--dry-run), else counted, confirmed (or --yes) and redriven, each with the
+          budget of attempts it was created with; an audit line on the `recoup.audit` logger
+          (who: cli:<user>); declining the confirmation redrives nothing (exit 1)
 
 `default` is the embedded tenant. Bad input: one line naming the option, the value and what is
 allowed, exit 2; an unknown job or tenant: one line, exit 1.
@@ -26,7 +32,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from recoup.cli._app import DbOption, JsonOption, SchemaOption, app, print_json
+from recoup.cli._app import DbOption, JsonOption, SchemaOption, app, fail, print_json
 from recoup.cli._records import (
     CursorOption,
     LimitOption,
@@ -43,6 +49,7 @@ from recoup.cli._records import (
     target_text,
 )
 from recoup.jobs.model import DEFAULT_TENANT, JobState
+from recoup.timekeeping.instants import parse_instant
 
 if TYPE_CHECKING:
     from recoup.jobs.model import Job, Run
@@ -197,6 +204,68 @@ def retry_job(
             f"job {job.id}: {job.state.value} again, attempts {job.attempts}/"
             f"{job.retry.max_attempts}"
         )
+
+
+@jobs_app.command("redrive")
+def redrive_jobs(
+    tenant: TenantOption = DEFAULT_TENANT,
+    group: Annotated[str | None, typer.Option(help="Failed jobs of exactly this group.")] = None,
+    name_prefix: Annotated[
+        str | None, typer.Option(help="Failed jobs whose name starts with this (literally).")
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option(metavar="ISO", help="Failed at or after this instant.")
+    ] = None,
+    until: Annotated[str | None, typer.Option(metavar="ISO", help="Failed before this.")] = None,
+    error: Annotated[
+        str | None, typer.Option(help="Whose last error contains this (case-sensitive).")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Count them; redrive none.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", help="Redrive without asking.")] = False,
+    db: DbOption = "sqlite:///recoup.db",
+    schema: SchemaOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Redrive the failed jobs a filter names, counted first: each scheduled again now with
+    the budget of attempts it was created with. Asks before redriving unless --yes."""
+    import getpass
+
+    from recoup.jobs.redrive import FailedFilter, Redrive
+
+    spelling = {"group": "--group", "name_prefix": "--name-prefix", "error": "--error"}
+    spelling |= {"since": "--since", "until": "--until"}
+    with spelled_as_typed(spelling):
+        found = FailedFilter(
+            tenant=tenant,
+            group=group,
+            name_prefix=name_prefix,
+            since=None if since is None else parse_instant("--since", since),
+            until=None if until is None else parse_instant("--until", until),
+            error=error,
+        )
+    who = f"cli:{getpass.getuser()}"
+    with opened_scheduler(db, schema, tenant) as scheduler:
+        counted = scheduler.redrive_failed(found, who=who, dry_run=True)
+        outcome = counted if dry_run else Redrive(matched=0, redriven=0, dry_run=False)
+        if not dry_run and counted.matched:
+            if not yes and not typer.confirm(
+                f"redrive {counted.matched} failed job(s) of {tenant}?", err=True
+            ):
+                fail("nothing redriven", code=1)
+            outcome = scheduler.redrive_failed(found, who=who)
+    if json:
+        print_json(
+            {
+                "matched": outcome.matched,
+                "redriven": outcome.redriven,
+                "dry_run": outcome.dry_run,
+                "filter": found.as_json(),
+            }
+        )
+    elif outcome.dry_run:
+        typer.echo(f"{outcome.matched} failed job(s) match; none redriven (dry run)")
+    else:
+        typer.echo(f"{outcome.redriven} of {outcome.matched} failed job(s) redriven")
 
 
 def _find(scheduler: Scheduler, tenant: str, job_id: str | None, name: str | None) -> Job:

@@ -50,6 +50,7 @@ from recoup.cli._app import (
     ssrf_guard,
     store_options,
 )
+from recoup.cli._tracing import OtelOption, otel_tracing
 from recoup.errors import InvalidInput
 from recoup.storage import DEFAULT_DB_URL
 from recoup.timekeeping.clock import VirtualClock
@@ -99,6 +100,7 @@ def serve_command(
             help="/metrics wants this bearer token (unset: loopback clients only).",
         ),
     ] = None,
+    otel: OtelOption = False,
     log_level: LogLevelOption = "info",
     log_format: LogFormatOption = "text",
 ) -> None:
@@ -112,12 +114,14 @@ def serve_command(
     from recoup.cli.worker import load_handlers
     from recoup.jobs.scheduler import Scheduler
     from recoup.jobs.time_travel import TestClock
+    from recoup.jobs.tracing import observing
     from recoup.logs import configure_logging
     from recoup.recovery.runtime import dunning_runtime
     from recoup.storage import open_api_tables, open_store
     from recoup.timekeeping.clock import Clock, SystemClock
 
     configure_logging(log_level, log_format)
+    tracing = otel_tracing(otel)
     registry = load_handlers(handlers) if handlers else None
     guard = ssrf_guard(allow_private_targets, allow_cidr)
     limit = RateLimit.parse(rate_limit)
@@ -162,6 +166,7 @@ def serve_command(
         test_clock=test_clock,
         secret_box=box,
         stripe_accounts=accounts,
+        tracing=tracing,
     )
     # log_config=None: uvicorn's loggers go through ours (one format, one level).
     config = uvicorn.Config(
@@ -172,7 +177,11 @@ def serve_command(
     # On a test clock, jobs run only when the clock is moved (POST /v1/clock).
     running = (
         scheduler.running_worker(
-            handlers=registry, concurrency=concurrency, on_attempt=metrics.observe_attempt
+            handlers=registry,
+            concurrency=concurrency,
+            on_attempt=observing(
+                metrics.observe_attempt, None if tracing is None else tracing.attempt
+            ),
         )
         if worker and virtual is None
         else contextlib.nullcontext()

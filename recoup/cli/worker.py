@@ -43,6 +43,7 @@ from recoup.cli._app import (
     ssrf_guard,
     store_options,
 )
+from recoup.cli._tracing import OtelOption, otel_tracing
 from recoup.errors import InvalidInput
 from recoup.jobs.handlers import HandlerRegistry
 from recoup.jobs.worker import Worker, WorkerConfig, default_worker_id
@@ -92,12 +93,14 @@ def worker_command(
     metrics_host: Annotated[
         str, typer.Option(help="Address the metrics port listens on.")
     ] = "127.0.0.1",
+    otel: OtelOption = False,
     log_level: LogLevelOption = "info",
     log_format: LogFormatOption = "text",
 ) -> None:
     """Run due jobs until SIGTERM/SIGINT, then shut down gracefully."""
     from recoup.cli._secrets import secret_box, stripe_accounts
     from recoup.jobs.scheduler import Scheduler
+    from recoup.jobs.tracing import observing
     from recoup.logs import configure_logging
     from recoup.recovery.runtime import dunning_runtime
     from recoup.storage import open_store
@@ -139,8 +142,14 @@ def worker_command(
         grace=timedelta(seconds=grace_seconds),
         batch_size=batch_size,
     )
+    tracing = otel_tracing(otel)
     worker = Worker(
-        store, config, handlers=registry, ssrf=guard, clock=clock, on_attempt=on_attempt
+        store,
+        config,
+        handlers=registry,
+        ssrf=guard,
+        clock=clock,
+        on_attempt=observing(on_attempt, None if tracing is None else tracing.attempt),
     )
 
     async def main() -> None:

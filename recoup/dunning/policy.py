@@ -28,6 +28,10 @@ A policy file (see `recoup/dunning/data/policies/*.toml` for complete examples):
     mastercard_max_per_merchant_amount_30d = 35
     mastercard_max_per_card_per_day = 10
 
+    [flow]                          # optional: attempts per gateway or merchant (policy_flow.py)
+    by = "merchant"
+    rate = 10
+
     [[blackouts]]                   # a gateway's maintenance: no attempt inside [start, end)
     gateway = "stripe"
     start = 2026-07-01T02:00:00Z
@@ -62,6 +66,7 @@ from typing import Any
 from recoup.dunning import policy_fields as fields
 from recoup.dunning.policy_access import AccessPolicy, access_from_dict
 from recoup.dunning.policy_adaptive import AdaptiveSettings, parse_adaptive
+from recoup.dunning.policy_flow import FlowLimit, parse_flow
 from recoup.dunning.policy_messages import MessagePolicy, messages_from_dict
 from recoup.dunning.policy_paydays import Paydays, parse_paydays
 from recoup.errors import ConfigError, InvalidInput
@@ -145,6 +150,7 @@ class DunningPolicy:
     paydays: Paydays | None = None  # insufficient-funds retries aim at these (policy_paydays)
     messages: MessagePolicy = field(default_factory=MessagePolicy)
     access: AccessPolicy = field(default_factory=AccessPolicy)
+    flow: FlowLimit | None = None  # attempts a second per gateway or merchant (policy_flow)
 
     @property
     def window_start_seconds(self) -> int:
@@ -261,6 +267,7 @@ _TOP = frozenset(
         "paydays",
         "messages",
         "access",
+        "flow",
     }
 )
 
@@ -363,6 +370,7 @@ def policy_from_dict(data: dict[str, Any], *, name: str) -> DunningPolicy:
         paydays=parse_paydays(data.get("paydays")),
         messages=messages_from_dict(data),
         access=access_from_dict(data),
+        flow=parse_flow(data.get("flow")),
     )
 
 

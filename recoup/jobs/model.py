@@ -22,7 +22,9 @@ from enum import StrEnum
 from typing import Any, Literal, TypeVar, get_args
 
 from recoup.errors import InvalidInput
+from recoup.jobs.flow import DEFAULT_FLOW_PERIOD, check_flow, check_ordering
 from recoup.jobs.metadata import Metadata, check_metadata
+from recoup.jobs.trace_context import TraceContext
 from recoup.timekeeping.instants import require_aware
 
 DEFAULT_TENANT = "default"
@@ -201,6 +203,23 @@ class NewJob:
     group: str | None = None
     # The caller's own references (`recoup.jobs.metadata`: limits, merge, filters).
     metadata: Metadata = field(default_factory=dict)
+    # Flow control (`recoup.jobs.flow`): the jobs of one `flow_key` (per tenant) start at most
+    # `flow_rate` times per `flow_period` and/or run at most `flow_parallelism` at once, held by
+    # the store across every worker.
+    flow_key: str | None = None
+    flow_rate: int | None = None
+    flow_period: timedelta = DEFAULT_FLOW_PERIOD
+    flow_parallelism: int | None = None
+    # Order within a key (`recoup.jobs.flow`): the tenant's jobs of one `ordering_key` start
+    # one at a time, in due-then-creation order; a job awaiting a retry holds the ones behind
+    # it until it succeeds or fails for good, unless `ordering_skip_failed` (it then goes back
+    # in line by its retry's instant). It is a flow key with a parallelism of 1 (and may have
+    # a `flow_rate`), so a job has `flow_key` or `ordering_key`, not both.
+    ordering_key: str | None = None
+    ordering_skip_failed: bool = False
+    # The W3C Trace Context of the request that created it (`recoup.jobs.trace_context`),
+    # sent on every delivery and the parent (or, on retries, the link) of its attempts' spans.
+    trace: TraceContext | None = None
     id: str = field(default_factory=new_id)
 
     def __post_init__(self) -> None:
@@ -214,6 +233,13 @@ class NewJob:
             raise InvalidInput("group", self.group, "expected 1–200 characters")
         if self.keep_for is not None and self.keep_for < timedelta(0):
             raise InvalidInput("keep_for", self.keep_for, "expected ≥ 0")
+        check_ordering(self.ordering_key, self.flow_key, self.flow_parallelism)
+        check_flow(
+            self.flow_key if self.flow_key is not None else self.ordering_key,
+            self.flow_rate,
+            self.flow_period,
+            1 if self.ordering_key is not None else self.flow_parallelism,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -239,6 +265,13 @@ class Job:
     finished_at: datetime | None
     group: str | None = None
     metadata: Metadata = field(default_factory=dict)
+    flow_key: str | None = None
+    flow_rate: int | None = None
+    flow_period: timedelta = DEFAULT_FLOW_PERIOD
+    flow_parallelism: int | None = None
+    ordering_key: str | None = None
+    ordering_skip_failed: bool = False
+    trace: TraceContext | None = None
 
     @property
     def started(self) -> bool:

@@ -16,11 +16,12 @@ import contextlib
 import threading
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from recoup.errors import Conflict, InvalidInput, NotFound
 from recoup.jobs import patching
 from recoup.jobs.changes import JobChange
+from recoup.jobs.flow import DEFAULT_FLOW_PERIOD
 from recoup.jobs.metadata import check_filter
 from recoup.jobs.model import (
     DEFAULT_TENANT,
@@ -35,6 +36,7 @@ from recoup.jobs.model import (
     Tenant,
     check_one_off_name,
 )
+from recoup.jobs.redrive import FailedFilter, Redrive, audit
 from recoup.jobs.schedules.calls import ScheduleCalls
 from recoup.jobs.signing import new_signing_secret
 from recoup.jobs.ssrf import SsrfGuard
@@ -52,6 +54,7 @@ from recoup.jobs.target_checks import (
     check_method,
     check_url_text,
 )
+from recoup.jobs.trace_context import TraceContext
 from recoup.jobs.worker import Worker, WorkerConfig
 from recoup.jobs.worker.config import KNOBS, worker_config
 from recoup.timekeeping.clock import Clock, SystemClock
@@ -59,6 +62,12 @@ from recoup.timekeeping.instants import to_utc
 
 _KEEP_DEFAULT = timedelta(days=7)  # as NewJob's default retention
 WORKER_START_TIMEOUT = 10.0  # seconds to wait for an embedded worker to start
+
+
+# What creating a job does when its idempotency key is taken: answer the job holding it, or
+# replace that job while it has not started.
+OnConflict = Literal["return", "replace"]
+ON_CONFLICT: tuple[OnConflict, ...] = ("return", "replace")
 
 
 class Scheduler(ScheduleCalls):
@@ -130,11 +139,26 @@ class Scheduler(ScheduleCalls):
         tenant: str = DEFAULT_TENANT,
         group: str | None = None,
         metadata: dict[str, str] | None = None,
+        flow_key: str | None = None,
+        flow_rate: int | None = None,
+        flow_period: timedelta = DEFAULT_FLOW_PERIOD,
+        flow_parallelism: int | None = None,
+        ordering_key: str | None = None,
+        ordering_skip_failed: bool = False,
+        on_conflict: OnConflict = "return",
+        trace: TraceContext | None = None,
     ) -> Job:
         """Schedule one job at `run_at`, or `delay` from now, or now (not both). A live job of
         the tenant with the same name → `Conflict`; the same idempotency key → that job.
         `group` (1–200 characters) lets `list_jobs(group=…)` and `cancel_group` find it;
-        `metadata` (`recoup.jobs.metadata`) is the caller's own, filterable."""
+        `metadata` (`recoup.jobs.metadata`) is the caller's own, filterable. `flow_key` with
+        `flow_rate` (per `flow_period`) and/or `flow_parallelism` limits the starts of the
+        tenant's jobs of that key (`recoup.jobs.flow`); `ordering_key` starts them one at a time
+        in due-then-creation order, a failed one holding the others unless
+        `ordering_skip_failed`. `on_conflict="replace"`: a job of the same idempotency key not
+        started yet is replaced by this one (with `delay`, a debounce: each call moves the run
+        to `delay` after the last); one already started is returned as it is. `trace`
+        (`recoup.jobs.trace_context`) is sent with every delivery."""
         if run_at is not None and delay is not None:
             raise InvalidInput("run_at", run_at, "give run_at or delay, not both")
         now = self.clock.now()
@@ -151,13 +175,20 @@ class Scheduler(ScheduleCalls):
             keep_for=keep_for,
             group=group,
             metadata=metadata or {},
+            flow_key=flow_key,
+            flow_rate=flow_rate,
+            flow_period=flow_period,
+            flow_parallelism=flow_parallelism,
+            ordering_key=ordering_key,
+            ordering_skip_failed=ordering_skip_failed,
+            trace=trace,
         )
-        return self.submit(job)
+        return self.submit(job, on_conflict=on_conflict)
 
-    def submit(self, job: NewJob) -> Job:
+    def submit(self, job: NewJob, *, on_conflict: OnConflict = "return") -> Job:
         """Insert a prepared `NewJob` (after the same checks as `enqueue`)."""
         self.check(job)
-        return self.insert_checked(job)
+        return self.insert_checked(job, on_conflict=on_conflict)
 
     def check(self, job: NewJob) -> None:
         """`submit`'s checks (the SSRF guard's DNS look-up included) without the insert, for a
@@ -167,9 +198,19 @@ class Scheduler(ScheduleCalls):
         self.check_target(job.target, payload=job.payload)
         self._ensure_tenant(job.tenant)
 
-    def insert_checked(self, job: NewJob) -> Job:
-        """Insert a job that `check` passed, without checking it again."""
-        stored = self.store.insert(job, now=self.clock.now())
+    def insert_checked(self, job: NewJob, *, on_conflict: OnConflict = "return") -> Job:
+        """Insert a job that `check` passed, without checking it again. A job already holding
+        its idempotency key is returned, or with `on_conflict="replace"` replaced by this one
+        while it has not started (atomically against a claim)."""
+        if on_conflict not in ON_CONFLICT:
+            raise InvalidInput("on_conflict", on_conflict, f"expected one of {list(ON_CONFLICT)}")
+        if on_conflict == "replace" and job.idempotency_key is None:
+            raise InvalidInput("on_conflict", on_conflict, "expected an idempotency_key with it")
+        now = self.clock.now()
+        stored = self.store.insert(job, now=now)
+        if on_conflict == "replace" and stored.id != job.id:
+            found = self.store.replace_unstarted_job(stored.tenant, stored.id, job, now=now)
+            stored = found.job if found.changed and found.job is not None else stored
         self._poke()
         return stored
 
@@ -284,6 +325,19 @@ class Scheduler(ScheduleCalls):
         else:
             why = f"cannot be retried while a live job holds its name {job.name!r}"
         raise Conflict(f"job {job_id!r} {why}")
+
+    def redrive_failed(self, found: FailedFilter, *, who: str, dry_run: bool = False) -> Redrive:
+        """Count the failed jobs `found` names, then (unless `dry_run`) redrive each
+        (`redrive`: the budget it was created with); either way an audit line says `who`
+        asked, when, for which filter and how many (`recoup.jobs.redrive.audit`)."""
+        now = self.clock.now()
+        if dry_run:
+            outcome = Redrive(matched=self.store.count_failed(found), redriven=0, dry_run=True)
+        else:
+            matched, redriven = self.store.redrive_failed(found, now=now)
+            outcome = Redrive(matched=matched, redriven=redriven, dry_run=False)
+        audit(who, now, found, outcome)
+        return outcome
 
     def delete_failed(self, job_id: str, *, tenant: str = DEFAULT_TENANT) -> bool:
         """Delete a job that failed for good (its run log stays until pruned); False unless

@@ -11,6 +11,7 @@ from typing import Protocol, TypeVar
 
 from recoup.jobs.changes import JobChange
 from recoup.jobs.model import Completion, Job, JobState, NewJob, Run, Tenant
+from recoup.jobs.redrive import FailedFilter
 from recoup.jobs.schedules.model import NewSchedule, Schedule
 from recoup.jobs.worker_records import RegisteredWorker, SessionRules, WorkerInfo, WorkerSession
 
@@ -229,6 +230,14 @@ class JobStore(Protocol):
         ceiling, or whose name a live job holds meanwhile."""
         ...
 
+    def count_failed(self, found: FailedFilter) -> int:
+        """How many failed jobs `found` names (`recoup.jobs.redrive`)."""
+        ...
+
+    def redrive_failed(self, found: FailedFilter, *, now: datetime) -> tuple[int, int]:
+        """Redrive (as `redrive`) every failed job `found` names: (matched, redriven)."""
+        ...
+
     def delete_failed(self, tenant: str, job_id: str) -> bool:
         """Delete a failed job (its run log stays until pruned); False unless it was one."""
         ...
@@ -252,6 +261,15 @@ class JobStore(Protocol):
         started, checked and written in one transaction that a claim cannot interleave with:
         a claim either finds the changed job, or makes this find it started and change
         nothing. A new name that a live job of the tenant holds → `Conflict`."""
+        ...
+
+    def replace_unstarted_job(
+        self, tenant: str, job_id: str, job: NewJob, *, now: datetime
+    ) -> JobUpdate:
+        """Replace a job still scheduled that never started (not a schedule's occurrence) with
+        `job`'s fields, keeping its id, idempotency key and creation (on_conflict "replace"),
+        in one transaction a claim cannot interleave with; `changed` False when it had
+        started. A new name that a live job of the tenant holds → `Conflict`."""
         ...
 
     # Reading

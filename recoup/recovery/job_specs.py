@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timedelta
+from typing import Any
 
 from recoup.dunning.invoice import ID_NAMESPACE, Invoice, InvoiceEvent, job_group
 from recoup.dunning.outcomes import idempotency_key, job_name
+from recoup.dunning.policy_flow import FlowLimit
 from recoup.jobs.model import BackoffPolicy, HttpTarget, NewJob, PythonTarget
 from recoup.timekeeping.instants import format_utc
 
@@ -31,9 +33,10 @@ def deadline_job_id(tenant: str, invoice_id: str, at: datetime) -> str:
     return str(uuid.uuid5(ID_NAMESPACE, f"deadline\x00{tenant}\x00{invoice_id}\x00{at}"))
 
 
-def attempt_job(invoice: Invoice, n: int) -> NewJob:
+def attempt_job(invoice: Invoice, n: int, *, flow: FlowLimit | None = None) -> NewJob:
     """The job of attempt `n` (which the invoice must have): a Python handler that asks the
-    charge endpoint at the attempt's instant."""
+    charge endpoint at the attempt's instant; with the policy's `flow`, limited per gateway or
+    merchant by the jobs' flow control."""
     record = invoice.attempt(n)
     if record is None:
         raise ValueError(f"invoice {invoice.invoice_id!r} has no attempt {n}")
@@ -49,7 +52,19 @@ def attempt_job(invoice: Invoice, n: int) -> NewJob:
         retry=ATTEMPT_RETRY,
         timeout=ATTEMPT_TIMEOUT,
         keep_for=KEEP_JOBS_FOR,
+        **_flow_fields(invoice, flow),
     )
+
+
+def _flow_fields(invoice: Invoice, flow: FlowLimit | None) -> dict[str, Any]:
+    if flow is None:
+        return {}
+    return {
+        "flow_key": flow.key_for(invoice.gateway, invoice.merchant_id),
+        "flow_rate": flow.rate,
+        "flow_period": timedelta(seconds=flow.period_seconds),
+        "flow_parallelism": flow.parallelism,
+    }
 
 
 # The final actions Recoup takes at Stripe for an invoice it charges there, and the one it

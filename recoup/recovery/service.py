@@ -42,6 +42,7 @@ from recoup.dunning.lifecycle import (
 )
 from recoup.dunning.planner import plan_retries
 from recoup.dunning.policy import DunningPolicy
+from recoup.dunning.policy_flow import FlowLimit
 from recoup.errors import Conflict, InvalidInput, NotFound
 from recoup.jobs.model import HttpTarget, NewJob
 from recoup.jobs.scheduler import Scheduler
@@ -243,7 +244,12 @@ class Dunning:
             stored, created = self.store.create_invoice(invoice, opened.events)
             if created:
                 self._carry_out(
-                    stored, opened.commands, opened.events, event_url=settings.event_url, now=now
+                    stored,
+                    opened.commands,
+                    opened.events,
+                    event_url=settings.event_url,
+                    now=now,
+                    flow=policy.flow,
                 )
             return stored, created
 
@@ -355,7 +361,14 @@ class Dunning:
             if self.store.change_invoice(tenant, invoice_id, change) is None:
                 return None
             t = done[-1]
-            self._carry_out(t.invoice, t.commands, t.events, event_url=settings.event_url, now=now)
+            self._carry_out(
+                t.invoice,
+                t.commands,
+                t.events,
+                event_url=settings.event_url,
+                now=now,
+                flow=policy.flow,
+            )
             return t
 
         changed = self.store.atomically(unit)
@@ -419,6 +432,7 @@ class Dunning:
         *,
         event_url: str | None,
         now: datetime,
+        flow: FlowLimit | None = None,
     ) -> None:
         """The jobs of a transition: the new ones in one insert (each skipped if it exists
         already: doing this twice is harmless), the cancellations, then its events (to
@@ -427,7 +441,7 @@ class Dunning:
         for command in commands:
             match command:
                 case ScheduleAttempt():
-                    jobs.append(attempt_job(invoice, command.attempt.attempt))
+                    jobs.append(attempt_job(invoice, command.attempt.attempt, flow=flow))
                 case CancelAttempt():
                     # An attempt already asked (in flight, or to be asked again after a
                     # retry or a crash) is left to finish: its charge may have gone through,

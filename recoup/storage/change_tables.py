@@ -16,6 +16,7 @@ from datetime import datetime
 
 from recoup.errors import Conflict
 from recoup.jobs.changes import JobChange
+from recoup.jobs.model import NewJob
 from recoup.jobs.schedules.model import Schedule
 from recoup.jobs.store import JobUpdate
 from recoup.storage import job_rows, row_decoding
@@ -23,7 +24,8 @@ from recoup.storage.dialect import Dialect
 
 
 class SqlChangeTables:
-    """`update_scheduled_job` and `replace_schedule` over a dialect."""
+    """`update_scheduled_job`, `replace_unstarted_job` and `replace_schedule` over a
+    dialect."""
 
     def __init__(self, dialect: Dialect) -> None:
         self._dialect = dialect
@@ -72,6 +74,44 @@ class SqlChangeTables:
                 self._dialect.wake_workers(conn)  # an earlier run_at: a sleeping worker must see it
         if new.run_at != job.run_at:
             self._dialect.jobs_inserted()
+        return JobUpdate(job=row_decoding.job_from_row(updated, decode), changed=True)
+
+    def replace_unstarted_job(
+        self, tenant: str, job_id: str, job: NewJob, *, now: datetime
+    ) -> JobUpdate:
+        """Replace a job that has not started with `job` (on_conflict "replace": everything but
+        its id, idempotency key and creation), under the same lock and state check as a PATCH,
+        so a claim either finds the replacement or makes this find the job started."""
+        Q = self._sql
+        decode = self._dialect.decode_instant
+        with self._dialect.write() as conn:
+            row = conn.execute(Q["get_job_for_update"], {"tenant": tenant, "id": job_id}).fetchone()
+            if row is None:
+                return JobUpdate(job=None, changed=False)
+            current = row_decoding.job_from_row(row, decode)
+            if current.started or current.schedule_id is not None:
+                return JobUpdate(job=current, changed=False)
+            if job.name is not None and job.name != current.name:
+                live = conn.execute(
+                    Q["get_live_job_by_name"], {"tenant": tenant, "name": job.name}
+                ).fetchone()
+                if live is not None:
+                    raise Conflict(f"a live job of tenant {tenant!r} is named {job.name!r}")
+            encode = self._dialect.encode_instant
+            values = dict(
+                zip(
+                    job_rows.INSERT_COLUMNS,
+                    job_rows.JobEncoder(encode).row(job, encode(now)),
+                    strict=True,
+                )
+            )
+            values["jitter"] = self._dialect.encode_bool(values["jitter"])
+            values.update(tenant=tenant, id=job_id, now=encode(now))
+            updated = conn.execute(Q["replace_unstarted_job"], values).fetchone()
+            if updated is None:  # not reachable under the lock; the UPDATE checks regardless
+                return JobUpdate(job=current, changed=False)
+            self._dialect.wake_workers(conn)
+        self._dialect.jobs_inserted()
         return JobUpdate(job=row_decoding.job_from_row(updated, decode), changed=True)
 
     def replace_schedule(

@@ -50,6 +50,13 @@ JOB_COLUMNS = (
     "updated_at",
     "finished_at",
     "metadata",
+    "flow_key",
+    "flow_rate",
+    "flow_period_s",
+    "flow_parallelism",
+    "flow_order",
+    "traceparent",
+    "tracestate",
 )
 
 # Column order of a new job's row (state 'scheduled' and attempts 0 come from the SQL; see
@@ -74,6 +81,14 @@ INSERT_COLUMNS = (
     "job_group",
     "occurrence_at",
     "metadata",
+    "flow_key",
+    "flow_rate",
+    "flow_period_s",
+    "flow_parallelism",
+    "flow_order",
+    "flow_order_at",
+    "traceparent",
+    "tracestate",
     "created_at",
     "updated_at",
 )
@@ -100,6 +115,7 @@ SCHEDULE_COLUMNS = (
     "start_at",
     "end_at",
     "revision",
+    "flow",
 )
 
 RUN_COLUMNS = (
@@ -242,6 +258,27 @@ class JobEncoder:
             values = self._retries[policy] = retry_values(policy)
         return values
 
+    @staticmethod
+    def flow(job: NewJob, run_at: Any) -> tuple[Any, ...]:
+        """The flow columns: an ordering key is stored as a flow key of parallelism 1 whose
+        `flow_order` says so; `flow_order_at`, its place in line, stays the job's first
+        `run_at` when a failed job holds the ones behind it ('hold')."""
+        if job.ordering_key is not None:
+            hold = not job.ordering_skip_failed
+            period = job.flow_period.total_seconds()
+            return (
+                job.ordering_key,
+                job.flow_rate,
+                period,
+                1,
+                "hold" if hold else "skip",
+                run_at if hold else None,
+            )
+        if job.flow_key is None:
+            return (None, None, None, None, None, None)
+        period = job.flow_period.total_seconds()
+        return (job.flow_key, job.flow_rate, period, job.flow_parallelism, None, None)
+
     def row(self, job: NewJob, now: Any) -> tuple[Any, ...]:
         """`now` is already encoded (it is the same for every row of a batch)."""
         max_attempts, min_s, max_s, jitter = self.retry(job.retry)
@@ -264,6 +301,9 @@ class JobEncoder:
             job.group,
             None if job.schedule_id is None else run_at,  # occurrence_at
             self.json(job.metadata) if job.metadata else self._empty_metadata,
+            *self.flow(job, run_at),
+            None if job.trace is None else job.trace.traceparent,
+            None if job.trace is None else job.trace.tracestate,
             now,
             now,
         )
@@ -336,4 +376,5 @@ def schedule_values(
         "metadata": dumps(schedule.metadata),
         "start_at": None if schedule.start_at is None else instant(schedule.start_at),
         "end_at": None if schedule.end_at is None else instant(schedule.end_at),
+        "flow": None if schedule.flow is None else dumps(schedule.flow.to_dict()),
     }

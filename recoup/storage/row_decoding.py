@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from recoup.errors import InvalidInput
+from recoup.jobs.flow import DEFAULT_FLOW_PERIOD, FlowLimits
 from recoup.jobs.model import (
     BackoffPolicy,
     HttpTarget,
@@ -24,6 +25,7 @@ from recoup.jobs.model import (
     trusted,
 )
 from recoup.jobs.schedules.model import AnchorRule, CronRule, MissedPolicy, Rule, Schedule
+from recoup.jobs.trace_context import TraceContext
 from recoup.storage.job_rows import DecodeInstant
 from recoup.tenancy import TenantInfo
 
@@ -147,6 +149,13 @@ def job_from_row(row: Sequence[Any], instant: DecodeInstant) -> Job:
         updated_at,
         finished_at,
         metadata,
+        flow_key,
+        flow_rate,
+        flow_period_s,
+        flow_parallelism,
+        flow_order,
+        traceparent,
+        tracestate,
     ) = row
     return trusted(
         Job,
@@ -172,6 +181,15 @@ def job_from_row(row: Sequence[Any], instant: DecodeInstant) -> Job:
             "finished_at": None if finished_at is None else instant(finished_at),
             "group": job_group,
             "metadata": _metadata(metadata),
+            "flow_key": flow_key if flow_order is None else None,
+            "flow_rate": flow_rate,
+            "flow_period": DEFAULT_FLOW_PERIOD
+            if flow_period_s is None
+            else duration(flow_period_s),
+            "flow_parallelism": flow_parallelism if flow_order is None else None,
+            "ordering_key": None if flow_order is None else flow_key,
+            "ordering_skip_failed": flow_order == "skip",
+            "trace": None if traceparent is None else TraceContext(traceparent, tracestate),
         },
     )
 
@@ -266,6 +284,7 @@ def schedule_from_row(row: Sequence[Any], instant: DecodeInstant) -> Schedule:
         start_at,
         end_at,
         revision,
+        flow,
     ) = row
     return Schedule(
         id=id_,
@@ -286,4 +305,5 @@ def schedule_from_row(row: Sequence[Any], instant: DecodeInstant) -> Schedule:
         start_at=None if start_at is None else instant(start_at),
         end_at=None if end_at is None else instant(end_at),
         revision=revision,
+        flow=None if flow is None else FlowLimits.from_dict(_loads(flow)),
     )

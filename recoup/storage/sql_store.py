@@ -144,6 +144,8 @@ class SqlStore:
 
         dead_letters = SqlDeadLetters(dialect)
         self.redrive = dead_letters.redrive
+        self.count_failed = dead_letters.count_failed
+        self.redrive_failed = dead_letters.redrive_failed
         self.delete_failed = dead_letters.delete_failed
 
         # Hosted charging's tables are one part, exposed whole (`Store.hosted`).
@@ -155,6 +157,7 @@ class SqlStore:
 
         changes = SqlChangeTables(dialect)
         self.update_scheduled_job = changes.update_scheduled_job
+        self.replace_unstarted_job = changes.replace_unstarted_job
         self.replace_schedule = changes.replace_schedule
 
         tenants = SqlTenantTables(dialect)

@@ -1,7 +1,10 @@
+import itertools
 import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from recoup.errors import InvalidInput
 from recoup.jobs.model import BackoffPolicy, NewJob, PythonTarget, new_id
@@ -60,3 +63,63 @@ def test_a_schedule_refuses_the_timeouts_a_job_refuses(seconds: float) -> None:
             target=PythonTarget(handler="noop"),
             timeout=timedelta(seconds=seconds),
         )
+
+
+# Flow control (`recoup.jobs.flow`): the limits a job may carry, and the slots a claim reserves.
+
+
+def test_flow_limits_need_a_key_and_a_key_needs_a_limit() -> None:
+    target = PythonTarget(handler="h")
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    for fields, name in (
+        ({"flow_key": "k"}, "flow_key"),
+        ({"flow_rate": 3}, "flow_rate"),
+        ({"flow_key": "k", "flow_rate": 0}, "flow_rate"),
+        ({"flow_key": "k", "flow_parallelism": 0}, "flow_parallelism"),
+        ({"flow_key": "k", "flow_rate": 1, "flow_period": timedelta(0)}, "flow_period"),
+        ({"flow_key": "", "flow_rate": 1}, "flow_key"),
+    ):
+        with pytest.raises(InvalidInput) as caught:
+            NewJob(run_at=at, target=target, **fields)
+        assert caught.value.field == name
+
+
+@given(
+    rate=st.integers(1, 50),
+    period_ms=st.integers(1, 5000),
+    offsets=st.lists(st.integers(0, 10_000), min_size=1, max_size=60),
+    claims=st.integers(1, 6),
+    free_ms=st.one_of(st.none(), st.integers(0, 5000)),
+)
+def test_reserved_slots_are_spaced_in_due_order_never_early_and_never_past_the_horizon(
+    rate: int, period_ms: int, offsets: list[int], claims: int, free_ms: int | None
+) -> None:
+    from recoup.jobs.flow import START_TOLERANCE, reserve, spacing
+
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    period = timedelta(milliseconds=period_ms)
+    due = sorted(t0 + timedelta(milliseconds=o) for o in offsets)
+    free = None if free_ms is None else t0 + timedelta(milliseconds=free_ms)
+    starts: list[datetime] = []
+    now = t0
+    for _ in range(claims):  # successive claims, each for the jobs not taken yet
+        until = now + timedelta(seconds=2)
+        slots = reserve(
+            due[len(starts) :],
+            now=now,
+            until=until,
+            next_start_at=free,
+            rate=rate,
+            period=period,
+            room=10,
+        )
+        assert len(slots.starts) <= 10 and all(s <= until for s in slots.starts)
+        starts += slots.starts
+        free = slots.next_start_at
+        now += timedelta(seconds=1)
+    assert all(s >= d for s, d in zip(starts, due, strict=False))  # never before its instant
+    step = spacing(rate, period)
+    assert all(b - a >= step for a, b in itertools.pairwise(starts))
+    # Each start may come up to the tolerance late; still at most `rate` in any period.
+    for i in range(len(starts) - rate):
+        assert starts[i + rate] - (starts[i] + START_TOLERANCE) >= period

@@ -1186,6 +1186,15 @@ DECLARED_COLUMNS = {
         "job_group",  # 0003
         "held",  # 0007
         "metadata",  # 0009
+        "flow_key",  # 0013
+        "flow_rate",  # 0013
+        "flow_period_s",  # 0013
+        "flow_parallelism",  # 0013
+        "flow_order",  # 0013
+        "flow_order_at",  # 0013
+        "traceparent",  # 0014
+        "tracestate",  # 0014
+        "attempt_budget",  # 0014
         "state",
         "attempts",
         "lease_expires_at",
@@ -1232,6 +1241,7 @@ DECLARED_COLUMNS = {
         "start_at",  # 0009
         "end_at",  # 0009
         "revision",  # 0009
+        "flow",  # 0013
     },
     # 0003: the dunning store's tables
     "invoices": {
@@ -1309,6 +1319,8 @@ DECLARED_COLUMNS = {
         "outcome",
         "answer",
     },
+    # 0013: flow control per key
+    "flow_keys": {"tenant", "flow_key", "next_start_at"},
     # 0010: charging through the provider inside Recoup
     "hosted_charging": {"tenant", "provider", "api_key", "updated_at"},
     "hosted_charges": {
@@ -1398,6 +1410,8 @@ DECLARED_INDEXES = {
         "jobs_group",  # 0003
         "jobs_held",  # 0007
         "jobs_metadata",  # 0009
+        "jobs_flow_due",  # 0013
+        "jobs_flow_running",  # 0013
     },
     "tenants": {"tenants_disabled"},  # 0007
     "runs": {"runs_finished"},

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from fastapi import FastAPI
 from starlette.staticfiles import StaticFiles
 
-from recoup.api.dashboard import analytics, auth, emails, invoices, jobs
+from recoup.api.dashboard import analytics, auth, emails, invoices, jobs, redrive
 from recoup.api.dashboard.rendering import templates
 from recoup.api.dashboard.sessions import Sessions, new_session_key
 from recoup.api.dashboard.web import DashboardState
@@ -55,7 +55,7 @@ def mount(
     `app.state.api` they read). `wall` is the real time sessions expire by."""
     key = session_key or session_key_from_env() or new_session_key()
     app.state.dashboard = DashboardState(sessions=Sessions(key, wall=wall), templates=templates())
-    for module in (auth, jobs, invoices, analytics, emails):
+    for module in (auth, jobs, invoices, analytics, emails, redrive):
         app.include_router(module.router)
     app.mount(
         "/static",

@@ -24,10 +24,11 @@ from recoup.api.routes.common import (
     RunCursor,
     link,
 )
+from recoup.api.trace_headers import Trace, traced
 from recoup.errors import InvalidInput
 from recoup.jobs.metadata import KEY_PATTERN, MAX_KEYS, MAX_VALUE_LENGTH
 from recoup.jobs.model import JobState, NewJob
-from recoup.jobs.scheduler import Scheduler
+from recoup.jobs.scheduler import OnConflict, Scheduler
 from recoup.timekeeping.instants import to_utc
 from recoup.wire.schemas import (
     CancelIn,
@@ -40,6 +41,8 @@ from recoup.wire.schemas import (
     RunOut,
     RunsOut,
 )
+from recoup.wire.schemas.flow import flow_fields
+from recoup.wire.schemas.redrive import RedriveIn, RedriveOut
 
 router = APIRouter(prefix="/v1", responses=ERRORS, tags=["jobs"], dependencies=CHECKED)
 
@@ -87,9 +90,10 @@ JOB_LINKS = {
         },
     },
 )
-def create_job(body: JobIn, ctx: Post, api: Api) -> Response:
+def create_job(body: JobIn, ctx: Post, api: Api, trace: Trace) -> Response:
     """Schedule a one-off job at `run_at` or after `delay_seconds`. With `idempotency_key`,
-    at most one job of the tenant has that key: a second request answers the first job."""
+    at most one job of the tenant has that key: a second request answers the first job. A
+    `traceparent` (and `tracestate`) header is stored with the job and sent on every delivery."""
     scheduler = api.scheduler
     try:
         job = NewJob(
@@ -104,9 +108,14 @@ def create_job(body: JobIn, ctx: Post, api: Api) -> Response:
             timeout=timedelta(seconds=body.timeout_seconds),
             group=body.group,
             metadata=body.metadata,
+            **flow_fields(body.flow, body.ordering_key, body.ordering_on_failure),
+            trace=trace,
         )
+        if body.on_conflict == "replace" and body.idempotency_key is None:
+            raise InvalidInput("on_conflict", "replace", "expected an idempotency_key with it")
         # The checks (the SSRF guard's DNS look-up too) run before the transaction.
         scheduler.check(job)
+        job = traced(job, api)
     except InvalidInput as exc:
         # Refused under the key as any refusal is: a response stored for it is replayed first.
         return ctx.run(201, functools.partial(_refuse, exc))
@@ -114,12 +123,16 @@ def create_job(body: JobIn, ctx: Post, api: Api) -> Response:
     # A job found by the request's own key is what this request created before (a retry
     # after a lost answer): 201 as the first time. One found by the body's key is another's.
     found = 200 if body.idempotency_key is not None else 201
-    return ctx.run_with_status(functools.partial(_insert, scheduler, job, found), atomic=True)
+    insert = functools.partial(_insert, scheduler, job, found, on_conflict=body.on_conflict)
+    return ctx.run_with_status(insert, atomic=True)
 
 
-def _insert(scheduler: Scheduler, job: NewJob, found: int) -> tuple[int, JobOut]:
-    """201 and the new job, or `found` and the job that already had this idempotency key."""
-    stored = scheduler.insert_checked(job)
+def _insert(
+    scheduler: Scheduler, job: NewJob, found: int, *, on_conflict: OnConflict = "return"
+) -> tuple[int, JobOut]:
+    """201 and the new job, or `found` and the job that already had this idempotency key
+    (replaced by this one with `on_conflict="replace"`, while it had not started)."""
+    stored = scheduler.insert_checked(job, on_conflict=on_conflict)
     return (201 if stored.id == job.id else found), JobOut.of(stored)
 
 
@@ -154,7 +167,11 @@ def list_jobs(
         cursor=cursor,
     )
     return json_response(
-        200, JobPageOut(jobs=[JobOut.of(j) for j in page.jobs], next_cursor=page.next_cursor)
+        200,
+        JobPageOut(
+            jobs=[JobOut.of(j, now=api.clock.now()) for j in page.jobs],
+            next_cursor=page.next_cursor,
+        ),
     )
 
 
@@ -183,9 +200,26 @@ def cancel_jobs(body: CancelIn, ctx: Post, api: Api) -> Response:
     )
 
 
+@router.post("/jobs/redrive", response_model=RedriveOut)
+def redrive_jobs(body: RedriveIn, ctx: Post, api: Api) -> Response:
+    """Redrive the failed jobs the filter names (each scheduled again now with the budget of
+    attempts it was created with), or with `dry_run` only count them: count first, then
+    redrive. Each call writes an audit line (who, when, the filter, how many)."""
+    found = body.filter_for(ctx.tenant)
+    scheduler = api.scheduler
+
+    def run() -> RedriveOut:
+        who = f"api:tenant={ctx.tenant}"
+        outcome = scheduler.redrive_failed(found, who=who, dry_run=body.dry_run)
+        return RedriveOut.of(outcome, found)
+
+    return ctx.run(200, run)
+
+
 @router.get("/jobs/{job_id}", response_model=JobOut)
 def get_job(tenant: Tenant, job_id: Id, api: Api) -> Response:
-    return json_response(200, JobOut.of(api.scheduler.get(job_id, tenant=tenant)))
+    job = api.scheduler.get(job_id, tenant=tenant)
+    return json_response(200, JobOut.of(job, now=api.clock.now()))
 
 
 @router.patch(

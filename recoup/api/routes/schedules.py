@@ -66,6 +66,7 @@ def create_schedule(body: ScheduleIn, ctx: Post, api: Api) -> Response:
         metadata=body.metadata,
         start_at=body.start_at,
         end_at=body.end_at,
+        flow=None if body.flow is None else body.flow.limits(),
         id=schedule_id,
     )
     return ctx.run(

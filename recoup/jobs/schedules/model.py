@@ -9,6 +9,7 @@ from enum import StrEnum
 from typing import Any, Literal
 
 from recoup.errors import InvalidInput
+from recoup.jobs.flow import FlowLimits
 from recoup.jobs.metadata import Metadata, check_metadata
 from recoup.jobs.model import DEFAULT_TENANT, BackoffPolicy, Target, check_timeout, new_id
 from recoup.timekeeping.instants import require_aware, to_utc
@@ -76,6 +77,7 @@ class NewSchedule:
     # The window: no occurrence before `start_at`, none after `end_at` (each inclusive).
     start_at: datetime | None = None
     end_at: datetime | None = None
+    flow: FlowLimits | None = None  # given to every job it fires (`recoup.jobs.flow`)
     id: str = field(default_factory=new_id)
 
     def __post_init__(self) -> None:
@@ -107,6 +109,7 @@ class Schedule:
     # Bumped by every change of the definition (`ScheduleStore.replace_schedule`); an advance
     # planned from an older revision is refused.
     revision: int = 0
+    flow: FlowLimits | None = None
 
     @property
     def state(self) -> ScheduleState:

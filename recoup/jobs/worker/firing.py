@@ -52,6 +52,7 @@ class Firing:
         self._gate = gate  # the session's epoch, None while it is down (`SessionKeeper.gate`)
         self._buckets: dict[datetime, list[Held]] = {}
         self._timers: dict[datetime, Timer] = {}
+        self._giving_back: set[asyncio.Task[None]] = set()
 
     def room(self) -> int:
         """How many jobs the next claim may take: the free slots (not running nor promised to
@@ -177,6 +178,16 @@ class Firing:
                 self._start(held)
             else:
                 ledger.queue(held)
+
+    def give_back_late(self, held: Held) -> None:
+        """A rate-limited job whose start came later than the tolerance after its reserved
+        slot (`recoup.jobs.flow`): not started, handed back to the store, where the next claim
+        reserves it a new slot."""
+        self._ledger.revoke(held)
+        self._stats.late_flow_starts += 1
+        task = asyncio.get_running_loop().create_task(self._give_back([held.job]))
+        self._giving_back.add(task)
+        task.add_done_callback(self._giving_back.discard)
 
     def disarm(self) -> None:
         """Cancel every timer and forget the buckets (the worker is stopping)."""

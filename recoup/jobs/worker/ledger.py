@@ -82,6 +82,7 @@ class WorkerStats:
     rescued: int = 0  # jobs this worker handed back (expired leases, dead workers' jobs)
     dead_workers: int = 0  # workers this worker found dead (their sessions ended)
     abandoned: int = 0  # held jobs given up when this worker's own session was lost
+    late_flow_starts: int = 0  # rate-limited jobs handed back for a new slot (too late)
     pruned_jobs: int = 0
     pruned_runs: int = 0
     flushes: int = 0

@@ -128,6 +128,7 @@ def assemble(
         start=runner.start,
         gate=sessions.gate,
     )
+    runner.late = firing.give_back_late
 
     async def heartbeat(
         ids: Sequence[str], attempts: Sequence[int], lease_until: datetime

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 
+from recoup.jobs.flow import START_TOLERANCE
 from recoup.jobs.handler_attempts import run_handler, run_inline
 from recoup.jobs.handlers import HandlerRegistry
 from recoup.jobs.model import HttpTarget, PythonTarget
@@ -62,6 +63,8 @@ class Runner:
     ) -> None:
         self.handlers = handlers
         self._ledger = ledger
+        # Gives back a rate-limited job whose start came too late after its slot (`Firing`).
+        self.late: Callable[[Held], None] | None = None
         self._buffer = buffer
         self._secrets = secrets
         self._http = http
@@ -90,8 +93,14 @@ class Runner:
         return tasks | self.consumers  # they end once the attempts they run and hold are done
 
     def start(self, held: Held) -> None:
-        self._ledger.start(held)
         job = held.job
+        if job.flow_rate is not None and self.late is not None:
+            # A rate's slots hold only if each starts within the tolerance of its slot
+            # (`recoup.jobs.flow`): a later one goes back for a new slot.
+            if self._due_now(held) - job.run_at > START_TOLERANCE:
+                self.late(held)
+                return
+        self._ledger.start(held)
         target = job.target
         held.started_at = self._due_now(held)
         if isinstance(target, PythonTarget):

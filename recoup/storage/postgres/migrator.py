@@ -49,9 +49,9 @@ class PostgresMigrator:
         with self._dialect.connection() as conn:
             # The lock serialises migrators (per database); the version is re-read under it.
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK_KEY,))
-            row = conn.execute(Q["schema_version"]).fetchone()
+            row = conn.execute(Q["has_migration"], {"version": migration.version}).fetchone()
             assert row is not None
-            if row[0] >= migration.version:
+            if row[0]:
                 return
             conn.execute(migration.sql)
             conn.execute(

@@ -11,6 +11,11 @@ CREATE TABLE IF NOT EXISTS schema_version (
 -- schema_version --
 SELECT coalesce(max(version), 0) FROM schema_version
 
+-- has_migration --
+-- Whether one migration was applied: each is applied unless recorded, so a migration numbered
+-- below the version in force (branches merged in another order) is still applied.
+SELECT count(*) FROM schema_version WHERE version = %(version)s
+
 -- has_schema_version --
 SELECT count(*) FROM pg_tables WHERE schemaname = %(schema)s AND tablename = 'schema_version'
 
@@ -43,7 +48,7 @@ tenant NOT IN (SELECT id FROM tenants WHERE disabled_at IS NOT NULL)
 -- One placeholder per column of {insert_columns} (`job_rows.JobEncoder.row`).
 INSERT INTO jobs ({insert_columns})
 VALUES (%s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
-        %s::jsonb, %s, %s)
+        %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT DO NOTHING
 RETURNING {job_columns}
 
@@ -56,7 +61,11 @@ FROM unnest(%(id)s::text[], %(tenant)s::text[], %(name)s::text[], %(run_at)s::ti
             %(max_attempts)s::int[], %(min_backoff_s)s::float8[], %(max_backoff_s)s::float8[],
             %(jitter)s::bool[], %(timeout_s)s::float8[], %(keep_for_s)s::float8[],
             %(schedule_id)s::text[], %(job_group)s::text[],
-            %(occurrence_at)s::timestamptz[], %(metadata)s::jsonb[]) AS u
+            %(occurrence_at)s::timestamptz[], %(metadata)s::jsonb[], %(flow_key)s::text[],
+            %(flow_rate)s::int[], %(flow_period_s)s::float8[],
+            %(flow_parallelism)s::int[], %(flow_order)s::text[],
+            %(flow_order_at)s::timestamptz[], %(traceparent)s::text[],
+            %(tracestate)s::text[]) AS u
 ON CONFLICT DO NOTHING
 
 -- copy_jobs --
@@ -103,7 +112,8 @@ LIMIT 1
 -- the partial index jobs_due, so its cost does not grow with far-future or finished jobs.
 WITH due AS MATERIALIZED (
     SELECT id FROM jobs
-    WHERE state = 'scheduled' AND NOT held AND run_at <= %(until)s AND {_enabled_tenant}
+    WHERE state = 'scheduled' AND NOT held AND flow_key IS NULL AND run_at <= %(until)s
+      AND {_enabled_tenant}
     ORDER BY run_at
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
@@ -130,6 +140,55 @@ SELECT set_config('enable_bitmapscan', 'off', true),
        set_config('enable_sort', 'off', true),
        set_config('enable_hashjoin', 'off', true),
        set_config('enable_mergejoin', 'off', true)
+
+-- flow_keys_due --
+-- The flow keys with jobs due by :until (ARCHITECTURE.md, 'Flow control'), the earliest due
+-- first, each with whether its row in flow_keys exists yet.
+SELECT h.tenant, h.flow_key,
+       EXISTS (SELECT 1 FROM flow_keys f WHERE f.tenant = h.tenant AND f.flow_key = h.flow_key)
+FROM (
+    SELECT tenant, flow_key, min(run_at) AS first_at FROM jobs
+    WHERE state = 'scheduled' AND NOT held AND flow_key IS NOT NULL AND run_at <= %(until)s
+      AND {_enabled_tenant}
+    GROUP BY tenant, flow_key
+) AS h
+ORDER BY h.first_at
+LIMIT %(keys)s
+
+-- flow_key_made --
+INSERT INTO flow_keys (tenant, flow_key) VALUES (%(tenant)s, %(key)s) ON CONFLICT DO NOTHING
+
+-- flow_key_locked --
+SELECT next_start_at FROM flow_keys WHERE tenant = %(tenant)s AND flow_key = %(key)s
+FOR UPDATE SKIP LOCKED
+
+-- flow_due_jobs --
+-- A key's scheduled jobs in line: their place (an ordering key's first run_at, else the due
+-- time), then creation. The claim takes those due by :until from the front.
+SELECT id, run_at, flow_rate, flow_period_s, flow_parallelism FROM jobs
+WHERE tenant = %(tenant)s AND flow_key = %(key)s AND state = 'scheduled' AND NOT held
+ORDER BY coalesce(flow_order_at, run_at), created_at, id
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED
+
+-- flow_running --
+-- Claimed ahead or started: both hold a place of the key's parallelism.
+SELECT count(*) FROM jobs WHERE tenant = %(tenant)s AND flow_key = %(key)s AND state = 'running'
+
+-- flow_start --
+-- A flow job claimed for its reserved start slot (:start, the attempt's start).
+UPDATE jobs
+SET state = 'running',
+    attempts = attempts + 1,
+    leased_by = %(worker_id)s,
+    attempt_started_at = %(start)s,
+    lease_expires_at = %(lease_until)s,
+    updated_at = %(now)s
+WHERE id = %(id)s AND state = 'scheduled'
+RETURNING {job_columns}
+
+-- flow_key_moved --
+UPDATE flow_keys SET next_start_at = %(next)s WHERE tenant = %(tenant)s AND flow_key = %(key)s
 
 -- complete_many --
 -- One statement for a whole batch: each row applies by compare-and-set (still running, same
@@ -320,10 +379,35 @@ SELECT pg_notify(%(channel)s, '')
 
 -- next_due_at --
 -- The jobs of a disabled tenant are never due: held ones are outside jobs_due, and the
--- others (few: retries of attempts running when it was disabled) are stepped over.
-SELECT run_at FROM jobs WHERE state = 'scheduled' AND NOT held AND {_enabled_tenant}
-ORDER BY run_at
-LIMIT 1
+-- others (few: retries of attempts running when it was disabled) are stepped over. A flow
+-- key's jobs are due at the later of its first job's instant and the key's next free start;
+-- a key at its parallelism is not due (a completion, or the idle poll, wakes the worker).
+SELECT min(run_at) FROM (
+    SELECT * FROM (
+        SELECT run_at FROM jobs
+        WHERE state = 'scheduled' AND NOT held AND flow_key IS NULL AND {_enabled_tenant}
+        ORDER BY run_at
+        LIMIT 1
+    ) AS plain
+    UNION ALL
+    SELECT CASE WHEN f.next_start_at > h.head_at THEN f.next_start_at ELSE h.head_at END
+    FROM (
+        SELECT g.tenant, g.flow_key, max(g.flow_parallelism) AS parallelism,
+               (SELECT x.run_at FROM jobs x
+                WHERE x.tenant = g.tenant AND x.flow_key = g.flow_key AND x.state = 'scheduled'
+                  AND NOT x.held AND x.flow_key IS NOT NULL
+                ORDER BY coalesce(x.flow_order_at, x.run_at), x.created_at, x.id
+                LIMIT 1) AS head_at
+        FROM jobs g
+        WHERE state = 'scheduled' AND NOT held AND flow_key IS NOT NULL AND {_enabled_tenant}
+        GROUP BY tenant, flow_key
+    ) AS h
+    LEFT JOIN flow_keys f ON f.tenant = h.tenant AND f.flow_key = h.flow_key
+    WHERE h.parallelism IS NULL
+       OR (SELECT count(*) FROM jobs r
+           WHERE r.tenant = h.tenant AND r.flow_key = h.flow_key AND r.state = 'running')
+          < h.parallelism
+) AS due
 
 -- _cancel_set --
 -- The SET clause of every cancelling statement. leased_by and attempt_started_at stay, so the
@@ -458,7 +542,9 @@ SELECT state, count(*) FROM jobs GROUP BY state
 -- Each count walks its state's partial indexes (jobs_due and jobs_held, jobs_leases), never
 -- finished rows; held jobs (of disabled tenants) are scheduled too.
 SELECT 'scheduled',
-       (SELECT count(*) FROM jobs WHERE state = 'scheduled' AND NOT held)
+       (SELECT count(*) FROM jobs WHERE state = 'scheduled' AND NOT held AND flow_key IS NULL)
+       + (SELECT count(*) FROM jobs
+          WHERE state = 'scheduled' AND NOT held AND flow_key IS NOT NULL)
        + (SELECT count(*) FROM jobs WHERE state = 'scheduled' AND held)
 UNION ALL
 SELECT 'running', count(*) FROM jobs WHERE state = 'running'
@@ -472,7 +558,10 @@ SELECT tenant, state, count(*) FROM jobs GROUP BY tenant, state
 -- due_backlog --
 -- Served by the partial index of scheduled jobs on run_at.
 -- Held jobs (of disabled tenants) are not: nothing fires them.
-SELECT count(*) FROM jobs WHERE state = 'scheduled' AND NOT held AND run_at <= %(now)s
+SELECT (SELECT count(*) FROM jobs
+        WHERE state = 'scheduled' AND NOT held AND flow_key IS NULL AND run_at <= %(now)s)
+       + (SELECT count(*) FROM jobs
+          WHERE state = 'scheduled' AND NOT held AND flow_key IS NOT NULL AND run_at <= %(now)s)
 
 -- prune_jobs --
 DELETE FROM jobs
@@ -488,11 +577,11 @@ WHERE ctid = ANY(ARRAY(SELECT ctid FROM runs WHERE finished_at < %(before)s
 -- insert_schedule --
 INSERT INTO schedules (id, tenant, name, rule, target, payload, max_attempts, min_backoff_s,
                        max_backoff_s, jitter, timeout_s, missed, paused, next_fire_at,
-                       created_at, updated_at, metadata, start_at, end_at)
+                       created_at, updated_at, metadata, start_at, end_at, flow)
 VALUES (%(id)s, %(tenant)s, %(name)s, %(rule)s::jsonb, %(target)s::jsonb, %(payload)s::jsonb,
         %(max_attempts)s, %(min_backoff_s)s, %(max_backoff_s)s, %(jitter)s, %(timeout_s)s,
         %(missed)s, false, %(next_fire_at)s, %(now)s, %(now)s, %(metadata)s::jsonb,
-        %(start_at)s, %(end_at)s)
+        %(start_at)s, %(end_at)s, %(flow)s::jsonb)
 ON CONFLICT DO NOTHING
 RETURNING {schedule_columns}
 
@@ -540,12 +629,14 @@ WHERE id = %(id)s AND next_fire_at = %(expected_next)s AND NOT paused AND delete
   AND (%(revision)s::integer IS NULL OR revision = %(revision)s::integer)
 
 -- redrive_job --
--- A job that failed for good, scheduled again now with a fresh budget of attempts: as many
--- again as it had, up to the ceiling (its attempt numbers and run log continue). Nothing
--- (no row) unless it failed, is below the ceiling and its name is free among live jobs.
+-- A job that failed for good, scheduled again now with a fresh budget of attempts: the budget
+-- it was created with (attempt_budget, kept by its first redrive), up to the ceiling (its
+-- attempt numbers and run log continue). Nothing (no row) unless it failed, is below the
+-- ceiling and its name is free among live jobs.
 UPDATE jobs
 SET state = 'scheduled',
-    max_attempts = least(attempts + max_attempts, {attempts_ceiling}),
+    max_attempts = least(attempts + coalesce(attempt_budget, max_attempts), {attempts_ceiling}),
+    attempt_budget = coalesce(attempt_budget, max_attempts),
     run_at = %(now)s,
     lease_expires_at = NULL,
     leased_by = NULL,
@@ -584,6 +675,20 @@ RETURNING {schedule_columns}
 DELETE FROM jobs
 WHERE schedule_id = %(schedule_id)s AND state = 'scheduled' AND attempts = 0
   AND occurrence_at > %(now)s
+
+-- replace_unstarted_job --
+-- on_conflict "replace": every field of a new job but its id, idempotency key and creation,
+-- only while the job is scheduled and has never started (as update_scheduled_job).
+UPDATE jobs
+SET run_at = %(run_at)s, target = %(target)s::jsonb, payload = %(payload)s::jsonb, name = %(name)s,
+    max_attempts = %(max_attempts)s, min_backoff_s = %(min_backoff_s)s,
+    max_backoff_s = %(max_backoff_s)s, jitter = %(jitter)s, timeout_s = %(timeout_s)s,
+    keep_for_s = %(keep_for_s)s, job_group = %(job_group)s, metadata = %(metadata)s::jsonb,
+    flow_key = %(flow_key)s, flow_rate = %(flow_rate)s, flow_period_s = %(flow_period_s)s,
+    flow_parallelism = %(flow_parallelism)s, flow_order = %(flow_order)s,
+    flow_order_at = %(flow_order_at)s, updated_at = %(now)s
+WHERE tenant = %(tenant)s AND id = %(id)s AND state = 'scheduled' AND attempts = 0
+RETURNING {job_columns}
 
 -- get_job_for_update --
 -- The job a PATCH reads, its row locked until the transaction ends (a claim skips it,

@@ -31,6 +31,7 @@ from recoup.errors import StorageError
 from recoup.jobs.model import ERROR_LIMIT, RESPONSE_EXCERPT_LIMIT, Completion, Job, NewJob
 from recoup.jobs.store import ClaimParams
 from recoup.storage import job_rows, row_decoding
+from recoup.storage.flow_claims import claim_flow_jobs, firing_order
 from recoup.storage.job_rows import aware_utc
 from recoup.storage.postgres.dialect import QUERIES, PostgresDialect
 from recoup.storage.rules import (
@@ -65,6 +66,14 @@ _COPY_TYPES = [
     "text",  # job_group
     "timestamptz",  # occurrence_at
     "bytea",  # metadata (jsonb wire format)
+    "text",  # flow_key
+    "int4",  # flow_rate
+    "float8",  # flow_period_s
+    "int4",  # flow_parallelism
+    "text",  # flow_order
+    "timestamptz",  # flow_order_at
+    "text",  # traceparent
+    "text",  # tracestate
     "timestamptz",  # created_at
     "timestamptz",  # updated_at
 ]
@@ -172,6 +181,9 @@ class PostgresQueue:
         if params.limit <= 0:
             return []
         with self._connection() as conn:
+            # The flow keys' jobs first: they take no more than their keys allow, and jobs
+            # without a key take the rest (ARCHITECTURE.md, 'Flow control').
+            flowing = claim_flow_jobs(conn, Q, params, encode=_utc, decode=aware_utc)
             conn.execute(Q["queue_plans"])
             # Binary results (instants, numbers) load faster; jsonb comes back as its text
             # (see `_ADAPTERS` in store.py), which `job_from_row` maps to a cached target.
@@ -182,12 +194,12 @@ class PostgresQueue:
                     "now": params.now,
                     "until": params.now + params.horizon,
                     "lease": params.lease,
-                    "limit": params.limit,
+                    "limit": params.limit - len(flowing),
                 },
                 prepare=False,
                 binary=True,
             ).fetchall()
-        return claimed_jobs(rows, aware_utc)
+        return firing_order(claimed_jobs(rows, aware_utc), flowing)
 
     def complete_many(self, completions: Sequence[Completion], *, now: datetime) -> list[str]:
         if not completions:

@@ -50,7 +50,7 @@ class SqliteMigrator:
         # two processes starting at once apply it once.
         conn.execute("BEGIN IMMEDIATE")
         try:
-            if conn.execute(Q["schema_version"]).fetchone()[0] >= migration.version:
+            if conn.execute(Q["has_migration"], {"version": migration.version}).fetchone()[0]:
                 conn.execute("ROLLBACK")
                 return
             for statement in _statements(migration.sql):

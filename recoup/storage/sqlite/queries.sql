@@ -11,6 +11,11 @@ CREATE TABLE IF NOT EXISTS schema_version (
 -- schema_version --
 SELECT coalesce(max(version), 0) FROM schema_version
 
+-- has_migration --
+-- Whether one migration was applied: each is applied unless recorded, so a migration numbered
+-- below the version in force (branches merged in another order) is still applied.
+SELECT count(*) FROM schema_version WHERE version = :version
+
 -- has_schema_version --
 SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'
 
@@ -40,7 +45,7 @@ tenant NOT IN (SELECT id FROM tenants WHERE disabled_at IS NOT NULL)
 -- _insert_values --
 -- A new job's row: one placeholder per column of {insert_columns} (`job_rows.JobEncoder.row`).
 INSERT INTO jobs ({insert_columns})
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT DO NOTHING
 
 -- insert_job --
@@ -79,11 +84,59 @@ SET state = 'running',
     updated_at = :now
 WHERE id IN (
     SELECT id FROM jobs
-    WHERE state = 'scheduled' AND held = 0 AND run_at <= :until AND {_enabled_tenant}
+    WHERE state = 'scheduled' AND held = 0 AND flow_key IS NULL AND run_at <= :until
+      AND {_enabled_tenant}
     ORDER BY run_at
     LIMIT :limit
 )
 RETURNING {job_columns}
+
+-- flow_keys_due --
+-- The flow keys with jobs due by :until (ARCHITECTURE.md, 'Flow control'), the earliest due
+-- first, each with whether its row in flow_keys exists yet.
+SELECT h.tenant, h.flow_key,
+       EXISTS (SELECT 1 FROM flow_keys f WHERE f.tenant = h.tenant AND f.flow_key = h.flow_key)
+FROM (
+    SELECT tenant, flow_key, min(run_at) AS first_at FROM jobs
+    WHERE state = 'scheduled' AND held = 0 AND flow_key IS NOT NULL AND run_at <= :until
+      AND {_enabled_tenant}
+    GROUP BY tenant, flow_key
+) AS h
+ORDER BY h.first_at
+LIMIT :keys
+
+-- flow_key_made --
+INSERT INTO flow_keys (tenant, flow_key) VALUES (:tenant, :key) ON CONFLICT DO NOTHING
+
+-- flow_key_locked --
+SELECT next_start_at FROM flow_keys WHERE tenant = :tenant AND flow_key = :key
+
+-- flow_due_jobs --
+-- A key's scheduled jobs in line: their place (an ordering key's first run_at, else the due
+-- time), then creation. The claim takes those due by :until from the front.
+SELECT id, run_at, flow_rate, flow_period_s, flow_parallelism FROM jobs
+WHERE tenant = :tenant AND flow_key = :key AND state = 'scheduled' AND held = 0
+ORDER BY coalesce(flow_order_at, run_at), created_at, id
+LIMIT :limit
+
+-- flow_running --
+-- Claimed ahead or started: both hold a place of the key's parallelism.
+SELECT count(*) FROM jobs WHERE tenant = :tenant AND flow_key = :key AND state = 'running'
+
+-- flow_start --
+-- A flow job claimed for its reserved start slot (:start, the attempt's start).
+UPDATE jobs
+SET state = 'running',
+    attempts = attempts + 1,
+    leased_by = :worker_id,
+    attempt_started_at = :start,
+    lease_expires_at = :lease_until,
+    updated_at = :now
+WHERE id = :id AND state = 'scheduled'
+RETURNING {job_columns}
+
+-- flow_key_moved --
+UPDATE flow_keys SET next_start_at = :next WHERE tenant = :tenant AND flow_key = :key
 
 -- complete_job --
 -- :retry is 1 for an outcome that schedules another attempt (it fails instead when the
@@ -226,10 +279,35 @@ SELECT seq FROM wakeups WHERE id = 1
 
 -- next_due_at --
 -- The jobs of a disabled tenant are never due: held ones are outside jobs_due, and the
--- others (few: retries of attempts running when it was disabled) are stepped over.
-SELECT run_at FROM jobs WHERE state = 'scheduled' AND held = 0 AND {_enabled_tenant}
-ORDER BY run_at
-LIMIT 1
+-- others (few: retries of attempts running when it was disabled) are stepped over. A flow
+-- key's jobs are due at the later of its first job's instant and the key's next free start;
+-- a key at its parallelism is not due (a completion, or the idle poll, wakes the worker).
+SELECT min(run_at) FROM (
+    SELECT * FROM (
+        SELECT run_at FROM jobs
+        WHERE state = 'scheduled' AND held = 0 AND flow_key IS NULL AND {_enabled_tenant}
+        ORDER BY run_at
+        LIMIT 1
+    ) AS plain
+    UNION ALL
+    SELECT CASE WHEN f.next_start_at > h.head_at THEN f.next_start_at ELSE h.head_at END
+    FROM (
+        SELECT g.tenant, g.flow_key, max(g.flow_parallelism) AS parallelism,
+               (SELECT x.run_at FROM jobs x
+                WHERE x.tenant = g.tenant AND x.flow_key = g.flow_key AND x.state = 'scheduled'
+                  AND x.held = 0 AND x.flow_key IS NOT NULL
+                ORDER BY coalesce(x.flow_order_at, x.run_at), x.created_at, x.id
+                LIMIT 1) AS head_at
+        FROM jobs g
+        WHERE state = 'scheduled' AND held = 0 AND flow_key IS NOT NULL AND {_enabled_tenant}
+        GROUP BY tenant, flow_key
+    ) AS h
+    LEFT JOIN flow_keys f ON f.tenant = h.tenant AND f.flow_key = h.flow_key
+    WHERE h.parallelism IS NULL
+       OR (SELECT count(*) FROM jobs r
+           WHERE r.tenant = h.tenant AND r.flow_key = h.flow_key AND r.state = 'running')
+          < h.parallelism
+) AS due
 
 -- _cancel_set --
 -- The SET clause of every cancelling statement. leased_by and attempt_started_at stay, so the
@@ -357,7 +435,9 @@ SELECT state, count(*) FROM jobs GROUP BY state
 -- Each count walks its state's partial indexes (jobs_due and jobs_held, jobs_leases), never
 -- finished rows; held jobs (of disabled tenants) are scheduled too.
 SELECT 'scheduled',
-       (SELECT count(*) FROM jobs WHERE state = 'scheduled' AND held = 0)
+       (SELECT count(*) FROM jobs WHERE state = 'scheduled' AND held = 0 AND flow_key IS NULL)
+       + (SELECT count(*) FROM jobs
+          WHERE state = 'scheduled' AND held = 0 AND flow_key IS NOT NULL)
        + (SELECT count(*) FROM jobs WHERE state = 'scheduled' AND held = 1)
 UNION ALL
 SELECT 'running', count(*) FROM jobs WHERE state = 'running'
@@ -371,7 +451,10 @@ SELECT tenant, state, count(*) FROM jobs GROUP BY tenant, state
 -- due_backlog --
 -- Served by the partial index of scheduled jobs on run_at.
 -- Held jobs (of disabled tenants) are not: nothing fires them.
-SELECT count(*) FROM jobs WHERE state = 'scheduled' AND held = 0 AND run_at <= :now
+SELECT (SELECT count(*) FROM jobs
+        WHERE state = 'scheduled' AND held = 0 AND flow_key IS NULL AND run_at <= :now)
+       + (SELECT count(*) FROM jobs
+          WHERE state = 'scheduled' AND held = 0 AND flow_key IS NOT NULL AND run_at <= :now)
 
 -- prune_jobs --
 DELETE FROM jobs
@@ -384,10 +467,10 @@ WHERE rowid IN (SELECT rowid FROM runs WHERE finished_at < :before ORDER BY fini
 -- insert_schedule --
 INSERT INTO schedules (id, tenant, name, rule, target, payload, max_attempts, min_backoff_s,
                        max_backoff_s, jitter, timeout_s, missed, paused, next_fire_at,
-                       created_at, updated_at, metadata, start_at, end_at)
+                       created_at, updated_at, metadata, start_at, end_at, flow)
 VALUES (:id, :tenant, :name, :rule, :target, :payload, :max_attempts, :min_backoff_s,
         :max_backoff_s, :jitter, :timeout_s, :missed, 0, :next_fire_at, :now, :now, :metadata,
-        :start_at, :end_at)
+        :start_at, :end_at, :flow)
 ON CONFLICT DO NOTHING
 RETURNING {schedule_columns}
 
@@ -435,12 +518,14 @@ WHERE id = :id AND next_fire_at = :expected_next AND paused = 0 AND deleted_at I
   AND (:revision IS NULL OR revision = :revision)
 
 -- redrive_job --
--- A job that failed for good, scheduled again now with a fresh budget of attempts: as many
--- again as it had, up to the ceiling (its attempt numbers and run log continue). Nothing
--- (no row) unless it failed, is below the ceiling and its name is free among live jobs.
+-- A job that failed for good, scheduled again now with a fresh budget of attempts: the budget
+-- it was created with (attempt_budget, kept by its first redrive), up to the ceiling (its
+-- attempt numbers and run log continue). Nothing (no row) unless it failed, is below the
+-- ceiling and its name is free among live jobs.
 UPDATE jobs
 SET state = 'scheduled',
-    max_attempts = min(attempts + max_attempts, {attempts_ceiling}),
+    max_attempts = min(attempts + coalesce(attempt_budget, max_attempts), {attempts_ceiling}),
+    attempt_budget = coalesce(attempt_budget, max_attempts),
     run_at = :now,
     lease_expires_at = NULL,
     leased_by = NULL,
@@ -476,6 +561,20 @@ RETURNING {schedule_columns}
 DELETE FROM jobs
 WHERE schedule_id = :schedule_id AND state = 'scheduled' AND attempts = 0
   AND occurrence_at > :now
+
+-- replace_unstarted_job --
+-- on_conflict "replace": every field of a new job but its id, idempotency key and creation,
+-- only while the job is scheduled and has never started (as update_scheduled_job).
+UPDATE jobs
+SET run_at = :run_at, target = :target, payload = :payload, name = :name,
+    max_attempts = :max_attempts, min_backoff_s = :min_backoff_s,
+    max_backoff_s = :max_backoff_s, jitter = :jitter, timeout_s = :timeout_s,
+    keep_for_s = :keep_for_s, job_group = :job_group, metadata = :metadata,
+    flow_key = :flow_key, flow_rate = :flow_rate, flow_period_s = :flow_period_s,
+    flow_parallelism = :flow_parallelism, flow_order = :flow_order,
+    flow_order_at = :flow_order_at, updated_at = :now
+WHERE tenant = :tenant AND id = :id AND state = 'scheduled' AND attempts = 0
+RETURNING {job_columns}
 
 -- get_job_for_update --
 -- The job a PATCH reads, under the write lock a claim needs too.

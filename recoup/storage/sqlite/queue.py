@@ -30,6 +30,7 @@ from recoup.jobs.model import (
 )
 from recoup.jobs.store import ClaimParams
 from recoup.storage import job_rows, row_decoding
+from recoup.storage.flow_claims import claim_flow_jobs, firing_order
 from recoup.storage.job_rows import ONE_US, from_micros, micros
 from recoup.storage.rules import (
     ENDED,
@@ -113,6 +114,9 @@ class SqliteQueue:
             return []
         now = micros(params.now)
         with self._write() as conn:
+            # The flow keys' jobs first: they take no more than their keys allow, and jobs
+            # without a key take the rest (ARCHITECTURE.md, 'Flow control').
+            flowing = claim_flow_jobs(conn, Q, params, encode=micros, decode=from_micros)
             rows = conn.execute(
                 Q["claim_due"],
                 {
@@ -120,10 +124,10 @@ class SqliteQueue:
                     "now": now,
                     "until": now + params.horizon // ONE_US,
                     "lease": params.lease // ONE_US,
-                    "limit": params.limit,
+                    "limit": params.limit - len(flowing),
                 },
             ).fetchall()
-        return claimed_jobs(rows, from_micros)
+        return firing_order(claimed_jobs(rows, from_micros), flowing)
 
     def complete_many(self, completions: Sequence[Completion], *, now: datetime) -> list[str]:
         if not completions:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -27,6 +27,7 @@ from recoup.wire.schemas.common import (
     TargetOut,
     Text,
 )
+from recoup.wire.schemas.flow import FlowIn, FlowOut
 from recoup.wire.schemas.metadata import (
     METADATA_DESCRIPTION,
     PATCH_METADATA_DESCRIPTION,
@@ -82,6 +83,26 @@ class JobIn(CallbacksIn):
         "delivery of the job, and a second job with the same key is not created (the first "
         "one is answered, 200). Distinct from the request's `Idempotency-Key` header, which "
         "replays this request's answer.",
+    )
+    flow: FlowIn | None = None
+    ordering_key: Text | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="The tenant's jobs with this key start one at a time, in due-then-creation "
+        "order; a job awaiting a retry holds the ones behind it until it succeeds or fails for "
+        "good (`ordering_on_failure: skip`: it goes back in line by its retry's instant "
+        "instead). Not with `flow.key` (an ordering key is a flow key of parallelism 1; "
+        "`flow.rate` may go with it under the same key).",
+    )
+    ordering_on_failure: Literal["hold", "skip"] = "hold"
+    on_conflict: Literal["return", "replace"] = Field(
+        default="return",
+        description="When a job of the tenant already has this `idempotency_key`: `return` "
+        "answers it (200); `replace` replaces it with this one while it has not started, "
+        "atomically against a claim (200, the job's id kept), and answers it as it is once "
+        "started. `replace` with `delay_seconds` is a debounce: each request moves the run to "
+        "`delay_seconds` after the latest.",
     )
     allow_past: Flag = Field(
         default=False,
@@ -199,10 +220,21 @@ class JobOut(JobCallbacksOut):
     created_at: datetime
     updated_at: datetime
     finished_at: datetime | None
+    flow: FlowOut | None = None
+    ordering_key: str | None = None
+    ordering_on_failure: Literal["hold", "skip"] | None = None
+    waiting_for: Literal["flow_key", "ordering_key"] | None = Field(
+        default=None,
+        description="Set while the job is scheduled past its `run_at` with a key: its flow or "
+        "ordering key holds it back (a rate, a parallelism, or a job before it in line); it "
+        "starts as soon as the key allows. In the answers of GET and the listing.",
+    )
 
     @classmethod
-    def of(cls, job: Job) -> JobOut:
+    def of(cls, job: Job, *, now: datetime | None = None) -> JobOut:
+        """The job as answered; with `now`, `waiting_for` says whether its key holds it."""
         return cls(
+            waiting_for=None if now is None else waiting_for(job, now),
             id=job.id,
             name=job.name,
             state=job.state,
@@ -219,8 +251,23 @@ class JobOut(JobCallbacksOut):
             created_at=job.created_at,
             updated_at=job.updated_at,
             finished_at=job.finished_at,
+            flow=FlowOut.of(job),
+            ordering_key=job.ordering_key,
+            ordering_on_failure=None
+            if job.ordering_key is None
+            else ("skip" if job.ordering_skip_failed else "hold"),
             **cls.job_callbacks_of(job.id, job.target),
         )
+
+
+def waiting_for(job: Job, now: datetime) -> Literal["flow_key", "ordering_key"] | None:
+    """Which key holds `job` back at `now`, if any: it is scheduled, due, and has one (a
+    worker's claim a moment away reads the same, for less than its horizon)."""
+    if job.state is not JobState.SCHEDULED or job.run_at > now:
+        return None
+    if job.ordering_key is not None:
+        return "ordering_key"
+    return "flow_key" if job.flow_key is not None else None
 
 
 class JobPageOut(BaseModel):

@@ -30,6 +30,7 @@ from recoup.wire.schemas.common import (
     TargetIn,
     TargetOut,
 )
+from recoup.wire.schemas.flow import FlowIn, FlowOut
 from recoup.wire.schemas.metadata import (
     METADATA_DESCRIPTION,
     PATCH_METADATA_DESCRIPTION,
@@ -99,6 +100,9 @@ class ScheduleIn(CallbacksIn):
     timeout_seconds: Number = Field(default=30.0, ge=MIN_TIMEOUT_SECONDS, le=3600)
     missed: Literal["skip", "run_once", "run_all"] = "skip"
     metadata: MetadataIn = Field(default_factory=dict, description=METADATA_DESCRIPTION)
+    flow: FlowIn | None = Field(
+        default=None, description="Flow control given to every job the schedule fires."
+    )
     start_at: Instant | None = Field(
         default=None, description="No occurrence before this instant (RFC 3339, inclusive)."
     )
@@ -232,6 +236,7 @@ class ScheduleOut(CallbacksOut):
     end_at: datetime | None = None
     created_at: datetime
     updated_at: datetime
+    flow: FlowOut | None = None
 
     @classmethod
     def of(cls, schedule: Schedule) -> ScheduleOut:
@@ -266,6 +271,7 @@ class ScheduleOut(CallbacksOut):
             end_at=schedule.end_at,
             created_at=schedule.created_at,
             updated_at=schedule.updated_at,
+            flow=FlowOut.of_limits(schedule.flow),
             **cls.callbacks_of(schedule.target),
         )
 

@@ -146,3 +146,32 @@ def test_a_session_belongs_to_one_event_loop(jobstore: Any) -> None:
 
     asyncio.run(outer())
     assert worker.drain() == 0  # and it opens again afterwards
+
+
+def test_a_rate_limited_job_fired_later_than_its_slot_allows_goes_back_for_a_new_slot(
+    jobstore: Any,
+) -> None:
+    """A rate's bound holds only if every start is within the tolerance of its slot
+    (`recoup.jobs.flow`): one fired later is handed back unstarted, and runs in a new slot."""
+    clock = VirtualClock(START)
+    seen: list[datetime] = []
+    registry = HandlerRegistry()
+    registry.add("tick", lambda ctx: seen.append(clock.now()), inline=True)
+    scheduler = Scheduler(jobstore, clock=clock, ssrf=OPEN)
+    worker = scheduler.worker(handlers=registry)
+    job = scheduler.enqueue(PythonTarget(handler="tick"), flow_key="k", flow_rate=1)
+
+    async def scenario() -> None:
+        async with worker.session():
+            claimed = await worker._firing.claim(clock.now(), timedelta(0), 10)
+            assert [j.id for j in claimed] == [job.id]
+            clock.set(START + timedelta(seconds=1))  # the loop was busy: a second late
+            worker._firing.accept(claimed)
+            assert await eventually(lambda: jobstore.get("default", job.id).attempts == 0)
+            assert worker.stats.late_flow_starts == 1 and seen == []
+            # The next claim reserves a new slot: after the key's next free start.
+            clock.set(START + timedelta(seconds=2))
+            assert await worker.run_until_idle() == 1
+
+    asyncio.run(scenario())
+    assert seen == [START + timedelta(seconds=2)]

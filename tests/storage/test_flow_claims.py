@@ -1,0 +1,162 @@
+"""Flow control in the store's claims (`recoup.storage.flow_claims`), on both backends: a
+key's rate as start slots, its parallelism against its running jobs, due order within a key,
+and other keys (and jobs without one) claimed beside a throttled key. Time is an argument
+(`ClaimParams.now`): no clock, no sleeps."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import timedelta
+
+from recoup.jobs.flow import START_TOLERANCE, spacing
+from recoup.jobs.model import Completion, Job, Run, RunOutcome
+from tests.storage.conftest import Store
+from tests.storage.test_store_contract import SECOND, T0, claim, job
+
+
+def starts_in_any_window(starts: list, period: timedelta) -> int:
+    """The most starts in any half-open window [t, t + period)."""
+    ordered = sorted(starts)
+    most, first = 0, 0
+    for last, at in enumerate(ordered):
+        while at - ordered[first] >= period:
+            first += 1
+        most = max(most, last - first + 1)
+    return most
+
+
+def test_a_rate_reserves_spaced_slots_across_claimers_and_never_more_in_a_period(
+    store: Store,
+) -> None:
+    store.insert_many([job(flow_key="k", flow_rate=5) for _ in range(40)], now=T0)
+    starts = []
+    now = T0
+    for turn in range(40):
+        taken = claim(store, worker=f"w{turn % 2}", now=now, horizon=SECOND, limit=3)
+        starts += [j.run_at for j in taken]
+        now += timedelta(milliseconds=250)
+    assert len(starts) == len(set(starts)) >= 30
+    ordered = sorted(starts)
+    step = spacing(5, SECOND)
+    assert all(b - a >= step for a, b in itertools.pairwise(ordered))
+    # Even if every start were as late as the tolerance allows, 5 a second at most.
+    assert starts_in_any_window(starts, SECOND - START_TOLERANCE) <= 5
+    assert starts_in_any_window(starts, SECOND) <= 5
+    assert all(s <= T0 + 11 * SECOND for s in starts)
+
+
+def test_jobs_of_other_keys_and_without_a_key_are_claimed_beside_a_throttled_key(
+    store: Store,
+) -> None:
+    store.insert_many([job(flow_key="slow", flow_rate=1) for _ in range(50)], now=T0)
+    store.insert_many([job(flow_key="fast", flow_rate=1000) for _ in range(20)], now=T0)
+    store.insert_many([job() for _ in range(30)], now=T0)
+    taken = claim(store, now=T0, horizon=timedelta(milliseconds=500), limit=100)
+    by_key: dict[str | None, int] = {}
+    for j in taken:
+        by_key[j.flow_key] = by_key.get(j.flow_key, 0) + 1
+    assert by_key == {"slow": 1, "fast": 20, None: 30}
+
+
+def test_parallelism_counts_the_keys_running_jobs_until_they_complete(store: Store) -> None:
+    store.insert_many([job(flow_key="p", flow_parallelism=2) for _ in range(5)], now=T0)
+    first = claim(store, worker="a", now=T0, limit=10)
+    assert len(first) == 2
+    assert claim(store, worker="b", now=T0 + SECOND, limit=10) == []
+    done = first[0]
+    run = Run(
+        job_id=done.id,
+        tenant=done.tenant,
+        attempt=1,
+        started_at=T0,
+        finished_at=T0 + SECOND,
+        outcome=RunOutcome.SUCCEEDED,
+    )
+    store.complete_many([Completion(run=run, worker_id="a")], now=T0 + SECOND)
+    again = claim(store, worker="b", now=T0 + SECOND, limit=10)
+    assert len(again) == 1
+    assert store.release("a", [first[1].id], now=T0 + SECOND) == 1
+    assert len(claim(store, worker="b", now=T0 + SECOND, limit=10)) == 1
+
+
+def test_a_keys_jobs_are_claimed_in_due_then_creation_order(store: Store) -> None:
+    later = job(flow_key="o", flow_parallelism=1, run_at=T0 + SECOND)
+    first = job(flow_key="o", flow_parallelism=1)
+    second = job(flow_key="o", flow_parallelism=1)
+    store.insert(later, now=T0)
+    store.insert(first, now=T0)
+    store.insert(second, now=T0 + timedelta(microseconds=5))
+    seen: list[str] = []
+    now = T0 + 2 * SECOND
+    for _ in range(3):
+        (taken,) = claim(store, now=now, limit=10)
+        seen.append(taken.id)
+        _succeed(store, taken, now)
+    assert seen == [first.id, second.id, later.id]
+
+
+def test_a_held_back_job_is_scheduled_and_the_next_due_instant_is_the_keys_next_slot(
+    store: Store,
+) -> None:
+    store.insert_many(
+        [job(flow_key="r", flow_rate=1, flow_period=10 * SECOND) for _ in range(2)], now=T0
+    )
+    (taken,) = claim(store, now=T0, horizon=SECOND, limit=10)
+    assert taken.run_at == T0
+    assert claim(store, now=T0 + SECOND, horizon=SECOND, limit=10) == []
+    due = store.next_due_at()
+    assert due is not None and due >= T0 + 10 * SECOND
+
+
+def _succeed(store: Store, taken: Job, now) -> None:
+    run = Run(
+        job_id=taken.id,
+        tenant=taken.tenant,
+        attempt=taken.attempts,
+        started_at=now,
+        finished_at=now,
+        outcome=RunOutcome.SUCCEEDED,
+    )
+    store.complete_many([Completion(run=run, worker_id="w1")], now=now)
+
+
+def _retry(store: Store, taken: Job, now, retry_at) -> None:
+    run = Run(
+        job_id=taken.id,
+        tenant=taken.tenant,
+        attempt=taken.attempts,
+        started_at=now,
+        finished_at=now,
+        outcome=RunOutcome.RETRY,
+    )
+    store.complete_many([Completion(run=run, worker_id="w1", retry_at=retry_at)], now=now)
+
+
+def test_an_ordering_key_runs_one_at_a_time_and_a_retrying_job_holds_the_ones_behind(
+    store: Store,
+) -> None:
+    first, second = job(ordering_key="o"), job(ordering_key="o")
+    store.insert(first, now=T0)
+    store.insert(second, now=T0 + timedelta(microseconds=1))
+    (taken,) = claim(store, now=T0, limit=10)
+    assert taken.id == first.id and taken.ordering_key == "o" and taken.flow_key is None
+    assert claim(store, now=T0, limit=10) == []  # one at a time
+    _retry(store, taken, T0, T0 + 10 * SECOND)
+    assert claim(store, now=T0 + 5 * SECOND, limit=10) == []  # held behind the retry
+    assert store.next_due_at() == T0 + 10 * SECOND
+    (again,) = claim(store, now=T0 + 10 * SECOND, limit=10)
+    assert again.id == first.id
+    _succeed(store, again, T0 + 10 * SECOND)
+    (after,) = claim(store, now=T0 + 10 * SECOND, limit=10)
+    assert after.id == second.id
+
+
+def test_an_ordering_key_that_skips_lets_the_next_job_pass_a_retrying_one(store: Store) -> None:
+    first = job(ordering_key="s", ordering_skip_failed=True)
+    second = job(ordering_key="s", ordering_skip_failed=True)
+    store.insert(first, now=T0)
+    store.insert(second, now=T0 + timedelta(microseconds=1))
+    (taken,) = claim(store, now=T0, limit=10)
+    _retry(store, taken, T0, T0 + 10 * SECOND)
+    (passed,) = claim(store, now=T0 + SECOND, limit=10)
+    assert passed.id == second.id and passed.ordering_skip_failed
