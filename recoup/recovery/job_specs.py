@@ -120,8 +120,10 @@ def _bounded_name(name: str) -> str:
 
 
 def event_job_name(event: InvoiceEvent) -> str:
-    """`event-{type}-{invoice}`: what a delivery is, readable in a log line and a list."""
-    return _bounded_name(f"event-{event.type}-{event.invoice_id}")
+    """`event-{type}-{invoice}-{seq}`: what a delivery is, readable in a log line and a list;
+    the event's number keeps it apart from another event of the same type (a customer's
+    access changes several times in one invoice), since live jobs' names are unique."""
+    return _bounded_name(f"event-{event.type}-{event.invoice_id}-{event.seq}")
 
 
 def event_job(event: InvoiceEvent, url: str, *, now: datetime) -> NewJob:
