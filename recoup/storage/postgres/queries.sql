@@ -541,11 +541,14 @@ WHERE id = %(id)s AND next_fire_at = %(expected_next)s AND NOT paused AND delete
 
 -- redrive_job --
 -- A job that failed for good, scheduled again now with a fresh budget of attempts: as many
--- again as it had, up to the ceiling (its attempt numbers and run log continue). Nothing
--- (no row) unless it failed, is below the ceiling and its name is free among live jobs.
+-- as it was created with (`redrive_budget`, kept by its first redrive), up to the ceiling (its
+-- attempt numbers and run log continue), never the last max_attempts again, which doubled it
+-- at each redrive. Nothing (no row) unless it failed, is below the ceiling and its name is
+-- free among live jobs.
 UPDATE jobs
 SET state = 'scheduled',
-    max_attempts = least(attempts + max_attempts, {attempts_ceiling}),
+    max_attempts = least(attempts + coalesce(redrive_budget, max_attempts), {attempts_ceiling}),
+    redrive_budget = coalesce(redrive_budget, max_attempts),
     run_at = %(now)s,
     lease_expires_at = NULL,
     leased_by = NULL,

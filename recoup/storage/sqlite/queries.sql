@@ -436,11 +436,14 @@ WHERE id = :id AND next_fire_at = :expected_next AND paused = 0 AND deleted_at I
 
 -- redrive_job --
 -- A job that failed for good, scheduled again now with a fresh budget of attempts: as many
--- again as it had, up to the ceiling (its attempt numbers and run log continue). Nothing
--- (no row) unless it failed, is below the ceiling and its name is free among live jobs.
+-- as it was created with (`redrive_budget`, kept by its first redrive), up to the ceiling (its
+-- attempt numbers and run log continue), never the last max_attempts again, which doubled it
+-- at each redrive. Nothing (no row) unless it failed, is below the ceiling and its name is
+-- free among live jobs.
 UPDATE jobs
 SET state = 'scheduled',
-    max_attempts = min(attempts + max_attempts, {attempts_ceiling}),
+    max_attempts = min(attempts + coalesce(redrive_budget, max_attempts), {attempts_ceiling}),
+    redrive_budget = coalesce(redrive_budget, max_attempts),
     run_at = :now,
     lease_expires_at = NULL,
     leased_by = NULL,
