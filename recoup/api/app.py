@@ -202,6 +202,11 @@ async def _prune_until(stopping: asyncio.Event, state: ApiState) -> None:
                 log.info("pruned %d processed intake events", forgotten)
         except RecoupError:
             log.warning("could not prune intake events", exc_info=True)
+        try:
+            # Every invoice ends: attempts whose job was cancelled or failed from outside.
+            await run_in_threadpool(state.dunning.resync)
+        except RecoupError:
+            log.warning("could not resync the dunning runtime", exc_info=True)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stopping.wait(), settings.prune_every.total_seconds())
 

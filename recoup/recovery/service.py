@@ -45,6 +45,7 @@ from recoup.errors import Conflict, InvalidInput, NotFound
 from recoup.jobs.model import HttpTarget, NewJob
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.store import JobStore
+from recoup.recovery.attempt_ends import settle_unanswered
 from recoup.recovery.hosted_store import STRIPE_CHARGE_TARGET, HostedChargeStore
 from recoup.recovery.job_specs import (
     PROVIDER_ACTIONS,
@@ -412,7 +413,9 @@ class Dunning:
     def resync(self, *, limit: int = 500) -> int:
         """Redo what a crash between a transition and its jobs left undone: events not yet
         dispatched, attempts scheduled without their job, cancelled attempts whose job is
-        live. Returns how many things it fixed. Safe to run at any time, from any process."""
+        live; and report as errored the open attempts whose job ended without an answer
+        (`recoup.recovery.attempt_ends`). Returns how many things it fixed. Safe to run at
+        any time, from any process."""
         fixed = 0
         now = self.clock.now()
         events = self.store.undispatched_events(limit=limit)
@@ -427,7 +430,8 @@ class Dunning:
             else:
                 self.store.cancel(ref.tenant, ref.attempt.job_id, now=now, begun=False)
             fixed += 1
-        return fixed
+        # Attempts whose job was ended from outside move their invoice on (every invoice ends).
+        return fixed + settle_unanswered(self, limit=limit)
 
 
 __all__ = ["DEFAULT_POLICY", "Dunning", "RuntimeStore"]

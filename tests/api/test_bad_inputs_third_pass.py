@@ -28,7 +28,9 @@ def test_a_non_finite_number_in_a_target_body_is_a_422_naming_target_body(
 ) -> None:
     http = api.http(api.tenant())
     base = job_body() if path == "/v1/jobs" else schedule_body()
-    text = json.dumps(base)[:-1] + f', "target": {{"url": "{TARGET}", "body": {{"x": [{number}]}}}}}}'
+    text = (
+        json.dumps(base)[:-1] + f', "target": {{"url": "{TARGET}", "body": {{"x": [{number}]}}}}}}'
+    )
     response = raw_post(http, path, text)
     problem = assert_problem(response, 422, "target.body")
     assert "finite" in problem["errors"][0]["message"]
@@ -108,9 +110,7 @@ def test_paused_true_pauses(api: Api) -> None:
 # 4. Control characters in names (printed by `recoup jobs list/show`: see tests/cli).
 @pytest.mark.parametrize("name", ["a\x1b[31mb", "tab\there", "bell\x07", "c1\x9b2J", "del\x7f"])
 @pytest.mark.parametrize("path", ["/v1/jobs", "/v1/schedules"])
-def test_a_control_character_in_a_name_is_a_422_naming_name(
-    api: Api, name: str, path: str
-) -> None:
+def test_a_control_character_in_a_name_is_a_422_naming_name(api: Api, name: str, path: str) -> None:
     http = api.http(api.tenant())
     base = job_body if path == "/v1/jobs" else schedule_body
     problem = assert_problem(http.post(path, json=base(name=name)), 422, "name")
