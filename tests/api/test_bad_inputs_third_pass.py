@@ -179,3 +179,20 @@ def test_a_cron_step_out_of_its_field_is_a_422_naming_cron(api: Api, cron: str) 
     http = api.http(api.tenant())
     problem = assert_problem(http.post("/v1/schedules", json=schedule_body(cron=cron)), 422, "cron")
     assert "step" in problem["errors"][0]["message"]
+
+
+# 2, at the Stripe intake: an invoice id outside the alphabet (markup) is ignored, saying why.
+@pytest.mark.parametrize("invoice_id", ["in_<script>1</script>", "2026/0042"])
+def test_the_stripe_intake_ignores_an_invoice_id_outside_the_alphabet(
+    api: Api, invoice_id: str
+) -> None:
+    from tests.api.test_stripe_intake import FAILED, make_intake
+    from tests.recovery.stripe_payloads import event, invoice, payment_intent
+
+    intake = make_intake(api)
+    answer = intake.send(event(FAILED, invoice(invoice_id, intent=payment_intent())))
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["outcome"] == "ignored" and body["invoices"] == []
+    assert "id" in body["detail"]
+    assert intake.http.get("/v1/dunning/invoices").json()["invoices"] == []
