@@ -52,7 +52,7 @@ def protocol_class() -> type[Any]:
 
         base = H11Protocol
 
-    class ProblemHttpProtocol(base):  # type: ignore[misc, valid-type]
+    class ProblemHttpProtocol(base):  # type: ignore[misc]
         def send_400_response(self, msg: str) -> None:
             self.transport.write(malformed_request_bytes(self.server_state.default_headers))
             self.transport.close()
