@@ -41,7 +41,7 @@ SIZE_BYTES = 16 * 1024 * 1024
 TARGET = HttpTarget(url="http://127.0.0.1:9/never-called")
 
 
-class CannotMount(Exception):  # noqa: N818 (a reason to skip, not an error of Recoup)
+class CannotMount(Exception):
     """The run cannot make its filesystem here (not root, or no tmpfs)."""
 
 
