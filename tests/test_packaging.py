@@ -33,6 +33,7 @@ EXTRAS_ONLY = (
     "django",
     "stripe",
     "aiosmtplib",
+    "aiosmtpd",
     "babel",
 )
 BLOCKER = f"""

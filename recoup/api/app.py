@@ -23,6 +23,7 @@ from recoup.api.metrics import ApiMetrics, MetricsMiddleware
 from recoup.api.qstash import router as qstash_router
 from recoup.api.rate_limits import TenantRateLimiter
 from recoup.api.routes import clock as clock_routes
+from recoup.api.routes import customers as customer_routes
 from recoup.api.routes import dunning as dunning_routes
 from recoup.api.routes import intake as intake_routes
 from recoup.api.routes import jobs as job_routes
@@ -34,6 +35,7 @@ from recoup.api.state import ApiSettings, ApiState
 from recoup.errors import RecoupError
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.time_travel import TestClock
+from recoup.recovery.email_settings import EmailSettings
 from recoup.recovery.hosted_charging import StripeAccounts
 from recoup.recovery.hosted_settings import HostedSettings
 from recoup.recovery.service import Dunning
@@ -101,6 +103,7 @@ def create_app(
             stripe=stripe_accounts,
         ),
         hosted=HostedSettings(store.hosted, box, now=clock.now),
+        emails=EmailSettings(store.messages, box, now=clock.now),
         metrics=metrics
         or ApiMetrics(
             count_by_state=store.count_by_state,
@@ -132,6 +135,7 @@ def create_app(
     app.include_router(job_routes.router)
     app.include_router(schedule_routes.router)
     app.include_router(dunning_routes.router)
+    app.include_router(customer_routes.router)
     app.include_router(report_routes.router)
     app.include_router(intake_routes.router)
     app.include_router(qstash_router)  # the QStash-compatible API (`recoup.api.qstash`)

@@ -7,10 +7,12 @@ Contract:
 
 Makes a fresh SQLite database (`--db`, a path where no file exists yet; default a new
 temporary directory, printed), runs `recoup.demo.run_demo` with a progress bar on stderr, then
-prints the recovery report, the double charges, Recoup beside the old nightly batch, the HTML
+prints the recovery report, the double charges, the customers' emails (sent to a local SMTP
+sink the demo starts: how many of each kind), Recoup beside the old nightly batch, the HTML
 report's path and how to open the dashboard. `--json` prints one object instead (no progress
 bar): `seed`, `size`, `policy`, `clock`, `jobs_run`, `customer_events`, `double_charges`,
-`report` (`recoup.analytics.recovery.report_json`), `nightly_comparison`, `files`,
+`emails` (`received` by kind, `total`, `not_sent` by state, `note` when the email extra is
+missing), `report` (`recoup.analytics.recovery.report_json`), `nightly_comparison`, `files`,
 `dashboard`, `elapsed_seconds`, and `world` (its name) with `--scenarios`. `--scenarios FILE`
 is the file of `recoup gateway --scenarios`: the demo takes its world (the packaged
 `calibrated` one when it names none), whose odds every retry of a soft decline then also has
@@ -202,10 +204,16 @@ def _json(result: DemoResult, html_path: str) -> dict[str, object]:
 
 def _print(result: DemoResult, html_path: str, console: Console) -> None:
     from recoup.analytics.recovery import render_terminal
-    from recoup.demo.summary import print_comparison, print_double_charges, print_next_steps
+    from recoup.demo.summary import (
+        print_comparison,
+        print_double_charges,
+        print_emails,
+        print_next_steps,
+    )
 
     render_terminal(result.report, console)
     print_double_charges(result, console)
+    print_emails(result, console)
     print_comparison(result, console)
     print_next_steps(result, html_path, console)
     _say_if_doubled(result)

@@ -142,7 +142,7 @@ def serve_command(
     )
     box = secret_box(db)
     accounts = stripe_accounts(box)  # one set of Stripe clients: attempts and intake
-    dunning, registry = dunning_runtime(scheduler, store, registry, stripe=accounts)
+    dunning, registry = dunning_runtime(scheduler, store, registry, stripe=accounts, box=box)
     test_clock = None
     if virtual is not None:
         test_clock = TestClock(

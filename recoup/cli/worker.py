@@ -128,9 +128,10 @@ def worker_command(
         log.info("metrics on http://%s:%d/metrics", metrics_host, metrics_server.server_port)
     # The dunning runtime's jobs (charge attempts, deadlines) run in every worker.
     # Attempts of invoices charged through Stripe use the tenants' sealed keys.
-    stripe = stripe_accounts(secret_box(db))
+    box = secret_box(db)
+    stripe = stripe_accounts(box)
     scheduler = Scheduler(store, clock=clock, ssrf=guard)
-    _, registry = dunning_runtime(scheduler, store, registry, stripe=stripe)
+    _, registry = dunning_runtime(scheduler, store, registry, stripe=stripe, box=box)
     config = WorkerConfig(
         worker_id=default_worker_id() if worker_id is None else worker_id,
         concurrency=concurrency,

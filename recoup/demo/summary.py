@@ -40,6 +40,12 @@ def demo_json(result: DemoResult, html_path: str) -> dict[str, Any]:
         "customer_events": result.events,
         "double_charges": result.double_charges.as_json(),
         "report": report_json(result.report),
+        "emails": {
+            "received": result.emails.received,
+            "total": result.emails.total,
+            "not_sent": result.emails.not_sent,
+            "note": result.emails.note,
+        },
         "nightly_comparison": {
             "recoup": _figures(result.recoup),
             "nightly_batch": _figures(result.nightly),
@@ -85,6 +91,23 @@ def print_double_charges(result: DemoResult, console: Console) -> None:
     )
     if d.total:
         console.print(f"  invoices: {', '.join(d.invoices[:10])}", markup=False)
+
+
+def print_emails(result: DemoResult, console: Console) -> None:
+    """The customers' emails the local SMTP sink received, by kind."""
+    e = result.emails
+    if e.note is not None:
+        console.print(f"\n[bold]Emails to customers:[/bold] {e.note}", highlight=False)
+        return
+    by_kind = ", ".join(f"{kind} {n:,}" for kind, n in e.received.items()) or "none"
+    console.print(
+        f"\n[bold]Emails to customers:[/bold] {e.total:,} received by the local SMTP sink",
+        highlight=False,
+    )
+    console.print(f"  by kind: {by_kind}", markup=False, highlight=False)
+    if e.not_sent:
+        held = ", ".join(f"{why} {n:,}" for why, n in e.not_sent.items())
+        console.print(f"  not sent: {held}", markup=False, highlight=False)
 
 
 def print_comparison(result: DemoResult, console: Console) -> None:
@@ -143,5 +166,6 @@ __all__ = [
     "demo_json",
     "print_comparison",
     "print_double_charges",
+    "print_emails",
     "print_next_steps",
 ]

@@ -170,7 +170,8 @@ class Invoice:
 @dataclass(frozen=True, kw_only=True)
 class InvoiceEvent:
     """Something that happened to an invoice, in order (`seq` from 1). `type` is an event
-    type sent to the tenant (`invoice.*`) or a timeline-only note (`note.*`)."""
+    type sent to the tenant (`invoice.*`, and `customer.access_changed` when the invoice
+    changed its customer's access) or a timeline-only note (`note.*`)."""
 
     id: str
     tenant: str
@@ -185,8 +186,8 @@ class InvoiceEvent:
 
     @property
     def is_sent(self) -> bool:
-        """Sent to the tenant's event URL (the `invoice.*` types)."""
-        return self.type.startswith("invoice.")
+        """Sent to the tenant's event URL (every type but the `note.*` ones)."""
+        return not self.type.startswith("note.")
 
 
 __all__ = [

@@ -32,6 +32,14 @@ A policy file (see `recoup/dunning/data/policies/*.toml` for complete examples):
     start = 2026-07-01T02:00:00Z
     end = 2026-07-01T04:00:00Z
 
+    [messages]                      # customer emails (`policy_messages.py`: every key)
+    send = ["payment_failed", "retry_failed", "final_warning", "recovered", "exhausted"]
+    window_start = "08:00"          # the customer's local daytime window for sending
+    window_end = "20:00"
+
+    [access]                        # the customer's access state (`policy_access.py`)
+    grace_days = 7                  # days in grace after the failure, then restricted
+
 Every key is checked; an error is a `ConfigError` whose field is the dotted path
 (`gaps[2].business_days`, `window.start`). Parsing is pure: callers read files themselves.
 """
@@ -51,6 +59,8 @@ from importlib import resources
 from typing import Any
 
 from recoup.dunning import policy_fields as fields
+from recoup.dunning.policy_access import AccessPolicy, access_from_dict
+from recoup.dunning.policy_messages import MessagePolicy, messages_from_dict
 from recoup.dunning.policy_paydays import Paydays, parse_paydays
 from recoup.errors import ConfigError, InvalidInput
 from recoup.timekeeping.calendar import SAT_SUN, WEEKDAY_NAMES, parse_weekend
@@ -130,6 +140,8 @@ class DunningPolicy:
     final_action: FinalAction = FinalAction.PAUSE_ACCESS
     description: str = ""
     paydays: Paydays | None = None  # insufficient-funds retries aim at these (policy_paydays)
+    messages: MessagePolicy = field(default_factory=MessagePolicy)
+    access: AccessPolicy = field(default_factory=AccessPolicy)
 
     @property
     def window_start_seconds(self) -> int:
@@ -242,6 +254,8 @@ _TOP = frozenset(
         "networks",
         "blackouts",
         "paydays",
+        "messages",
+        "access",
     }
 )
 
@@ -341,6 +355,8 @@ def policy_from_dict(data: dict[str, Any], *, name: str) -> DunningPolicy:
         blackouts=_blackouts(data.get("blackouts", [])),
         final_action=final_action,
         paydays=parse_paydays(data.get("paydays")),
+        messages=messages_from_dict(data),
+        access=access_from_dict(data),
     )
 
 

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from recoup.idempotency.keys import IdempotencyStore
 from recoup.jobs.store import JobStore, ScheduleStore
+from recoup.recovery.customer_store import CustomerStore
+from recoup.recovery.email_store import MessageStore
 from recoup.recovery.hosted_store import HostedChargeStore
 from recoup.recovery.intake_store import IntakeStore
 from recoup.recovery.store import DunningStore
@@ -56,6 +58,16 @@ class Store(JobStore, ScheduleStore, DunningStore, IntakeStore, TenantStore, Pro
     @property
     def hosted(self) -> HostedChargeStore:
         """Hosted charging's tables: a part of the store (composed, not inherited)."""
+        ...
+
+    @property
+    def messages(self) -> MessageStore:
+        """Customers' emails' tables: settings, the ledger (composed, like `hosted`)."""
+        ...
+
+    @property
+    def customers(self) -> CustomerStore:
+        """Customers and their renewals: a part of the store, as `hosted` is."""
         ...
 
     @property

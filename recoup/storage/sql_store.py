@@ -20,6 +20,7 @@ from recoup.jobs.store import ClaimParams
 from recoup.jobs.worker_records import SessionRules, WorkerInfo, WorkerSession
 from recoup.storage.api_tables import ClaimKey, SqlApiTables
 from recoup.storage.change_tables import SqlChangeTables
+from recoup.storage.customer_tables import SqlCustomerTables
 from recoup.storage.dead_letters import SqlDeadLetters
 from recoup.storage.dialect import Dialect
 from recoup.storage.dunning_reports import SqlDunningReports
@@ -28,6 +29,7 @@ from recoup.storage.hosted_tables import SqlHostedTables
 from recoup.storage.intake_tables import SqlIntakeTables
 from recoup.storage.job_tables import SqlJobTables
 from recoup.storage.lease_tables import SqlLeaseTables
+from recoup.storage.message_tables import SqlMessageTables
 from recoup.storage.tenant_tables import SqlTenantTables
 
 T = TypeVar("T")
@@ -146,6 +148,10 @@ class SqlStore:
 
         # Hosted charging's tables are one part, exposed whole (`Store.hosted`).
         self.hosted = SqlHostedTables(dialect)
+        # Customers' emails: settings, the ledger, payment pages (`Store.messages`).
+        self.messages = SqlMessageTables(dialect)
+        # Customers and their renewals, one part too (`Store.customers`).
+        self.customers = SqlCustomerTables(dialect)
 
         changes = SqlChangeTables(dialect)
         self.update_scheduled_job = changes.update_scheduled_job

@@ -101,7 +101,9 @@ def test_timeline_paid_out_of_band_and_listing(api: Api) -> None:
     timeline = http.get("/v1/dunning/invoices/inv_1").json()
     assert [e["type"] for e in timeline["events"]] == [
         "invoice.retry_scheduled",
+        "customer.access_changed",
         "invoice.recovered",
+        "customer.access_changed",
     ]
     assert timeline["attempts"][0]["runs_url"].endswith("/runs")
     assert timeline["recovered_by"] == "paid_out_of_band"
@@ -249,7 +251,12 @@ def test_the_python_client_drives_dunning_and_the_test_clock(
         assert moved.now == before + timedelta(days=10) and moved.ran > 0
         timeline = client.get_invoice("inv_1")
         assert timeline.state == "recovered"
-        assert [e.type for e in timeline.events][-1] == "invoice.recovered"
+        assert [e.type for e in timeline.events][-2:] == [
+            "invoice.recovered",
+            "customer.access_changed",
+        ]
+        assert timeline.events[-1].data["access"] == "active"
+        assert client.get_customer("cus_1").access == "active"
         page = client.list_invoices(state="recovered")
         assert [i.invoice_id for i in page.invoices] == ["inv_1"]
         with pytest.raises(NotFoundError):

@@ -112,7 +112,7 @@ def test_migrating_to_0010_keeps_every_invoice_and_its_references(
     older.create_invoice(invoice(), [event("inv_1", 1)])
     older.create_invoice(invoice("inv_2", state=InvoiceState.EXHAUSTED), [event("inv_2", 1)])
     before = [older.get_invoice(TENANT, i) for i in ("inv_1", "inv_2")]
-    monkeypatch.setattr(module, "load_migrations", lambda _: every)
+    monkeypatch.setattr(module, "load_migrations", lambda _: [m for m in every if m.version <= 10])
     assert older.migrate() == 10
     assert [older.get_invoice(TENANT, i) for i in ("inv_1", "inv_2")] == before
     assert [e.seq for e in older.invoice_events(TENANT, "inv_1")] == [1]

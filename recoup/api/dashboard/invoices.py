@@ -1,5 +1,5 @@
 """The dashboard's invoices in dunning: the list (by state, a cursor per page), an invoice's
-timeline (its attempts with their run logs, and its events: what GET
+timeline (its attempts with their run logs, its emails with theirs, and its events: what GET
 /v1/dunning/invoices/{id} returns) and marking it paid. Every call goes through
 `recoup.recovery.Dunning`, scoped to the visitor's tenant."""
 
@@ -79,6 +79,8 @@ def invoice_page(
             "invoice": timeline.invoice,
             "runs": timeline.runs,
             "events": timeline.events,
+            "emails": timeline.emails,
+            "email_runs": timeline.email_runs,
             "notice": notice,
         },
     )

@@ -115,7 +115,7 @@ SELECT count(*) FROM invoice_events WHERE tenant = %(tenant)s AND invoice_id = %
 -- undispatched_events --
 -- Walks invoice_events_undispatched: the same two conditions as its WHERE.
 SELECT {event_columns} FROM invoice_events
-WHERE dispatched_at IS NULL AND substr(type, 1, 8) = 'invoice.'
+WHERE dispatched_at IS NULL AND substr(type, 1, 5) <> 'note.'
 ORDER BY at, tenant, invoice_id, seq
 LIMIT %(limit)s
 
