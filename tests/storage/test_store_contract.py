@@ -1186,6 +1186,7 @@ DECLARED_COLUMNS = {
         "job_group",  # 0003
         "held",  # 0007
         "metadata",  # 0009
+        "redrive_budget",  # 0015
         "state",
         "attempts",
         "lease_expires_at",
@@ -1383,6 +1384,7 @@ DECLARED_COLUMNS = {
         "created_at",
         "updated_at",
     },
+    "ended_sessions": {"nonce", "expires_at"},  # 0015
 }
 DECLARED_INDEXES = {
     "jobs": {
