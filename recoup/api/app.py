@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -211,6 +212,18 @@ async def _prune_until(stopping: asyncio.Event, state: ApiState) -> None:
                 log.info("pruned %d processed intake events", forgotten)
         except RecoupError:
             log.warning("could not prune intake events", exc_info=True)
+        try:
+            # Logouts are remembered until their sessions would have expired (wall time).
+            await run_in_threadpool(
+                state.services.tables.prune_ended_sessions, before=int(time.time())
+            )
+        except RecoupError:
+            log.warning("could not prune ended dashboard sessions", exc_info=True)
+        try:
+            # Every invoice ends: attempts whose job was cancelled or failed from outside.
+            await run_in_threadpool(state.dunning.resync)
+        except RecoupError:
+            log.warning("could not resync the dunning runtime", exc_info=True)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stopping.wait(), settings.prune_every.total_seconds())
 

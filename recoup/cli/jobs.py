@@ -45,6 +45,7 @@ from recoup.cli._records import (
     metadata_filter,
     opened_scheduler,
     run_json,
+    shown_row,
     spelled_as_typed,
     target_text,
 )
@@ -290,12 +291,14 @@ def _print_jobs(jobs: list[Job], title: str) -> None:
         table.add_column(column)
     for job in jobs:
         table.add_row(
-            job.id,
-            job.name or "",
-            job.state.value,
-            instant(job.run_at),
-            f"{job.attempts}/{job.retry.max_attempts}",
-            job.group or "",
+            *shown_row(
+                job.id,
+                job.name or "",
+                job.state.value,
+                instant(job.run_at),
+                f"{job.attempts}/{job.retry.max_attempts}",
+                job.group or "",
+            )
         )
     console().print(table)
 
@@ -321,7 +324,7 @@ def _print_job(job: Job) -> None:
         ("finished (UTC)", instant(job.finished_at) or ""),
     ]
     for field, value in rows:
-        table.add_row(field, value)
+        table.add_row(*shown_row(field, value))
     console().print(table)
 
 
@@ -335,11 +338,13 @@ def _print_runs(runs: list[Run], title: str) -> None:
         table.add_column(column)
     for run in runs:
         table.add_row(
-            str(run.attempt),
-            instant(run.started_at),
-            str(run.outcome),
-            "" if run.status_code is None else str(run.status_code),
-            f"{run.duration_ms:.0f}",
-            run.error or "",
+            *shown_row(
+                str(run.attempt),
+                instant(run.started_at),
+                str(run.outcome),
+                "" if run.status_code is None else str(run.status_code),
+                f"{run.duration_ms:.0f}",
+                run.error or "",
+            )
         )
     console().print(table)

@@ -36,6 +36,8 @@ from recoup.cli._records import (
     opened_scheduler,
     rule_text,
     schedule_json,
+    shown,
+    shown_row,
     spelled_as_typed,
     target_text,
 )
@@ -176,7 +178,7 @@ def _set_paused(
         print_json(schedule_json(schedule))
         return
     state = "paused" if schedule.paused else f"active, next at {instant(schedule.next_fire_at)}"
-    typer.echo(f"schedule {schedule.name} ({schedule.id}): {state}")
+    typer.echo(f"schedule {shown(schedule.name).plain} ({schedule.id}): {state}")
 
 
 def _find(scheduler: Scheduler, tenant: str, schedule_id: str | None, name: str | None) -> Schedule:
@@ -205,7 +207,9 @@ def _print_schedules(schedules: list[Schedule], title: str) -> None:
     for column in ("id", "name", "rule", "state", "next (UTC)"):
         table.add_column(column)
     for s in schedules:
-        table.add_row(s.id, s.name, rule_text(s), s.state.value, instant(s.next_fire_at) or "")
+        table.add_row(
+            *shown_row(s.id, s.name, rule_text(s), s.state.value, instant(s.next_fire_at) or "")
+        )
     console().print(table)
 
 
@@ -227,14 +231,14 @@ def _print_schedule(schedule: Schedule, upcoming: list[datetime]) -> None:
         ("created (UTC)", instant(schedule.created_at) or ""),
     ]
     for field, value in rows:
-        table.add_row(field, value)
+        table.add_row(*shown_row(field, value))
     out = console()
     out.print(table)
     nexts = Table(title=f"Next {len(upcoming)} occurrences", title_justify="left")
     nexts.add_column("UTC")
     nexts.add_column(schedule.rule.timezone)
     for at in upcoming:
-        nexts.add_row(instant(at) or "", _local(at, schedule.rule.timezone))
+        nexts.add_row(*shown_row(instant(at) or "", _local(at, schedule.rule.timezone)))
     out.print(nexts)
 
 

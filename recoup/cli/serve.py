@@ -108,6 +108,7 @@ def serve_command(
     import uvicorn
 
     from recoup.api.app import ApiSettings, create_app
+    from recoup.api.http_protocols import protocol_class
     from recoup.api.metrics import ApiMetrics
     from recoup.api.rate_limits import RateLimit
     from recoup.cli._secrets import secret_box, stripe_accounts
@@ -169,8 +170,14 @@ def serve_command(
         tracing=tracing,
     )
     # log_config=None: uvicorn's loggers go through ours (one format, one level).
+    # http=: a request uvicorn's parser refuses is answered in problem+json too.
     config = uvicorn.Config(
-        asgi, host=host, port=port, log_config=None, log_level=log_level.lower()
+        asgi,
+        host=host,
+        port=port,
+        log_config=None,
+        log_level=log_level.lower(),
+        http=protocol_class(),
     )
     server = uvicorn.Server(config)
     # The worker reports each attempt's firing lag and outcome to the app's /metrics.

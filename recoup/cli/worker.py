@@ -21,6 +21,7 @@ option can also be set as `RECOUP_WORKER_<OPTION>` (e.g. `RECOUP_WORKER_CONCURRE
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import logging
 import os
@@ -44,10 +45,12 @@ from recoup.cli._app import (
     store_options,
 )
 from recoup.cli._tracing import OtelOption, otel_tracing
-from recoup.errors import InvalidInput
+from recoup.errors import InvalidInput, RecoupError
 from recoup.jobs.handlers import HandlerRegistry
 from recoup.jobs.worker import Worker, WorkerConfig, default_worker_id
 from recoup.storage import DEFAULT_DB_URL
+
+RESYNC_SECONDS = 600.0  # how often a worker redoes what the dunning runtime left undone
 
 log = logging.getLogger("recoup.worker")
 
@@ -134,7 +137,7 @@ def worker_command(
     box = secret_box(db)
     stripe = stripe_accounts(box)
     scheduler = Scheduler(store, clock=clock, ssrf=guard)
-    _, registry = dunning_runtime(scheduler, store, registry, stripe=stripe, box=box)
+    dunning, registry = dunning_runtime(scheduler, store, registry, stripe=stripe, box=box)
     config = WorkerConfig(
         worker_id=default_worker_id() if worker_id is None else worker_id,
         concurrency=concurrency,
@@ -152,12 +155,32 @@ def worker_command(
         on_attempt=observing(on_attempt, None if tracing is None else tracing.attempt),
     )
 
+    stopping = asyncio.Event()
+
+    async def resyncing() -> None:
+        # Every invoice ends: an attempt whose job was cancelled or failed from outside is
+        # reported (`recovery/attempt_ends.py`), here as in the API's maintenance loop.
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stopping.wait(), RESYNC_SECONDS)
+            if stopping.is_set():
+                return
+            try:
+                await asyncio.to_thread(dunning.resync)
+            except RecoupError:
+                log.warning("could not resync the dunning runtime", exc_info=True)
+
     async def main() -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, worker.request_stop)
         log.info("worker %s started (concurrency %d, %s)", worker.worker_id, concurrency, guard)
-        await worker.run()
+        resync = asyncio.create_task(resyncing())
+        try:
+            await worker.run()
+        finally:
+            stopping.set()  # told, not cancelled: a resync in its thread ends before close
+            await resync
 
     try:
         asyncio.run(main())

@@ -15,6 +15,7 @@ States and their transitions (CHECK constraints in every backend hold the invari
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -169,6 +170,24 @@ def check_timeout(timeout: timedelta) -> None:
         raise InvalidInput(
             "timeout_seconds", timeout.total_seconds(), "expected more than 0 and at most 3600"
         )
+
+
+# C0 controls, DEL and C1 controls: a terminal or a log obeys them (ESC starts a sequence that
+# can rewrite the screen), so names and keys that are printed hold none.
+CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def control_character_message(found: str, at: int) -> str:
+    return f"expected no control characters (found {found!r} at {at})"
+
+
+def check_printable(field: str, value: str | None) -> None:
+    """`InvalidInput` naming `field` for a name or key holding a control character."""
+    if value is None:
+        return
+    found = CONTROL_CHARACTER.search(value)
+    if found is not None:
+        raise InvalidInput(field, value, control_character_message(found.group(), found.start()))
 
 
 def check_one_off_name(name: str | None) -> None:

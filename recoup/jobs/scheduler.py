@@ -35,6 +35,7 @@ from recoup.jobs.model import (
     Target,
     Tenant,
     check_one_off_name,
+    check_printable,
 )
 from recoup.jobs.redrive import FailedFilter, Redrive, audit
 from recoup.jobs.schedules.calls import ScheduleCalls
@@ -195,6 +196,8 @@ class Scheduler(ScheduleCalls):
         caller that inserts inside a transaction of its own and checks before it begins."""
         if job.schedule_id is None:
             check_one_off_name(job.name)
+        check_printable("name", job.name)
+        check_printable("group", job.group)
         self.check_target(job.target, payload=job.payload)
         self._ensure_tenant(job.tenant)
 

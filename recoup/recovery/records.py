@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
 
-from recoup.dunning.invoice import Invoice, InvoiceEvent
+from recoup.dunning.invoice import Invoice, InvoiceEvent, check_invoice_id
 from recoup.errors import InvalidInput
 from recoup.jobs.model import Run
 from recoup.recovery.contacts import display_name, email_address, locale_tag
@@ -53,10 +53,12 @@ class FailureReport:
             object.__setattr__(self, "customer_name", display_name(self.customer_name))
         if self.locale is not None:
             object.__setattr__(self, "locale", locale_tag(self.locale))
-        for name in ("invoice_id", "customer_id"):
-            value = getattr(self, name)
-            if not 1 <= len(value) <= MAX_ID_LENGTH or "\x00" in value:
-                raise InvalidInput(name, value, f"expected 1–{MAX_ID_LENGTH} characters")
+        # Every entrance (API, Stripe intake, CLI, demo) builds a report: the one check of ids.
+        check_invoice_id(self.invoice_id)
+        if not 1 <= len(self.customer_id) <= MAX_ID_LENGTH or "\x00" in self.customer_id:
+            raise InvalidInput(
+                "customer_id", self.customer_id, f"expected 1–{MAX_ID_LENGTH} characters"
+            )
         if self.amount <= 0:
             raise InvalidInput("amount", self.amount, "expected a positive integer (minor units)")
         if len(self.currency) != 3 or not self.currency.isascii() or not self.currency.isalpha():

@@ -48,6 +48,7 @@ from recoup.jobs.model import HttpTarget, NewJob
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.store import JobStore
 from recoup.recovery.access_tracking import AccessTracker
+from recoup.recovery.attempt_ends import settle_unanswered
 from recoup.recovery.customer_store import CustomerStore
 from recoup.recovery.email_jobs import transition_emails
 from recoup.recovery.email_store import MessageStore
@@ -508,7 +509,9 @@ class Dunning:
     def resync(self, *, limit: int = 500) -> int:
         """Redo what a crash between a transition and its jobs left undone: events not yet
         dispatched, attempts scheduled without their job, cancelled attempts whose job is
-        live. Returns how many things it fixed. Safe to run at any time, from any process."""
+        live; and report as errored the open attempts whose job ended without an answer
+        (`recoup.recovery.attempt_ends`). Returns how many things it fixed. Safe to run at
+        any time, from any process."""
         fixed = 0
         now = self.clock.now()
         events = self.store.undispatched_events(limit=limit)
@@ -523,7 +526,8 @@ class Dunning:
             else:
                 self.store.cancel(ref.tenant, ref.attempt.job_id, now=now, begun=False)
             fixed += 1
-        return fixed
+        # Attempts whose job was ended from outside move their invoice on (every invoice ends).
+        return fixed + settle_unanswered(self, limit=limit)
 
 
 __all__ = ["DEFAULT_POLICY", "Dunning", "RuntimeStore"]

@@ -123,11 +123,13 @@ def check_merchant_tag(tag: MerchantTag) -> None:
 
 @dataclass(frozen=True, kw_only=True)
 class AttemptRef:
-    """An attempt whose job disagrees with it (see `attempts_out_of_sync`)."""
+    """An attempt whose job disagrees with it (see `attempts_out_of_sync`,
+    `attempts_ended_unanswered`)."""
 
     tenant: str
     invoice_id: str
     attempt: AttemptRecord
+    job_state: str | None = None  # `attempts_ended_unanswered`: its job's end, None: gone
 
 
 class DunningStore(Protocol):
@@ -177,6 +179,11 @@ class DunningStore(Protocol):
         """Attempts of every tenant whose job disagrees: `scheduled` with no job of that id,
         or `cancelled` whose job is scheduled and was never claimed (one already asked is left
         to finish: the answer to a charge request must be heard)."""
+        ...
+
+    def attempts_ended_unanswered(self, *, limit: int = 500) -> list[AttemptRef]:
+        """Open attempts of every tenant (`scheduled`, `pending`) whose job ended without an
+        answer: cancelled or failed for good, or (pending) gone; `job_state` says which."""
         ...
 
     def card_history(self, tenant: str, card: str, *, since: datetime) -> list[CardAttempt]:

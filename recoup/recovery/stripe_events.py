@@ -78,6 +78,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from recoup.dunning.invoice import INVOICE_ID_PATTERN, INVOICE_ID_RULE
 from recoup.errors import InvalidInput
 from recoup.payments.stripe_reading import PaymentCodes as _Codes
 from recoup.payments.stripe_reading import as_int as _int
@@ -260,6 +261,9 @@ def recoup_attempt(event: Mapping[str, Any], invoice_id: str) -> int | None:
     return int(match["attempt"])
 
 
+_INVOICE_ID = re.compile(INVOICE_ID_PATTERN)
+
+
 def _failure(head: EventHead, default_timezone: str, *, decline: str | None = None) -> Reading:
     """A failure; `decline`: the decline code the event's type gives whatever its payment
     says (`invoice.payment_action_required`)."""
@@ -271,6 +275,8 @@ def _failure(head: EventHead, default_timezone: str, *, decline: str | None = No
         amount = _int(inv.get("amount_due"))
     if invoice_id is None or customer is None:
         return Ignored(why="the invoice names no id or no customer")
+    if not _INVOICE_ID.fullmatch(invoice_id):
+        return Ignored(why=f"the invoice's id is not one Recoup accepts: {INVOICE_ID_RULE}")
     if currency is None or len(currency) != 3 or not currency.isascii():
         return Ignored(why=f"the invoice's currency {currency!r} is not an ISO 4217 code")
     if amount is None or amount <= 0:

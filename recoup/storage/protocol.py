@@ -37,6 +37,16 @@ class ApiTables(IdempotencyStore, TokenStore, Protocol):
     """The HTTP API's tables in a store's database: idempotency keys and API tokens, plus a
     readiness check."""
 
+    def end_session(self, nonce: str, *, expires: int) -> None:
+        """A dashboard session ended by its logout, remembered until it would have expired."""
+        ...
+
+    def session_ended(self, nonce: str) -> bool: ...
+
+    def prune_ended_sessions(self, *, before: int) -> int:
+        """Forget ended sessions that expired before `before` (Unix seconds); how many."""
+        ...
+
     def ping(self) -> None:
         """Raise `StorageError` unless the database answers."""
         ...

@@ -175,6 +175,7 @@ class SqlStore:
         self.undispatched_events = dunning.undispatched_events
         self.mark_events_dispatched = dunning.mark_events_dispatched
         self.attempts_out_of_sync = dunning.attempts_out_of_sync
+        self.attempts_ended_unanswered = dunning.attempts_ended_unanswered
         self.card_history = dunning.card_history
         self.get_settings = dunning.get_settings
         self.put_settings = dunning.put_settings

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from recoup.dunning.access import Access
-from recoup.dunning.invoice import AttemptState, Invoice, InvoiceEvent, InvoiceState
+from recoup.dunning.invoice import (
+    INVOICE_ID_PATTERN,
+    INVOICE_ID_RULE,
+    AttemptState,
+    Invoice,
+    InvoiceEvent,
+    InvoiceState,
+)
 from recoup.dunning.messages import STOP_REASON_MAX
 from recoup.jobs.model import Run
 from recoup.recovery.contacts import EMAIL_PATTERN, LOCALE_PATTERN, NAME_PATTERN
@@ -36,6 +44,15 @@ from recoup.wire.schemas.common import (
 from recoup.wire.schemas.stated import Stated, one_of
 
 Id = Field(min_length=1, max_length=100)
+
+
+def _invoice_id(value: str) -> str:
+    if not _INVOICE_ID.fullmatch(value):
+        raise ValueError(INVOICE_ID_RULE)
+    return value
+
+
+_INVOICE_ID = re.compile(INVOICE_ID_PATTERN)
 # Characters of a policy's TOML: two texts this long (a policy and an experiment's) fit the
 # body limit (256 KiB) however a client encodes them (12 bytes for a character escaped as a
 # surrogate pair), with both URLs and the experiment's name.
@@ -59,8 +76,13 @@ class CardIn(StrictModel):
     )
 
 
+# An invoice's id: the alphabet every entrance holds it to
+# (`recoup.dunning.invoice.INVOICE_ID_RULE`), stated in the document.
+InvoiceId = Annotated[str, AfterValidator(_invoice_id), Stated(pattern=INVOICE_ID_PATTERN)]
+
+
 class FailureIn(StrictModel):
-    invoice_id: Text = Id
+    invoice_id: InvoiceId = Field(min_length=1, max_length=100, description=INVOICE_ID_RULE)
     customer_id: Text = Id
     amount: Amount = Field(gt=0, le=10**15, description="Integer minor units (cents).")
     currency: Currency = Field(description="ISO 4217, e.g. usd.")

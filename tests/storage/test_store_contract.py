@@ -1395,6 +1395,7 @@ DECLARED_COLUMNS = {
         "created_at",
         "updated_at",
     },
+    "ended_sessions": {"nonce", "expires_at"},  # 0015
 }
 DECLARED_INDEXES = {
     "jobs": {

@@ -136,6 +136,19 @@ SELECT * FROM (
 ORDER BY at, tenant, invoice_id, attempt
 LIMIT :limit
 
+-- attempts_ended_unanswered --
+-- Open attempts (scheduled, or pending an ambiguous answer) whose job ended without an answer:
+-- cancelled or failed for good (by hand, `recoup jobs cancel`, or its retries spent), or, for a
+-- pending one, gone (a scheduled attempt without its job is `attempts_out_of_sync`'s). Through
+-- invoice_attempts_job from the few open attempts; oldest first. NULL job state: gone.
+SELECT a.tenant, a.invoice_id, {a_attempt_columns}, j.state
+FROM invoice_attempts a
+LEFT JOIN jobs j ON j.id = a.job_id AND j.tenant = a.tenant
+WHERE (a.state IN ('scheduled', 'pending') AND j.state IN ('cancelled', 'failed'))
+   OR (a.state = 'pending' AND j.id IS NULL)
+ORDER BY a.at, a.tenant, a.invoice_id, a.attempt
+LIMIT :limit
+
 -- card_history --
 -- Each invoice's failure on the card (not a reattempt), then every attempt not cancelled.
 -- Both parts walk the card's invoices (invoices_card, named: without statistics SQLite's
