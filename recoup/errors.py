@@ -29,6 +29,7 @@ than re-exporting them):
     │   ├── ProviderTimeout     payments.provider
     │   ├── ProviderUnavailable payments.provider
     │   └── StripeLookupFailed  payments.stripe_answers
+    ├── InvalidUpdateToken      messages.tokens: an update-card link's token not to honour
     ├── ReceiverError           receiver.errors
     │   └── SignatureError      receiver.errors
     │       └── TimestampOutOfTolerance   receiver.errors
@@ -38,6 +39,8 @@ than re-exporting them):
     │   │   └── Unprocessable   client
     │   ├── ServerError         client
     │   └── TransportFailure    client
+    ├── SendFailed              messages.channel: an email not accepted this time (retried)
+    ├── RecipientRefused        messages.channel: a 5xx to RCPT (a bounce)
     ├── SecretKeyMissing        sealed
     ├── SecretUnreadable        sealed
     ├── BillingAppError         demo.billing_side
@@ -110,6 +113,7 @@ HOMES: dict[str, str] = {
     "ExactlyOne": "recoup.wire.schemas.common",
     "IdempotencyKeyMismatch": "recoup.payments.provider",
     "InvalidRequest": "recoup.client",
+    "InvalidUpdateToken": "recoup.messages.tokens",
     "JobStarted": "recoup.jobs.patching",
     "LoginRequired": "recoup.api.dashboard.web",
     "MissingKey": "recoup.payments.server",
@@ -120,8 +124,10 @@ HOMES: dict[str, str] = {
     "ProviderTimeout": "recoup.payments.provider",
     "ProviderUnavailable": "recoup.payments.provider",
     "ReceiverError": "recoup.receiver.errors",
+    "RecipientRefused": "recoup.messages.channel",
     "SecretKeyMissing": "recoup.sealed",
     "SecretUnreadable": "recoup.sealed",
+    "SendFailed": "recoup.messages.channel",
     "SeriesEnded": "recoup.timekeeping.recurrence",
     "ServerError": "recoup.client",
     "SignatureError": "recoup.receiver.errors",

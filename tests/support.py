@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 import uvicorn
 
+from recoup.api.http_protocols import protocol_class
+
 DEADLINE = 30.0  # seconds a test waits for a condition (a loaded machine is slow)
 STARTUP_TIMEOUT = 10.0  # seconds a test server may take to start or stop
 
@@ -153,7 +155,12 @@ class ServerThread:
         self.port = self.sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         config = uvicorn.Config(
-            app, log_level="warning", lifespan=lifespan, timeout_keep_alive=5, ws="none"
+            app,
+            log_level="warning",
+            lifespan=lifespan,
+            timeout_keep_alive=5,
+            ws="none",
+            http=protocol_class(),
         )
         self.server = PromptServer(config)
         self.thread = threading.Thread(

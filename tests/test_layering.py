@@ -27,26 +27,32 @@ ALLOWED: dict[str, set[str]] = {
     "sealed": PURE,  # secrets at rest: sealed with a key kept outside the database
     "payments": PURE | {"dunning"},
     "analytics": PURE | {"dunning"},
+    "messages": PURE | {"dunning"},  # customer emails: which, when, in which words; the token
     "recovery": PURE
-    | {"dunning", "jobs", "idempotency", "payments", "analytics", "tenancy", "sealed"},
-    "storage": PURE | {"dunning", "jobs", "idempotency", "recovery", "tenancy"},
-    "receiver": PURE | {"payments", "idempotency"},
-    "contrib": PURE | {"payments", "idempotency", "receiver"},  # the receiver in frameworks
+    | {"dunning", "jobs", "idempotency", "payments", "analytics", "tenancy", "sealed"}
+    | {"messages"},
+    "storage": PURE | {"dunning", "jobs", "idempotency", "recovery", "tenancy", "messages"},
+    "receiver": PURE | {"payments", "idempotency", "messages"},  # messages: the update token
+    "contrib": PURE
+    | {"payments", "idempotency", "receiver", "messages"}  # in frameworks
+    | {"client"},  # access_of reads a customer's access through the Python client
     # The HTTP API's request and response models, shared by the app and the Python client;
     # they convert from the records of the layers below (and the store's cursor format).
-    "wire": PURE | {"dunning", "jobs", "idempotency", "analytics", "recovery", "storage"},
+    "wire": PURE
+    | {"dunning", "jobs", "idempotency", "analytics", "recovery", "storage", "messages"},
     "api": PURE
     | {"dunning", "jobs", "idempotency", "payments", "analytics", "tenancy", "recovery"}
-    | {"storage", "sealed", "wire"},
+    | {"storage", "sealed", "wire", "messages"},
     "client": PURE | {"wire"},  # the SDK reads the API's models from `wire`, never `recoup.api`
     "demo": PURE  # an edge, like the CLI: it chooses a backend (a fresh SQLite file)
     | {"dunning", "jobs", "idempotency", "payments", "analytics", "tenancy", "recovery"}
-    | {"storage", "sealed"},
+    | {"storage", "sealed", "messages"},
     "logs": PURE,  # the long-running commands' log format, chosen at the edge
     "cli": PURE
     | {"dunning", "jobs", "idempotency", "payments", "analytics", "tenancy", "recovery"}
-    | {"storage", "api", "demo", "logs", "sealed"}  # `recoup serve` serves the app; …
-    | {"receiver"},  # `recoup listen` checks signatures as a user's receiver would
+    | {"storage", "api", "demo", "logs", "sealed", "messages"}  # `recoup serve` serves …
+    | {"receiver"}  # `recoup listen` checks signatures as a user's receiver would
+    | {"wire"},  # commands that print what the API answers print it in the API's shapes
     "__main__": {"cli"},
     "__init__": {"jobs", "storage", "dunning", "recovery", "timekeeping", "errors"},
 }
@@ -60,6 +66,7 @@ EDGE_EXCEPTIONS: dict[tuple[str, str], str] = {
     ("cli", "demo"): "`recoup demo` runs the demo",
     ("cli", "receiver"): "`recoup listen` checks signatures as a user's receiver would",
     ("contrib", "receiver"): "the framework integrations are the receiver inside a framework",
+    ("contrib", "client"): "`access_of` asks Recoup's API through the Python client",
 }
 # Modules at the top of the package that belong to a layer of their own name.
 ALIASES = {

@@ -33,7 +33,9 @@ EXTRAS_ONLY = (
     "django",
     "stripe",
     "aiosmtplib",
+    "aiosmtpd",
     "babel",
+    "opentelemetry",
 )
 BLOCKER = f"""
 import importlib.abc, sys

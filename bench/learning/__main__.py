@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+import bench.learning.adaptive  # noqa: F401  (registers "adaptive" in FACTORIES)
 from bench.learning.policies import FACTORIES
 from bench.learning.population import population
 from bench.learning.report import rows, table

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -22,6 +23,7 @@ from recoup.api.metrics import ApiMetrics, MetricsMiddleware
 from recoup.api.qstash import router as qstash_router
 from recoup.api.rate_limits import TenantRateLimiter
 from recoup.api.routes import clock as clock_routes
+from recoup.api.routes import customers as customer_routes
 from recoup.api.routes import dunning as dunning_routes
 from recoup.api.routes import intake as intake_routes
 from recoup.api.routes import jobs as job_routes
@@ -33,6 +35,8 @@ from recoup.api.state import ApiSettings, ApiState
 from recoup.errors import RecoupError
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.time_travel import TestClock
+from recoup.jobs.tracing import Tracing
+from recoup.recovery.email_settings import EmailSettings
 from recoup.recovery.hosted_charging import StripeAccounts
 from recoup.recovery.hosted_settings import HostedSettings
 from recoup.recovery.service import Dunning
@@ -66,6 +70,7 @@ def create_app(
     limiter: TenantRateLimiter | None = None,
     secret_box: Box | None = None,
     stripe_accounts: StripeAccounts | None = None,
+    tracing: Tracing | None = None,
 ) -> FastAPI:
     """The HTTP API over `store` (a backend from `recoup.storage.open_store`).
 
@@ -78,7 +83,8 @@ def create_app(
     secrets the API stores (default: `RECOUP_SECRET_KEY`, else the key file beside a SQLite
     file; `recoup.sealed`). `stripe_accounts` reads Stripe with a tenant's key (hosted
     charging) for the webhook intake (default: over `secret_box`, at Stripe's API or at
-    `RECOUP_STRIPE_API_BASE`; pass the process's own to share its clients).
+    `RECOUP_STRIPE_API_BASE`; pass the process's own to share its clients). `tracing` emits
+    a span for each job created (`recoup.jobs.tracing`; None: none).
     """
     settings = settings or ApiSettings()
     scheduler = scheduler or Scheduler(store, clock=clock, ssrf=settings.ssrf)
@@ -100,16 +106,19 @@ def create_app(
             stripe=stripe_accounts,
         ),
         hosted=HostedSettings(store.hosted, box, now=clock.now),
+        emails=EmailSettings(store.messages, box, now=clock.now),
         metrics=metrics
         or ApiMetrics(
             count_by_state=store.count_by_state,
             due_backlog=services.due_backlog,
             count_live=store.count_live,
             count_by_tenant=store.count_by_tenant,
+            dunning_figures=store.dunning_figures,
         ),
         test_clock=test_clock,
         limiter=limiter
         or (TenantRateLimiter(settings.rate_limit) if settings.rate_limit is not None else None),
+        tracing=tracing,
     )
 
     app = FastAPI(
@@ -131,6 +140,7 @@ def create_app(
     app.include_router(job_routes.router)
     app.include_router(schedule_routes.router)
     app.include_router(dunning_routes.router)
+    app.include_router(customer_routes.router)
     app.include_router(report_routes.router)
     app.include_router(intake_routes.router)
     app.include_router(qstash_router)  # the QStash-compatible API (`recoup.api.qstash`)
@@ -202,6 +212,18 @@ async def _prune_until(stopping: asyncio.Event, state: ApiState) -> None:
                 log.info("pruned %d processed intake events", forgotten)
         except RecoupError:
             log.warning("could not prune intake events", exc_info=True)
+        try:
+            # Logouts are remembered until their sessions would have expired (wall time).
+            await run_in_threadpool(
+                state.services.tables.prune_ended_sessions, before=int(time.time())
+            )
+        except RecoupError:
+            log.warning("could not prune ended dashboard sessions", exc_info=True)
+        try:
+            # Every invoice ends: attempts whose job was cancelled or failed from outside.
+            await run_in_threadpool(state.dunning.resync)
+        except RecoupError:
+            log.warning("could not resync the dunning runtime", exc_info=True)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stopping.wait(), settings.prune_every.total_seconds())
 

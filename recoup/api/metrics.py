@@ -1,7 +1,8 @@
 """Prometheus metrics of the HTTP API: the job metrics of its process (`recoup.jobs.metrics`)
 plus `recoup_http_requests_total{method,route,status}` and
 `recoup_http_request_duration_seconds`, labelled by route template (`/v1/jobs/{job_id}`), never
-by raw path, so ids cannot explode the label space."""
+by raw path, so ids cannot explode the label space; and the dunning figures per tenant
+(`recoup.recovery.figures`), bounded as the job metrics are."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from collections.abc import Callable, Mapping
 from prometheus_client import Counter, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from recoup.api.dunning_metrics import DunningCollector
 from recoup.jobs.metrics import FINAL_TTL, LIVE_TTL, JobMetrics
 from recoup.jobs.model import JobState
 from recoup.jobs.tenant_metrics import MAX_TENANT_LABELS
+from recoup.recovery.figures import DunningFigures
 
 
 class ApiMetrics(JobMetrics):
@@ -26,6 +29,7 @@ class ApiMetrics(JobMetrics):
         due_backlog: Callable[[], int] | None = None,
         count_live: Callable[[], Mapping[JobState, int]] | None = None,
         count_by_tenant: Callable[[], Mapping[str, Mapping[JobState, int]]] | None = None,
+        dunning_figures: Callable[[], DunningFigures] | None = None,
         max_tenant_labels: int = MAX_TENANT_LABELS,
         live_ttl: float = LIVE_TTL,
         final_ttl: float = FINAL_TTL,
@@ -41,6 +45,10 @@ class ApiMetrics(JobMetrics):
             final_ttl=final_ttl,
             monotonic=monotonic,
         )
+        if dunning_figures is not None:
+            self.registry.register(
+                DunningCollector(dunning_figures, limit=max_tenant_labels, ttl=final_ttl)
+            )
         self.http_requests = Counter(
             "recoup_http_requests",
             "HTTP requests by method, route template and status.",

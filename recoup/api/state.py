@@ -16,6 +16,8 @@ from recoup.idempotency import DEFAULT_LOCK_TIMEOUT, DEFAULT_RETENTION
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.time_travel import TestClock
+from recoup.jobs.tracing import Tracing
+from recoup.recovery.email_settings import EmailSettings
 from recoup.recovery.hosted_settings import HostedSettings
 from recoup.recovery.service import Dunning
 from recoup.recovery.stripe_intake import StripeIntake
@@ -50,8 +52,10 @@ class ApiState:
     intake: StripeIntake  # failure intake from Stripe's webhooks
     hosted: HostedSettings  # where a tenant's attempts are charged (its endpoint, or Stripe)
     metrics: ApiMetrics
+    emails: EmailSettings  # customers' emails: the SMTP server (sealed), sender, link
     test_clock: TestClock | None  # only on a server on a virtual clock
     limiter: TenantRateLimiter | None = None  # settings.rate_limit's buckets
+    tracing: Tracing | None = None  # spans of job creation (`recoup serve --otel`)
 
     @property
     def scheduler(self) -> Scheduler:

@@ -35,6 +35,8 @@ from recoup.cli import listen as _listen  # noqa: F401  # isort: skip
 from recoup.cli import invoices as _invoices  # noqa: F401  # isort: skip
 from recoup.cli import stripe as _stripe  # noqa: F401  # isort: skip
 from recoup.cli import secrets as _secrets  # noqa: F401  # isort: skip
+from recoup.cli import emails as _emails  # noqa: F401  # isort: skip
+from recoup.cli import customers as _customers  # noqa: F401  # isort: skip
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -43,8 +43,19 @@ def _root(
             "--version", is_eager=True, callback=_print_version, help="Print the version."
         ),
     ] = False,
+    wide: Annotated[
+        bool,
+        typer.Option(
+            "--wide",
+            envvar="RECOUP_WIDE",
+            help="Tables as wide as their contents on a terminal too (piped output always is).",
+        ),
+    ] = False,
 ) -> None:
     """Recoup: durable jobs and failed-payment retries that take effect once."""
+    from recoup.cli._output import set_wide
+
+    set_wide(wide)
 
 
 EXIT_USAGE = 2  # bad input: one line on stderr, nothing written

@@ -6,6 +6,7 @@ them too)."""
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any
@@ -21,6 +22,8 @@ from recoup.jobs.store import MAX_PAGE
 from recoup.timekeeping.instants import format_utc
 
 if TYPE_CHECKING:
+    from rich.text import Text
+
     from recoup.jobs.scheduler import Scheduler
 
 MAX_NAME = 200  # characters of a name filter, as the API's
@@ -108,6 +111,25 @@ def exactly_one(what: str, **given: str | None) -> None:
         names = " or ".join(given)
         value = " and ".join(chosen) if chosen else "neither"
         raise InvalidInput(names, value, f"expected exactly one of {names} ({what})")
+
+
+# Controls a terminal would obey (ESC starts a sequence that rewrites the screen): stored
+# records from before names refused them, a run's error text, a target's URL.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def shown(value: str | None) -> Text:
+    """A record's text for a terminal table: control characters escaped (`\\x1b`), and taken
+    as plain text, never as Rich markup (a name `[red]x` prints as itself)."""
+    from rich.text import Text
+
+    text = _CONTROL.sub(lambda found: found.group().encode("unicode_escape").decode(), value or "")
+    return Text(text)
+
+
+def shown_row(*values: str | None) -> list[Text]:
+    """`shown` of each cell of a table's row."""
+    return [shown(value) for value in values]
 
 
 def instant(value: datetime | None) -> str | None:

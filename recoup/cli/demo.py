@@ -7,10 +7,12 @@ Contract:
 
 Makes a fresh SQLite database (`--db`, a path where no file exists yet; default a new
 temporary directory, printed), runs `recoup.demo.run_demo` with a progress bar on stderr, then
-prints the recovery report, the double charges, Recoup beside the old nightly batch, the HTML
+prints the recovery report, the double charges, the customers' emails (sent to a local SMTP
+sink the demo starts: how many of each kind), Recoup beside the old nightly batch, the HTML
 report's path and how to open the dashboard. `--json` prints one object instead (no progress
 bar): `seed`, `size`, `policy`, `clock`, `jobs_run`, `customer_events`, `double_charges`,
-`report` (`recoup.analytics.recovery.report_json`), `nightly_comparison`, `files`,
+`emails` (`received` by kind, `total`, `not_sent` by state, `note` when the email extra is
+missing), `report` (`recoup.analytics.recovery.report_json`), `nightly_comparison`, `files`,
 `dashboard`, `elapsed_seconds`, and `world` (its name) with `--scenarios`. `--scenarios FILE`
 is the file of `recoup gateway --scenarios`: the demo takes its world (the packaged
 `calibrated` one when it names none), whose odds every retry of a soft decline then also has
@@ -23,6 +25,8 @@ failed); 2 on bad input.
 from __future__ import annotations
 
 import importlib.util
+import shutil
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -106,7 +110,11 @@ def demo_command(
     )
     result = _failing_clearly(lambda: _run_with_progress(options), db_path)
     html_path = _write_html(result)
-    _print(result, html_path, console)
+    from recoup.demo.summary import invoked_as
+
+    # The closing commands as this one was typed (`.venv/bin/recoup` after scripts/setup).
+    program = invoked_as(sys.argv[0], executable=sys.executable, on_path=shutil.which("recoup"))
+    _print(result, html_path, console, program=program)
     return result.exit_code
 
 
@@ -187,10 +195,23 @@ def _run_with_progress(options: DemoOptions) -> DemoResult:
 
 
 def _write_html(result: DemoResult) -> str:
-    from recoup.analytics.recovery import render_html
+    from recoup.analytics.recovery.html_report import ExtraTable, render_html
+    from recoup.demo.summary import (
+        NIGHTLY_NOTE,
+        WHAT_NEXT,
+        comparison_columns,
+        comparison_rows,
+    )
 
     path = result.options.db_path.with_name(result.options.db_path.stem + "-report.html")
-    path.write_text(render_html(result.report), encoding="utf-8")
+    nightly = ExtraTable(
+        "Recoup against the old nightly batch, same customers",
+        comparison_columns(result),
+        tuple(comparison_rows(result)),
+        NIGHTLY_NOTE,
+    )
+    page = render_html(result.report, extras=[nightly], next_steps=WHAT_NEXT)
+    path.write_text(page, encoding="utf-8")
     return str(path)
 
 
@@ -200,14 +221,22 @@ def _json(result: DemoResult, html_path: str) -> dict[str, object]:
     return demo_json(result, html_path)
 
 
-def _print(result: DemoResult, html_path: str, console: Console) -> None:
+def _print(
+    result: DemoResult, html_path: str, console: Console, *, program: str = "recoup"
+) -> None:
     from recoup.analytics.recovery import render_terminal
-    from recoup.demo.summary import print_comparison, print_double_charges, print_next_steps
+    from recoup.demo.summary import (
+        print_comparison,
+        print_double_charges,
+        print_emails,
+        print_next_steps,
+    )
 
     render_terminal(result.report, console)
     print_double_charges(result, console)
+    print_emails(result, console)
     print_comparison(result, console)
-    print_next_steps(result, html_path, console)
+    print_next_steps(result, html_path, console, program=program)
     _say_if_doubled(result)
 
 

@@ -15,6 +15,12 @@ Contract:
     recoup jobs retry JOB_ID [--tenant T] [--json]
         → the job, scheduled again now with a fresh budget of attempts (a failed job only:
           any other is refused, exit 1)
+    recoup jobs redrive [--tenant T] [--group G] [--name-prefix P] [--since ISO] [--until ISO]
+        [--error TEXT] [--dry-run] [--yes] [--json]
+        → {"matched", "redriven", "dry_run", "filter"}: the failed jobs the filter names
+          counted (--dry-run), else counted, confirmed (or --yes) and redriven, each with the
+          budget of attempts it was created with; an audit line on the `recoup.audit` logger
+          (who: cli:<user>); declining the confirmation redrives nothing (exit 1)
 
 `default` is the embedded tenant. Bad input: one line naming the option, the value and what is
 allowed, exit 2; an unknown job or tenant: one line, exit 1.
@@ -26,7 +32,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from recoup.cli._app import DbOption, JsonOption, SchemaOption, app, print_json
+from recoup.cli._app import DbOption, JsonOption, SchemaOption, app, fail, print_json
 from recoup.cli._records import (
     CursorOption,
     LimitOption,
@@ -39,10 +45,12 @@ from recoup.cli._records import (
     metadata_filter,
     opened_scheduler,
     run_json,
+    shown_row,
     spelled_as_typed,
     target_text,
 )
 from recoup.jobs.model import DEFAULT_TENANT, JobState
+from recoup.timekeeping.instants import parse_instant
 
 if TYPE_CHECKING:
     from recoup.jobs.model import Job, Run
@@ -94,7 +102,9 @@ def list_jobs(
     if json:
         print_json({"jobs": [job_json(j) for j in page.jobs], "next_cursor": page.next_cursor})
         return
-    _print_jobs(page.jobs, f"Jobs of {tenant}")
+    # A group's jobs (an invoice's attempts) read in the order they run: attempt 1 first.
+    shown = sorted(page.jobs, key=lambda j: (j.run_at, j.name or "")) if group else page.jobs
+    _print_jobs(shown, f"Jobs of {tenant}")
     _print_next(page.next_cursor)
 
 
@@ -197,6 +207,68 @@ def retry_job(
         )
 
 
+@jobs_app.command("redrive")
+def redrive_jobs(
+    tenant: TenantOption = DEFAULT_TENANT,
+    group: Annotated[str | None, typer.Option(help="Failed jobs of exactly this group.")] = None,
+    name_prefix: Annotated[
+        str | None, typer.Option(help="Failed jobs whose name starts with this (literally).")
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option(metavar="ISO", help="Failed at or after this instant.")
+    ] = None,
+    until: Annotated[str | None, typer.Option(metavar="ISO", help="Failed before this.")] = None,
+    error: Annotated[
+        str | None, typer.Option(help="Whose last error contains this (case-sensitive).")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Count them; redrive none.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", help="Redrive without asking.")] = False,
+    db: DbOption = "sqlite:///recoup.db",
+    schema: SchemaOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Redrive the failed jobs a filter names, counted first: each scheduled again now with
+    the budget of attempts it was created with. Asks before redriving unless --yes."""
+    import getpass
+
+    from recoup.jobs.redrive import FailedFilter, Redrive
+
+    spelling = {"group": "--group", "name_prefix": "--name-prefix", "error": "--error"}
+    spelling |= {"since": "--since", "until": "--until"}
+    with spelled_as_typed(spelling):
+        found = FailedFilter(
+            tenant=tenant,
+            group=group,
+            name_prefix=name_prefix,
+            since=None if since is None else parse_instant("--since", since),
+            until=None if until is None else parse_instant("--until", until),
+            error=error,
+        )
+    who = f"cli:{getpass.getuser()}"
+    with opened_scheduler(db, schema, tenant) as scheduler:
+        counted = scheduler.redrive_failed(found, who=who, dry_run=True)
+        outcome = counted if dry_run else Redrive(matched=0, redriven=0, dry_run=False)
+        if not dry_run and counted.matched:
+            if not yes and not typer.confirm(
+                f"redrive {counted.matched} failed job(s) of {tenant}?", err=True
+            ):
+                fail("nothing redriven", code=1)
+            outcome = scheduler.redrive_failed(found, who=who)
+    if json:
+        print_json(
+            {
+                "matched": outcome.matched,
+                "redriven": outcome.redriven,
+                "dry_run": outcome.dry_run,
+                "filter": found.as_json(),
+            }
+        )
+    elif outcome.dry_run:
+        typer.echo(f"{outcome.matched} failed job(s) match; none redriven (dry run)")
+    else:
+        typer.echo(f"{outcome.redriven} of {outcome.matched} failed job(s) redriven")
+
+
 def _find(scheduler: Scheduler, tenant: str, job_id: str | None, name: str | None) -> Job:
     if name is not None:
         return scheduler.get_by_name(name, tenant=tenant)
@@ -210,27 +282,31 @@ def _print_next(cursor: str | None) -> None:
 
 
 def _print_jobs(jobs: list[Job], title: str) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from recoup.cli._output import console
 
     table = Table(title=f"{title} ({len(jobs)})", title_justify="left")
     for column in ("id", "name", "state", "run at (UTC)", "attempts", "group"):
         table.add_column(column)
     for job in jobs:
         table.add_row(
-            job.id,
-            job.name or "",
-            job.state.value,
-            instant(job.run_at),
-            f"{job.attempts}/{job.retry.max_attempts}",
-            job.group or "",
+            *shown_row(
+                job.id,
+                job.name or "",
+                job.state.value,
+                instant(job.run_at),
+                f"{job.attempts}/{job.retry.max_attempts}",
+                job.group or "",
+            )
         )
-    Console().print(table)
+    console().print(table)
 
 
 def _print_job(job: Job) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from recoup.cli._output import console
 
     table = Table(title=f"Job {job.id}", title_justify="left", show_header=False)
     table.add_column("field", style="bold")
@@ -248,24 +324,27 @@ def _print_job(job: Job) -> None:
         ("finished (UTC)", instant(job.finished_at) or ""),
     ]
     for field, value in rows:
-        table.add_row(field, value)
-    Console().print(table)
+        table.add_row(*shown_row(field, value))
+    console().print(table)
 
 
 def _print_runs(runs: list[Run], title: str) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from recoup.cli._output import console
 
     table = Table(title=f"{title} ({len(runs)})", title_justify="left")
     for column in ("attempt", "started (UTC)", "outcome", "status", "ms", "error"):
         table.add_column(column)
     for run in runs:
         table.add_row(
-            str(run.attempt),
-            instant(run.started_at),
-            str(run.outcome),
-            "" if run.status_code is None else str(run.status_code),
-            f"{run.duration_ms:.0f}",
-            run.error or "",
+            *shown_row(
+                str(run.attempt),
+                instant(run.started_at),
+                str(run.outcome),
+                "" if run.status_code is None else str(run.status_code),
+                f"{run.duration_ms:.0f}",
+                run.error or "",
+            )
         )
-    Console().print(table)
+    console().print(table)

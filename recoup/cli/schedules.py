@@ -36,6 +36,8 @@ from recoup.cli._records import (
     opened_scheduler,
     rule_text,
     schedule_json,
+    shown,
+    shown_row,
     spelled_as_typed,
     target_text,
 )
@@ -176,7 +178,7 @@ def _set_paused(
         print_json(schedule_json(schedule))
         return
     state = "paused" if schedule.paused else f"active, next at {instant(schedule.next_fire_at)}"
-    typer.echo(f"schedule {schedule.name} ({schedule.id}): {state}")
+    typer.echo(f"schedule {shown(schedule.name).plain} ({schedule.id}): {state}")
 
 
 def _find(scheduler: Scheduler, tenant: str, schedule_id: str | None, name: str | None) -> Schedule:
@@ -197,20 +199,24 @@ def _find(scheduler: Scheduler, tenant: str, schedule_id: str | None, name: str 
 
 
 def _print_schedules(schedules: list[Schedule], title: str) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from recoup.cli._output import console
 
     table = Table(title=f"{title} ({len(schedules)})", title_justify="left")
     for column in ("id", "name", "rule", "state", "next (UTC)"):
         table.add_column(column)
     for s in schedules:
-        table.add_row(s.id, s.name, rule_text(s), s.state.value, instant(s.next_fire_at) or "")
-    Console().print(table)
+        table.add_row(
+            *shown_row(s.id, s.name, rule_text(s), s.state.value, instant(s.next_fire_at) or "")
+        )
+    console().print(table)
 
 
 def _print_schedule(schedule: Schedule, upcoming: list[datetime]) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from recoup.cli._output import console
 
     table = Table(title=f"Schedule {schedule.id}", title_justify="left", show_header=False)
     table.add_column("field", style="bold")
@@ -225,15 +231,15 @@ def _print_schedule(schedule: Schedule, upcoming: list[datetime]) -> None:
         ("created (UTC)", instant(schedule.created_at) or ""),
     ]
     for field, value in rows:
-        table.add_row(field, value)
-    console = Console()
-    console.print(table)
+        table.add_row(*shown_row(field, value))
+    out = console()
+    out.print(table)
     nexts = Table(title=f"Next {len(upcoming)} occurrences", title_justify="left")
     nexts.add_column("UTC")
     nexts.add_column(schedule.rule.timezone)
     for at in upcoming:
-        nexts.add_row(instant(at) or "", _local(at, schedule.rule.timezone))
-    console.print(nexts)
+        nexts.add_row(*shown_row(instant(at) or "", _local(at, schedule.rule.timezone)))
+    out.print(nexts)
 
 
 def _local(at: datetime, zone: str) -> str:

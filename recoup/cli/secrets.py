@@ -5,7 +5,7 @@ Contract:
     recoup secrets new-key
         → a new key on stdout, for RECOUP_SECRET_KEY
     recoup secrets rotate [--db URL] [--schema S] [--json]
-        → {"stripe_api_keys": N, "stripe_webhook_secrets": N}
+        → {"stripe_api_keys": N, "stripe_webhook_secrets": N, "smtp_urls": N}
 
 Rotation: put the new key first in RECOUP_SECRET_KEY (`new,old`), run `recoup secrets
 rotate` (every stored secret is sealed again with the new key; one stored before sealing is
@@ -39,6 +39,7 @@ def rotate(
     """Seal every stored secret again with the current key (the first of RECOUP_SECRET_KEY)."""
     from recoup.cli._secrets import secret_box
     from recoup.jobs.scheduler import Scheduler
+    from recoup.recovery.email_settings import EmailSettings
     from recoup.recovery.hosted_settings import HostedSettings
     from recoup.recovery.service import Dunning
     from recoup.recovery.stripe_intake import StripeIntake
@@ -52,10 +53,14 @@ def rotate(
         dunning = Dunning(Scheduler(store, clock=SystemClock()), store)
         tenants = [t.id for t in store.list_tenants()]
         secrets = StripeIntake(dunning, store, box=box).reseal(tenants)
+        smtp_urls = EmailSettings(store.messages, box, now=SystemClock().now).reseal()
     finally:
         store.close()
-    row = {"stripe_api_keys": keys, "stripe_webhook_secrets": secrets}
+    row = {"stripe_api_keys": keys, "stripe_webhook_secrets": secrets, "smtp_urls": smtp_urls}
     if json:
         print_json(row)
         return
-    typer.echo(f"sealed again: {keys} Stripe API keys, {secrets} Stripe webhook secrets")
+    typer.echo(
+        f"sealed again: {keys} Stripe API keys, {secrets} Stripe webhook secrets,"
+        f" {smtp_urls} SMTP URLs"
+    )

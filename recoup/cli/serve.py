@@ -50,6 +50,7 @@ from recoup.cli._app import (
     ssrf_guard,
     store_options,
 )
+from recoup.cli._tracing import OtelOption, otel_tracing
 from recoup.errors import InvalidInput
 from recoup.storage import DEFAULT_DB_URL
 from recoup.timekeeping.clock import VirtualClock
@@ -99,6 +100,7 @@ def serve_command(
             help="/metrics wants this bearer token (unset: loopback clients only).",
         ),
     ] = None,
+    otel: OtelOption = False,
     log_level: LogLevelOption = "info",
     log_format: LogFormatOption = "text",
 ) -> None:
@@ -106,18 +108,21 @@ def serve_command(
     import uvicorn
 
     from recoup.api.app import ApiSettings, create_app
+    from recoup.api.http_protocols import protocol_class
     from recoup.api.metrics import ApiMetrics
     from recoup.api.rate_limits import RateLimit
     from recoup.cli._secrets import secret_box, stripe_accounts
     from recoup.cli.worker import load_handlers
     from recoup.jobs.scheduler import Scheduler
     from recoup.jobs.time_travel import TestClock
+    from recoup.jobs.tracing import observing
     from recoup.logs import configure_logging
     from recoup.recovery.runtime import dunning_runtime
     from recoup.storage import open_api_tables, open_store
     from recoup.timekeeping.clock import Clock, SystemClock
 
     configure_logging(log_level, log_format)
+    tracing = otel_tracing(otel)
     registry = load_handlers(handlers) if handlers else None
     guard = ssrf_guard(allow_private_targets, allow_cidr)
     limit = RateLimit.parse(rate_limit)
@@ -141,7 +146,7 @@ def serve_command(
     )
     box = secret_box(db)
     accounts = stripe_accounts(box)  # one set of Stripe clients: attempts and intake
-    dunning, registry = dunning_runtime(scheduler, store, registry, stripe=accounts)
+    dunning, registry = dunning_runtime(scheduler, store, registry, stripe=accounts, box=box)
     test_clock = None
     if virtual is not None:
         test_clock = TestClock(
@@ -162,17 +167,28 @@ def serve_command(
         test_clock=test_clock,
         secret_box=box,
         stripe_accounts=accounts,
+        tracing=tracing,
     )
     # log_config=None: uvicorn's loggers go through ours (one format, one level).
+    # http=: a request uvicorn's parser refuses is answered in problem+json too.
     config = uvicorn.Config(
-        asgi, host=host, port=port, log_config=None, log_level=log_level.lower()
+        asgi,
+        host=host,
+        port=port,
+        log_config=None,
+        log_level=log_level.lower(),
+        http=protocol_class(),
     )
     server = uvicorn.Server(config)
     # The worker reports each attempt's firing lag and outcome to the app's /metrics.
     # On a test clock, jobs run only when the clock is moved (POST /v1/clock).
     running = (
         scheduler.running_worker(
-            handlers=registry, concurrency=concurrency, on_attempt=metrics.observe_attempt
+            handlers=registry,
+            concurrency=concurrency,
+            on_attempt=observing(
+                metrics.observe_attempt, None if tracing is None else tracing.attempt
+            ),
         )
         if worker and virtual is None
         else contextlib.nullcontext()

@@ -9,13 +9,20 @@ Contract:
         --experiment-name NAME | --no-experiment]
         [--stripe-webhook-secret whsec_…|- | --no-stripe-webhook-secret]
         [--default-timezone ZONE] [--charge-with stripe|url] [--stripe-api-key-file PATH|-]
+        [--smtp-url smtp://user:pass@host:port|- | --no-smtp-url]
+        [--email-from "Acme Billing <billing@acme.example>"] [--reply-to ADDRESS]
+        [--update-card-url https://app.example/billing/update?token={token}]
+        [--email-templates DIR] [--allow-unsubscribe/--no-allow-unsubscribe]
         [--allow-private-targets] [--json]
         → {"tenant", "policy", "event_url", "charge_url", "updated_at", "experiment_name",
            "experiment_policy", "experiment_share", "stripe_webhook_secret_set",
-           "default_timezone", "charge_with", "stripe_api_key_set"}
+           "default_timezone", "charge_with", "stripe_api_key_set", "smtp_configured",
+           "email_from", "reply_to", "update_card_url", "email_templates",
+           "allow_unsubscribe"}
 
-A Stripe endpoint secret and a Stripe API key are never printed (`-` reads either from stdin,
-out of the shell's history); both are stored sealed (`recoup.sealed`).
+A Stripe endpoint secret, a Stripe API key and an SMTP URL's password are never printed (`-`
+reads any of them from stdin, out of the shell's history); all are stored sealed
+(`recoup.sealed`). The email options are validated by `recoup.recovery.email_settings`.
 """
 
 from __future__ import annotations
@@ -110,6 +117,47 @@ def configure_tenant(
             "with; `-` reads it from stdin. Stored sealed, never printed. Omitted: kept."
         ),
     ] = None,
+    smtp_url: Annotated[
+        str | None,
+        typer.Option(
+            help="The SMTP server customers' emails go through: smtp://user:pass@host:port "
+            "(STARTTLS when offered; ?starttls=require to insist) or smtps://… (TLS); `-` "
+            "reads it from stdin. Stored sealed, never printed. Omitted: kept."
+        ),
+    ] = None,
+    no_smtp_url: Annotated[
+        bool, typer.Option("--no-smtp-url", help="Remove the SMTP server: no more emails.")
+    ] = False,
+    email_from: Annotated[
+        str | None,
+        typer.Option(help='The sender, e.g. "Acme Billing <billing@acme.example>". Omitted: kept.'),
+    ] = None,
+    reply_to: Annotated[
+        str | None, typer.Option(help="Where customers' replies go. Omitted: kept.")
+    ] = None,
+    update_card_url: Annotated[
+        str | None,
+        typer.Option(
+            help="The emails' link when the provider has no payment page: an https URL with "
+            "{token}, a signed token the app verifies (recoup.receiver.verify_update_token). "
+            "Omitted: kept."
+        ),
+    ] = None,
+    email_templates: Annotated[
+        str | None,
+        typer.Option(
+            help="A directory of email templates overriding the shipped ones, file by file. "
+            "Omitted: kept."
+        ),
+    ] = None,
+    allow_unsubscribe: Annotated[
+        bool | None,
+        typer.Option(
+            "--allow-unsubscribe/--no-allow-unsubscribe",
+            help="Whether reminders carry List-Unsubscribe (required notices never do). "
+            "Omitted: kept.",
+        ),
+    ] = None,
     allow_private_targets: AllowPrivateOption = False,
     allow_cidr: AllowCidrOption = None,
     db: DbOption = "sqlite:///recoup.db",
@@ -120,6 +168,7 @@ def configure_tenant(
     endpoint, or Stripe), policy experiment and Stripe intake (validated whole before
     anything is stored)."""
     from recoup.jobs.scheduler import Scheduler
+    from recoup.recovery.email_settings import EmailSettings
     from recoup.recovery.hosted_settings import CHARGE_WITH, HostedSettings
     from recoup.recovery.records import KEEP
     from recoup.recovery.service import Dunning
@@ -129,6 +178,7 @@ def configure_tenant(
     if charge_with is not None and charge_with not in CHARGE_WITH:
         raise InvalidInput("--charge-with", charge_with, f"expected one of {CHARGE_WITH}")
     api_key = KEEP if stripe_api_key_file is None else _read_key_file(stripe_api_key_file)
+    smtp = _smtp_url(smtp_url, no_smtp_url)
 
     policy_toml = load_policy(policy).text if policy is not None else None
     experiment: dict[str, Any] = {
@@ -155,6 +205,7 @@ def configure_tenant(
         box = secret_box(db)
         intake = StripeIntake(dunning, store, box=box)
         hosted = HostedSettings(store.hosted, box, now=scheduler.clock.now)
+        emails = EmailSettings(store.messages, box, now=scheduler.clock.now)
         try:
             wanted = intake.settled(
                 name,
@@ -166,8 +217,17 @@ def configure_tenant(
                 charge_with=KEEP if charge_with is None else charge_with,
                 api_key=api_key,
             )
+            emailing = emails.settled(
+                name,
+                smtp_url=smtp,
+                email_from=KEEP if email_from is None else email_from,
+                reply_to=KEEP if reply_to is None else reply_to,
+                update_card_url=KEEP if update_card_url is None else update_card_url,
+                templates_dir=KEEP if email_templates is None else email_templates,
+                allow_unsubscribe=KEEP if allow_unsubscribe is None else allow_unsubscribe,
+            )
         except InvalidInput as exc:
-            field = "stripe_api_key_file" if exc.field == "stripe_api_key" else exc.field
+            field = _FIELD_OPTIONS.get(exc.field, exc.field)
             raise InvalidInput(_option(field), exc.value, exc.allowed) from None
         try:
             stored = dunning.configure(
@@ -183,6 +243,7 @@ def configure_tenant(
             raise InvalidInput(_option(exc.field), exc.value, exc.allowed) from None
         intake_stored = intake.save(wanted)
         charged_by = hosted.save(charging)
+        emailed = emails.save(emailing)
     row = {
         "tenant": name,
         "policy": stored.policy_toml,
@@ -196,6 +257,12 @@ def configure_tenant(
         "default_timezone": intake_stored.default_timezone,
         "charge_with": "url" if charged_by is None else charged_by.provider,
         "stripe_api_key_set": charged_by is not None,
+        "smtp_configured": emailed.smtp_url is not None,
+        "email_from": emailed.email_from,
+        "reply_to": emailed.reply_to,
+        "update_card_url": emailed.update_card_url,
+        "email_templates": emailed.templates_dir,
+        "allow_unsubscribe": emailed.allow_unsubscribe,
     }
     if json:
         print_json(row)
@@ -217,6 +284,11 @@ def configure_tenant(
         if intake_stored.stripe_webhook_secret
         else "stripe:     (no endpoint secret: no Stripe intake)"
     )
+    typer.echo(
+        f"emails:     from {emailed.email_from} (the SMTP URL is stored sealed)"
+        if emailed.sends
+        else "emails:     (no SMTP server and sender: none sent)"
+    )
 
 
 def _stripe_secret(given: str | None, remove: bool) -> Any:
@@ -229,6 +301,21 @@ def _stripe_secret(given: str | None, remove: bool) -> Any:
         raise InvalidInput(
             "--no-stripe-webhook-secret", True, "expected without --stripe-webhook-secret"
         )
+    return sys.stdin.readline().strip() if given == "-" else given
+
+
+# The settings fields whose option is not their name with dashes.
+_FIELD_OPTIONS = {"stripe_api_key": "stripe_api_key_file", "templates_dir": "email_templates"}
+
+
+def _smtp_url(given: str | None, remove: bool) -> Any:
+    """The SMTP URL to set (`-`: read from stdin), None to remove it, or KEEP."""
+    from recoup.recovery.records import KEEP
+
+    if given is None:
+        return None if remove else KEEP
+    if remove:
+        raise InvalidInput("--no-smtp-url", True, "expected without --smtp-url")
     return sys.stdin.readline().strip() if given == "-" else given
 
 

@@ -21,6 +21,7 @@ option can also be set as `RECOUP_WORKER_<OPTION>` (e.g. `RECOUP_WORKER_CONCURRE
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import logging
 import os
@@ -43,10 +44,13 @@ from recoup.cli._app import (
     ssrf_guard,
     store_options,
 )
-from recoup.errors import InvalidInput
+from recoup.cli._tracing import OtelOption, otel_tracing
+from recoup.errors import InvalidInput, RecoupError
 from recoup.jobs.handlers import HandlerRegistry
 from recoup.jobs.worker import Worker, WorkerConfig, default_worker_id
 from recoup.storage import DEFAULT_DB_URL
+
+RESYNC_SECONDS = 600.0  # how often a worker redoes what the dunning runtime left undone
 
 log = logging.getLogger("recoup.worker")
 
@@ -92,12 +96,14 @@ def worker_command(
     metrics_host: Annotated[
         str, typer.Option(help="Address the metrics port listens on.")
     ] = "127.0.0.1",
+    otel: OtelOption = False,
     log_level: LogLevelOption = "info",
     log_format: LogFormatOption = "text",
 ) -> None:
     """Run due jobs until SIGTERM/SIGINT, then shut down gracefully."""
     from recoup.cli._secrets import secret_box, stripe_accounts
     from recoup.jobs.scheduler import Scheduler
+    from recoup.jobs.tracing import observing
     from recoup.logs import configure_logging
     from recoup.recovery.runtime import dunning_runtime
     from recoup.storage import open_store
@@ -128,9 +134,10 @@ def worker_command(
         log.info("metrics on http://%s:%d/metrics", metrics_host, metrics_server.server_port)
     # The dunning runtime's jobs (charge attempts, deadlines) run in every worker.
     # Attempts of invoices charged through Stripe use the tenants' sealed keys.
-    stripe = stripe_accounts(secret_box(db))
+    box = secret_box(db)
+    stripe = stripe_accounts(box)
     scheduler = Scheduler(store, clock=clock, ssrf=guard)
-    _, registry = dunning_runtime(scheduler, store, registry, stripe=stripe)
+    dunning, registry = dunning_runtime(scheduler, store, registry, stripe=stripe, box=box)
     config = WorkerConfig(
         worker_id=default_worker_id() if worker_id is None else worker_id,
         concurrency=concurrency,
@@ -138,16 +145,42 @@ def worker_command(
         grace=timedelta(seconds=grace_seconds),
         batch_size=batch_size,
     )
+    tracing = otel_tracing(otel)
     worker = Worker(
-        store, config, handlers=registry, ssrf=guard, clock=clock, on_attempt=on_attempt
+        store,
+        config,
+        handlers=registry,
+        ssrf=guard,
+        clock=clock,
+        on_attempt=observing(on_attempt, None if tracing is None else tracing.attempt),
     )
+
+    stopping = asyncio.Event()
+
+    async def resyncing() -> None:
+        # Every invoice ends: an attempt whose job was cancelled or failed from outside is
+        # reported (`recovery/attempt_ends.py`), here as in the API's maintenance loop.
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stopping.wait(), RESYNC_SECONDS)
+            if stopping.is_set():
+                return
+            try:
+                await asyncio.to_thread(dunning.resync)
+            except RecoupError:
+                log.warning("could not resync the dunning runtime", exc_info=True)
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, worker.request_stop)
         log.info("worker %s started (concurrency %d, %s)", worker.worker_id, concurrency, guard)
-        await worker.run()
+        resync = asyncio.create_task(resyncing())
+        try:
+            await worker.run()
+        finally:
+            stopping.set()  # told, not cancelled: a resync in its thread ends before close
+            await resync
 
     try:
         asyncio.run(main())

@@ -8,9 +8,12 @@ from typing import Any
 from recoup.client.shapes import instant, seg
 from recoup.client.transport import Transport
 from recoup.wire.dunning import (
+    CardUpdateOut,
     ClockOut,
+    CustomerOut,
     InvoiceOut,
     InvoicePageOut,
+    RenewalOut,
     SettingsOut,
     TimelineOut,
 )
@@ -39,6 +42,9 @@ class DunningCalls(Transport):
         gateway: str | None = None,
         merchant_id: str | None = None,
         charge_url: str | None = None,
+        customer_email: str | None = None,
+        customer_name: str | None = None,
+        locale: str | None = None,
         idempotency_key: str | None = None,
     ) -> InvoiceOut:
         """Hand a failed charge to Recoup; the same failure again returns the same invoice."""
@@ -60,6 +66,9 @@ class DunningCalls(Transport):
             "gateway": gateway,
             "merchant_id": merchant_id,
             "charge_url": charge_url,
+            "customer_email": customer_email,
+            "customer_name": customer_name,
+            "locale": locale,
         }
         payload.update({k: v for k, v in optional.items() if v is not None})
         return self._post(InvoiceOut, "/v1/dunning/failures", payload, idempotency_key)
@@ -110,6 +119,78 @@ class DunningCalls(Transport):
         payload = {"outcome": outcome, "decline_code": decline_code, "advice_code": advice_code}
         return self._post(InvoiceOut, path, payload, idempotency_key)
 
+    # Customers
+
+    def get_customer(self, customer_id: str) -> CustomerOut:
+        """Who Recoup writes to, and the customer's access state (`access`)."""
+        return self._get(CustomerOut, f"/v1/dunning/customers/{seg(customer_id)}")
+
+    def put_customer(
+        self,
+        customer_id: str,
+        *,
+        email: str | None = None,
+        name: str | None = None,
+        locale: str | None = None,
+    ) -> CustomerOut:
+        """Set the customer's address, name or locale (None: kept); a new address clears a
+        suppression of the old one."""
+        payload = {"email": email, "name": name, "locale": locale}
+        path = f"/v1/dunning/customers/{seg(customer_id)}"
+        return self._put_json(
+            CustomerOut, path, {k: v for k, v in payload.items() if v is not None}
+        )
+
+    def customer_payment_method_updated(
+        self,
+        customer_id: str,
+        *,
+        exp_month: int | None = None,
+        exp_year: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> CardUpdateOut:
+        """The customer has a new card: needless reminders cancelled, open invoices
+        re-planned on it."""
+        payload: dict[str, Any] = {}
+        if exp_month is not None or exp_year is not None:
+            payload["card"] = {"exp_month": exp_month, "exp_year": exp_year}
+        path = f"/v1/dunning/customers/{seg(customer_id)}/payment-method-updated"
+        return self._post(CardUpdateOut, path, payload, idempotency_key)
+
+    def tell_renewal(
+        self,
+        *,
+        customer_id: str,
+        renews_at: datetime | str,
+        amount: int,
+        currency: str,
+        timezone: str,
+        exp_month: int | None = None,
+        exp_year: int | None = None,
+        customer_email: str | None = None,
+        customer_name: str | None = None,
+        locale: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> RenewalOut:
+        """Tell Recoup of an upcoming renewal: a card_expiring reminder when the card will
+        have expired by then."""
+        payload: dict[str, Any] = {
+            "customer_id": customer_id,
+            "renews_at": instant("renews_at", renews_at),
+            "amount": amount,
+            "currency": currency,
+            "timezone": timezone,
+        }
+        if exp_month is not None or exp_year is not None:
+            payload["card"] = {"exp_month": exp_month, "exp_year": exp_year}
+        optional = {
+            "customer_email": customer_email,
+            "customer_name": customer_name,
+            "locale": locale,
+        }
+        payload.update({k: v for k, v in optional.items() if v is not None})
+        return self._post(RenewalOut, "/v1/dunning/renewals", payload, idempotency_key)
+
     def dunning_settings(self) -> SettingsOut:
         return self._get(SettingsOut, "/v1/dunning/settings")
 
@@ -126,6 +207,12 @@ class DunningCalls(Transport):
         stripe_webhook_secret: str | None = None,
         charge_with: str | None = None,
         stripe_api_key: str | None = None,
+        smtp_url: str | None = None,
+        email_from: str | None = None,
+        reply_to: str | None = None,
+        update_card_url: str | None = None,
+        email_templates: str | None = None,
+        allow_unsubscribe: bool = False,
     ) -> SettingsOut:
         """Replace the tenant's settings (what is not given is cleared). A policy experiment
         takes its three settings together: `experiment_policy` (TOML, arm b) is used for the
@@ -133,7 +220,9 @@ class DunningCalls(Transport):
         intake's endpoint secret is write-only: given, it is set; not given, it is kept
         (`SettingsOut.stripe_webhook_secret_set` says whether one is). So are `charge_with`
         (`stripe`: Recoup pays the Stripe invoices itself with `stripe_api_key`; `url`: the
-        charge endpoint) and the write-only `stripe_api_key`."""
+        charge endpoint) and the write-only `stripe_api_key`, and the write-only `smtp_url`
+        of the customers' emails (`SettingsOut.smtp_configured`); their sender, link
+        template, templates and unsubscribe switch are replaced like the rest."""
         payload: dict[str, Any] = {
             "policy": policy,
             "event_url": event_url,
@@ -142,6 +231,11 @@ class DunningCalls(Transport):
             "experiment_policy": experiment_policy,
             "experiment_share": experiment_share,
             "default_timezone": default_timezone,
+            "email_from": email_from,
+            "reply_to": reply_to,
+            "update_card_url": update_card_url,
+            "email_templates": email_templates,
+            "allow_unsubscribe": allow_unsubscribe,
         }
         if stripe_webhook_secret is not None:
             payload["stripe_webhook_secret"] = stripe_webhook_secret
@@ -149,6 +243,8 @@ class DunningCalls(Transport):
             payload["charge_with"] = charge_with
         if stripe_api_key is not None:
             payload["stripe_api_key"] = stripe_api_key
+        if smtp_url is not None:
+            payload["smtp_url"] = smtp_url
         return self._put_json(SettingsOut, "/v1/dunning/settings", payload)
 
     # The recovery report

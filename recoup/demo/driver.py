@@ -143,6 +143,7 @@ class CustomerSide:
                 card_network=c.network,
                 gateway=c.gateway,
                 merchant_id=c.merchant_id,
+                customer_email=f"{c.customer_id}@customers.example",  # to the demo's sink
             ),
         )
 

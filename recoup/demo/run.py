@@ -11,7 +11,8 @@
    paid another way.
 4. The test clock moves batch by batch until nothing is left to run: the worker fires each
    attempt at its instant, the attempt POSTs a signed charge request to the billing app over
-   loopback, whose receiver charges the gateway at most once.
+   loopback, whose receiver charges the gateway at most once; the customers' emails go to a
+   local SMTP sink (`mail_sink`), which counts them by kind.
 5. The audit (`audit`): double charges counted at the gateway and in the receiver's ledger;
    the recovery report over Recoup's own records; the nightly batch on the same customers
    (computed meanwhile in a third process: it needs nothing of the run).
@@ -19,6 +20,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import random
 import time
 from collections.abc import Callable
@@ -34,6 +37,7 @@ from recoup.analytics.recovery.load import SENT
 from recoup.demo.audit import DoubleCharges, count_double_charges, read_ledger
 from recoup.demo.billing_side import BillingApp
 from recoup.demo.driver import CustomerSide, customer_jobs
+from recoup.demo.mail_sink import MailSink, email_extra_missing
 from recoup.demo.nightly import BatchFigures, NightlyProcess
 from recoup.demo.population import CLOCK_START, MONTH_DAYS, MONTH_START, Customer, generate
 from recoup.dunning.invoice import Invoice
@@ -44,8 +48,12 @@ from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.time_travel import TestClock
 from recoup.payments import GatewayClient
+from recoup.recovery.email_settings import EmailSettings
+from recoup.recovery.email_store import EmailState
+from recoup.recovery.records import KEEP
 from recoup.recovery.runtime import dunning_runtime
 from recoup.recovery.store import InvoiceFilter
+from recoup.sealed import Box, secret_box_for
 from recoup.storage import Store, open_store
 from recoup.tenancy import issue_token, new_tenant
 from recoup.timekeeping.clock import VirtualClock
@@ -89,6 +97,20 @@ class AfterRun:
 
 
 @dataclass(frozen=True, kw_only=True)
+class DemoEmails:
+    """The customers' emails: what the SMTP sink received by kind, and the ledger's messages
+    not sent by why (suppressed, cancelled: the invoice moved on before their time)."""
+
+    received: dict[str, int]
+    not_sent: dict[str, int]
+    note: str | None = None  # why none were sent, when the email extra is missing
+
+    @property
+    def total(self) -> int:
+        return sum(self.received.values())
+
+
+@dataclass(frozen=True, kw_only=True)
 class DemoResult:
     options: DemoOptions
     invoices: list[Invoice]
@@ -103,6 +125,7 @@ class DemoResult:
     ended_at: datetime
     jobs_run: int
     elapsed_seconds: float
+    emails: DemoEmails
 
     @property
     def db_url(self) -> str:
@@ -156,6 +179,7 @@ def run_demo(
         ended_at=run.ended_at,
         jobs_run=run.jobs_run,
         elapsed_seconds=time.perf_counter() - began,
+        emails=run.emails,
     )
 
 
@@ -169,6 +193,7 @@ class _Run:
     events: dict[str, int]
     ended_at: datetime
     jobs_run: int
+    emails: DemoEmails
 
 
 def _run(
@@ -192,11 +217,16 @@ def _run(
         log_path=options.db_path.with_name(options.db_path.stem + "-billing-app.log"),
         scenarios=options.scenarios_path,
     )
-    with app:
+    missing = email_extra_missing()
+    with app, contextlib.ExitStack() as stack:
+        sink = stack.enter_context(MailSink()) if missing is None else None
         _warm_up(policy, customers)  # while the billing app starts
         app.wait_ready()
         scheduler = Scheduler(store, clock=clock, ssrf=SsrfGuard(allow_private=True))
-        dunning, handlers = dunning_runtime(scheduler, store)
+        box = secret_box_for(str(options.db_path), os.environ)
+        dunning, handlers = dunning_runtime(scheduler, store, box=box)
+        if sink is not None:
+            _send_emails_to(sink, store, box, clock)
         side = CustomerSide(
             dunning=dunning, tenant=TENANT, billing_url=app.url, customers=customers
         )
@@ -217,6 +247,7 @@ def _run(
             if after_run is not None:
                 after_run(AfterRun(customers=customers, gateway=gateway, billing_url=app.url))
             stats = gateway.stats()
+        emails = _emails(sink, store, missing)
     return _Run(
         token=token,
         billing_db=billing_db,
@@ -224,6 +255,41 @@ def _run(
         events=dict(sorted(side.counts.items())),
         ended_at=clock.now(),
         jobs_run=jobs_run,
+        emails=emails,
+    )
+
+
+DEMO_SENDER = "Recoup demo billing <billing@demo.example>"
+DEMO_UPDATE_URL = "https://billing.demo.example/update-card?token={token}"  # never visited
+
+
+def _send_emails_to(sink: MailSink, store: Store, box: Box, clock: VirtualClock) -> None:
+    """The tenant's email settings: every email to the sink."""
+    settings = EmailSettings(store.messages, box, now=clock.now)
+    settings.save(
+        settings.settled(
+            TENANT,
+            smtp_url=sink.url,
+            email_from=DEMO_SENDER,
+            reply_to=KEEP,
+            update_card_url=DEMO_UPDATE_URL,
+            templates_dir=KEEP,
+            allow_unsubscribe=True,
+        )
+    )
+
+
+def _emails(sink: MailSink | None, store: Store, missing: str | None) -> DemoEmails:
+    if sink is None:
+        note = f"no email sent: {missing} is not installed (pip install 'recoup[email]')"
+        return DemoEmails(received={}, not_sent={}, note=note)
+    not_sent: dict[str, int] = {}
+    for (_, state), count in store.messages.email_counts(TENANT).items():
+        if state is not EmailState.SENT:
+            not_sent[state.value] = not_sent.get(state.value, 0) + count
+    received = sink.stop()  # every email the worker sent is in by now
+    return DemoEmails(
+        received=dict(sorted(received.items())), not_sent=dict(sorted(not_sent.items()))
     )
 
 
@@ -312,4 +378,12 @@ def _advice(invoice: Invoice) -> tuple[str, ...]:
     return (invoice.advice_code,) if invoice.advice_code else ()
 
 
-__all__ = ["TENANT", "AfterRun", "DemoOptions", "DemoResult", "Progress", "run_demo"]
+__all__ = [
+    "TENANT",
+    "AfterRun",
+    "DemoEmails",
+    "DemoOptions",
+    "DemoResult",
+    "Progress",
+    "run_demo",
+]

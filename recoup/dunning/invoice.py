@@ -18,6 +18,7 @@ rates leave it out (only recovered and exhausted invoices are judged).
 
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -29,6 +30,28 @@ from recoup.timekeeping.instants import require_aware
 
 # Namespace of the deterministic ids of attempt jobs and events (uuid5): the same invoice,
 # attempt or event always gets the same id, so a duplicate trigger rebuilds the same job.
+# An invoice's id: RFC 3986's unreserved characters, the first a letter or a
+# digit, so that it is one URL path segment as it is (no `/`, which no route can carry even as
+# `%2F`; no `.` or `..` alone, which clients normalise away) and sits in the names, keys and
+# groups of its jobs (`dunning-retry-{invoice}-{n}`, `retry:{invoice}:{n}`) and in the
+# dashboard's links without escaping. An invoice number such as `2026/0042` is sent as
+# `2026-0042` (or kept in the caller's own records beside it).
+MAX_INVOICE_ID_LENGTH = 100
+INVOICE_ID_PATTERN = rf"^[A-Za-z0-9][A-Za-z0-9._~-]{{0,{MAX_INVOICE_ID_LENGTH - 1}}}$"
+INVOICE_ID_RULE = (
+    f"expected 1–{MAX_INVOICE_ID_LENGTH} characters of A–Z, a–z, 0–9, '-', '.', '_', '~', "
+    "starting with a letter or a digit (no '/': send 2026/0042 as 2026-0042)"
+)
+_INVOICE_ID = re.compile(INVOICE_ID_PATTERN)
+
+
+def check_invoice_id(value: str, *, field: str = "invoice_id") -> str:
+    """`InvalidInput` naming `field` unless `value` is of the id alphabet (`INVOICE_ID_RULE`)."""
+    if not isinstance(value, str) or not _INVOICE_ID.fullmatch(value):
+        raise InvalidInput(field, value, INVOICE_ID_RULE)
+    return value
+
+
 ID_NAMESPACE = uuid.UUID("5d1e3c2a-7f0b-4c55-9a43-2f6f0a7d9b11")
 
 
@@ -147,7 +170,8 @@ class Invoice:
 @dataclass(frozen=True, kw_only=True)
 class InvoiceEvent:
     """Something that happened to an invoice, in order (`seq` from 1). `type` is an event
-    type sent to the tenant (`invoice.*`) or a timeline-only note (`note.*`)."""
+    type sent to the tenant (`invoice.*`, and `customer.access_changed` when the invoice
+    changed its customer's access) or a timeline-only note (`note.*`)."""
 
     id: str
     tenant: str
@@ -162,8 +186,8 @@ class InvoiceEvent:
 
     @property
     def is_sent(self) -> bool:
-        """Sent to the tenant's event URL (the `invoice.*` types)."""
-        return self.type.startswith("invoice.")
+        """Sent to the tenant's event URL (every type but the `note.*` ones)."""
+        return not self.type.startswith("note.")
 
 
 __all__ = [

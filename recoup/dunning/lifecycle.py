@@ -59,6 +59,7 @@ from recoup.dunning.lifecycle_steps import (
     latest_codes,
     policy_attempts_made,
     recover,
+    recovered_reason,
     stop,
 )
 from recoup.dunning.messages import (
@@ -237,7 +238,7 @@ def _late_success(b: Builder, record: AttemptRecord, at: datetime) -> None:
         return
     b.set_attempt(replace(record, state=AttemptState.SUCCEEDED, reported_at=at))
     b.changes["recovered_by"] = f"attempt:{record.attempt}"
-    b.changes["reason"] = "recovered by attempt"
+    b.changes["reason"] = recovered_reason(record.attempt)
     b.event("note.recovery_credited", at, attempt=record.attempt)
 
 

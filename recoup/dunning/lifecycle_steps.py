@@ -183,11 +183,16 @@ def exhaust(b: Builder, at: datetime, *, reason: str) -> None:
     )
 
 
+def recovered_reason(attempt: int) -> str:
+    """An invoice's reason once an attempt recovered it: which one, so nobody has to look it up."""
+    return f"recovered by attempt {attempt}"
+
+
 def recover(b: Builder, at: datetime, *, by: str, attempt: int | None) -> None:
     cancelled = b.cancel_open()
     b.changes["state"] = InvoiceState.RECOVERED
     b.changes["recovered_by"] = by
-    b.changes["reason"] = "recovered by attempt" if attempt is not None else f"recovered: {by}"
+    b.changes["reason"] = recovered_reason(attempt) if attempt is not None else f"recovered: {by}"
     b.event(
         "invoice.recovered",
         at,
@@ -249,4 +254,5 @@ __all__ = [
     "latest_codes",
     "policy_attempts_made",
     "recover",
+    "recovered_reason",
 ]

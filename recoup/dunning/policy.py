@@ -5,6 +5,7 @@ A policy file (see `recoup/dunning/data/policies/*.toml` for complete examples):
     name = "business-days"
     final_action = "pause_access"   # pause_access | cancel | mark_uncollectible | leave_past_due
     gaps = [{ business_days = 1 }, { business_days = 3 }, { days = 7 }]
+    strategy = "static"             # or "adaptive", with an [adaptive] table (policy_adaptive.py)
     paydays = [1, 15]               # optional: insufficient-funds retries aim at paydays;
                                     # or "country" (see policy_paydays.py)
 
@@ -36,6 +37,14 @@ A policy file (see `recoup/dunning/data/policies/*.toml` for complete examples):
     start = 2026-07-01T02:00:00Z
     end = 2026-07-01T04:00:00Z
 
+    [messages]                      # customer emails (`policy_messages.py`: every key)
+    send = ["payment_failed", "retry_failed", "final_warning", "recovered", "exhausted"]
+    window_start = "08:00"          # the customer's local daytime window for sending
+    window_end = "20:00"
+
+    [access]                        # the customer's access state (`policy_access.py`)
+    grace_days = 7                  # days in grace after the failure, then restricted
+
 Every key is checked; an error is a `ConfigError` whose field is the dotted path
 (`gaps[2].business_days`, `window.start`). Parsing is pure: callers read files themselves.
 """
@@ -55,12 +64,15 @@ from importlib import resources
 from typing import Any
 
 from recoup.dunning import policy_fields as fields
+from recoup.dunning.policy_access import AccessPolicy, access_from_dict
+from recoup.dunning.policy_adaptive import AdaptiveSettings, parse_adaptive
 from recoup.dunning.policy_flow import FlowLimit, parse_flow
+from recoup.dunning.policy_messages import MessagePolicy, messages_from_dict
 from recoup.dunning.policy_paydays import Paydays, parse_paydays
 from recoup.errors import ConfigError, InvalidInput
 from recoup.timekeeping.calendar import SAT_SUN, WEEKDAY_NAMES, parse_weekend
 
-PRESETS = ("business-days", "calendar")
+PRESETS = ("business-days", "calendar", "adaptive")
 DEFAULT_PRESET = "business-days"
 
 _MAX_GAP = 60  # days (calendar or business) in one step
@@ -131,10 +143,13 @@ class DunningPolicy:
     max_duration_days: int = 21
     stop_before_renewal: bool = True
     networks: NetworkLimits = field(default_factory=NetworkLimits)
+    adaptive: AdaptiveSettings | None = None  # strategy = "adaptive" (policy_adaptive.py)
     blackouts: tuple[Blackout, ...] = ()
     final_action: FinalAction = FinalAction.PAUSE_ACCESS
     description: str = ""
     paydays: Paydays | None = None  # insufficient-funds retries aim at these (policy_paydays)
+    messages: MessagePolicy = field(default_factory=MessagePolicy)
+    access: AccessPolicy = field(default_factory=AccessPolicy)
     flow: FlowLimit | None = None  # attempts a second per gateway or merchant (policy_flow)
 
     @property
@@ -243,11 +258,15 @@ _TOP = frozenset(
         "final_action",
         "gaps",
         "window",
+        "strategy",
+        "adaptive",
         "calendar",
         "limits",
         "networks",
         "blackouts",
         "paydays",
+        "messages",
+        "access",
         "flow",
     }
 )
@@ -303,6 +322,7 @@ def policy_from_dict(data: dict[str, Any], *, name: str) -> DunningPolicy:
     return DunningPolicy(
         name=fields.text("name", data.get("name", name)),
         description=str(data.get("description", "")),
+        adaptive=parse_adaptive(data.get("strategy"), data.get("adaptive")),
         gaps=_gaps(data["gaps"]),
         window_start=window_start,
         jitter_minutes=jitter,
@@ -348,6 +368,8 @@ def policy_from_dict(data: dict[str, Any], *, name: str) -> DunningPolicy:
         blackouts=_blackouts(data.get("blackouts", [])),
         final_action=final_action,
         paydays=parse_paydays(data.get("paydays")),
+        messages=messages_from_dict(data),
+        access=access_from_dict(data),
         flow=parse_flow(data.get("flow")),
     )
 
@@ -375,7 +397,7 @@ def preset_text(name: str) -> str:
 
 @functools.cache
 def preset(name: str) -> DunningPolicy:
-    """A shipped preset: `business-days` (the default) or `calendar`."""
+    """A shipped preset: `business-days` (the default), `calendar` or `adaptive`."""
     return parse_policy(preset_text(name), name=name)
 
 

@@ -71,6 +71,7 @@ def callback_job(job: Job, run: Run, *, state: JobState) -> NewJob | None:
         run_at=run.finished_at,
         target=HttpTarget(url=url, method="POST", body=body, delivery=target.delivery),
         tenant=job.tenant,
+        name=f"callback-{state.value}-{job.name or job.id}"[:200],
         idempotency_key=f"{CALLBACK_GROUP_PREFIX}{job.id}:{run.attempt}",
         retry=DEFAULT_RETRY,
         keep_for=job.keep_for,

@@ -15,6 +15,7 @@ States and their transitions (CHECK constraints in every backend hold the invari
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -24,6 +25,7 @@ from typing import Any, Literal, TypeVar, get_args
 from recoup.errors import InvalidInput
 from recoup.jobs.flow import DEFAULT_FLOW_PERIOD, check_flow, check_ordering
 from recoup.jobs.metadata import Metadata, check_metadata
+from recoup.jobs.trace_context import TraceContext
 from recoup.timekeeping.instants import require_aware
 
 DEFAULT_TENANT = "default"
@@ -170,6 +172,24 @@ def check_timeout(timeout: timedelta) -> None:
         )
 
 
+# C0 controls, DEL and C1 controls: a terminal or a log obeys them (ESC starts a sequence that
+# can rewrite the screen), so names and keys that are printed hold none.
+CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def control_character_message(found: str, at: int) -> str:
+    return f"expected no control characters (found {found!r} at {at})"
+
+
+def check_printable(field: str, value: str | None) -> None:
+    """`InvalidInput` naming `field` for a name or key holding a control character."""
+    if value is None:
+        return
+    found = CONTROL_CHARACTER.search(value)
+    if found is not None:
+        raise InvalidInput(field, value, control_character_message(found.group(), found.start()))
+
+
 def check_one_off_name(name: str | None) -> None:
     """`InvalidInput` naming `name` for a one-off job's name with '@': `{schedule}@{instant}`
     names a schedule's occurrences, and a one-off job holding such a name would take (and
@@ -216,6 +236,9 @@ class NewJob:
     # a `flow_rate`), so a job has `flow_key` or `ordering_key`, not both.
     ordering_key: str | None = None
     ordering_skip_failed: bool = False
+    # The W3C Trace Context of the request that created it (`recoup.jobs.trace_context`),
+    # sent on every delivery and the parent (or, on retries, the link) of its attempts' spans.
+    trace: TraceContext | None = None
     id: str = field(default_factory=new_id)
 
     def __post_init__(self) -> None:
@@ -267,6 +290,7 @@ class Job:
     flow_parallelism: int | None = None
     ordering_key: str | None = None
     ordering_skip_failed: bool = False
+    trace: TraceContext | None = None
 
     @property
     def started(self) -> bool:

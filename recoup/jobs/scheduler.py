@@ -35,7 +35,9 @@ from recoup.jobs.model import (
     Target,
     Tenant,
     check_one_off_name,
+    check_printable,
 )
+from recoup.jobs.redrive import FailedFilter, Redrive, audit
 from recoup.jobs.schedules.calls import ScheduleCalls
 from recoup.jobs.signing import new_signing_secret
 from recoup.jobs.ssrf import SsrfGuard
@@ -53,6 +55,7 @@ from recoup.jobs.target_checks import (
     check_method,
     check_url_text,
 )
+from recoup.jobs.trace_context import TraceContext
 from recoup.jobs.worker import Worker, WorkerConfig
 from recoup.jobs.worker.config import KNOBS, worker_config
 from recoup.timekeeping.clock import Clock, SystemClock
@@ -144,6 +147,7 @@ class Scheduler(ScheduleCalls):
         ordering_key: str | None = None,
         ordering_skip_failed: bool = False,
         on_conflict: OnConflict = "return",
+        trace: TraceContext | None = None,
     ) -> Job:
         """Schedule one job at `run_at`, or `delay` from now, or now (not both). A live job of
         the tenant with the same name → `Conflict`; the same idempotency key → that job.
@@ -154,7 +158,8 @@ class Scheduler(ScheduleCalls):
         in due-then-creation order, a failed one holding the others unless
         `ordering_skip_failed`. `on_conflict="replace"`: a job of the same idempotency key not
         started yet is replaced by this one (with `delay`, a debounce: each call moves the run
-        to `delay` after the last); one already started is returned as it is."""
+        to `delay` after the last); one already started is returned as it is. `trace`
+        (`recoup.jobs.trace_context`) is sent with every delivery."""
         if run_at is not None and delay is not None:
             raise InvalidInput("run_at", run_at, "give run_at or delay, not both")
         now = self.clock.now()
@@ -177,6 +182,7 @@ class Scheduler(ScheduleCalls):
             flow_parallelism=flow_parallelism,
             ordering_key=ordering_key,
             ordering_skip_failed=ordering_skip_failed,
+            trace=trace,
         )
         return self.submit(job, on_conflict=on_conflict)
 
@@ -190,6 +196,8 @@ class Scheduler(ScheduleCalls):
         caller that inserts inside a transaction of its own and checks before it begins."""
         if job.schedule_id is None:
             check_one_off_name(job.name)
+        check_printable("name", job.name)
+        check_printable("group", job.group)
         self.check_target(job.target, payload=job.payload)
         self._ensure_tenant(job.tenant)
 
@@ -320,6 +328,19 @@ class Scheduler(ScheduleCalls):
         else:
             why = f"cannot be retried while a live job holds its name {job.name!r}"
         raise Conflict(f"job {job_id!r} {why}")
+
+    def redrive_failed(self, found: FailedFilter, *, who: str, dry_run: bool = False) -> Redrive:
+        """Count the failed jobs `found` names, then (unless `dry_run`) redrive each
+        (`redrive`: the budget it was created with); either way an audit line says `who`
+        asked, when, for which filter and how many (`recoup.jobs.redrive.audit`)."""
+        now = self.clock.now()
+        if dry_run:
+            outcome = Redrive(matched=self.store.count_failed(found), redriven=0, dry_run=True)
+        else:
+            matched, redriven = self.store.redrive_failed(found, now=now)
+            outcome = Redrive(matched=matched, redriven=redriven, dry_run=False)
+        audit(who, now, found, outcome)
+        return outcome
 
     def delete_failed(self, job_id: str, *, tenant: str = DEFAULT_TENANT) -> bool:
         """Delete a job that failed for good (its run log stays until pruned); False unless

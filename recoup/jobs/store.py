@@ -11,6 +11,7 @@ from typing import Protocol, TypeVar
 
 from recoup.jobs.changes import JobChange
 from recoup.jobs.model import Completion, Job, JobState, NewJob, Run, Tenant
+from recoup.jobs.redrive import FailedFilter
 from recoup.jobs.schedules.model import NewSchedule, Schedule
 from recoup.jobs.worker_records import RegisteredWorker, SessionRules, WorkerInfo, WorkerSession
 
@@ -227,6 +228,14 @@ class JobStore(Protocol):
         it had, up to the ceiling of 100; its attempt numbers and run log continue) and return
         it. None, changing nothing, for a job that is absent, not failed, has spent the
         ceiling, or whose name a live job holds meanwhile."""
+        ...
+
+    def count_failed(self, found: FailedFilter) -> int:
+        """How many failed jobs `found` names (`recoup.jobs.redrive`)."""
+        ...
+
+    def redrive_failed(self, found: FailedFilter, *, now: datetime) -> tuple[int, int]:
+        """Redrive (as `redrive`) every failed job `found` names: (matched, redriven)."""
         ...
 
     def delete_failed(self, tenant: str, job_id: str) -> bool:

@@ -27,6 +27,10 @@ RESERVED_HEADERS = frozenset(
     {"host", "content-length", "transfer-encoding", "connection", "idempotency-key"}
 )
 RESERVED_HEADER_PREFIXES = ("webhook-", "recoup-")
+# Bounds of one header field, in characters: what common servers take on one line (nginx's
+# and Node's 8 KiB header buffers; a longer value is refused by the receiver at every send).
+MAX_HEADER_NAME = 256
+MAX_HEADER_VALUE = 8192
 
 
 def check_method(target: HttpTarget, payload: Any = None) -> None:
@@ -61,6 +65,18 @@ def check_headers(headers: Mapping[str, str]) -> None:
     any case), or a value with CR, LF, NUL, other controls, non-ASCII characters, or leading or
     trailing whitespace."""
     for name, value in headers.items():
+        if isinstance(name, str) and len(name) > MAX_HEADER_NAME:
+            raise InvalidInput(
+                "target.headers",
+                f"{name[:40]}… ({len(name)} characters)",
+                f"expected header names of at most {MAX_HEADER_NAME} characters",
+            )
+        if isinstance(value, str) and len(value) > MAX_HEADER_VALUE:
+            raise InvalidInput(
+                f"target.headers.{name}",
+                f"{value[:40]}… ({len(value)} characters)",
+                f"expected header values of at most {MAX_HEADER_VALUE} characters",
+            )
         if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
             raise InvalidInput(
                 "target.headers",

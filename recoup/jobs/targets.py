@@ -186,7 +186,8 @@ def delivery_headers(job: Job) -> dict[str, str]:
     """What a receiver learns about the delivery, on every attempt: `Idempotency-Key` (the
     job's own key, else its id, which every retry of the job keeps, and which differs for each
     occurrence of a schedule), `Recoup-Job-Id`, `Recoup-Attempt` (1 for the first),
-    `Recoup-Job-Name` (percent-encoded UTF-8) and `Recoup-Schedule-Id` when the job has them."""
+    `Recoup-Job-Name` (percent-encoded UTF-8) and `Recoup-Schedule-Id` when the job has them;
+    `traceparent` and `tracestate` (W3C Trace Context) when the job was created with them."""
     headers = {
         "Idempotency-Key": job.idempotency_key or job.id,
         "Recoup-Job-Id": job.id,
@@ -196,6 +197,8 @@ def delivery_headers(job: Job) -> dict[str, str]:
         headers["Recoup-Job-Name"] = quote(job.name, safe="")
     if job.schedule_id is not None:
         headers["Recoup-Schedule-Id"] = quote(job.schedule_id, safe="")
+    if job.trace is not None:
+        headers.update(job.trace.headers())
     return headers
 
 
@@ -282,7 +285,11 @@ class HttpExecutor:
         qstash = target.delivery == "qstash"
         if "User-Agent" not in headers:
             headers["User-Agent"] = QSTASH_USER_AGENT if qstash else USER_AGENT
-        headers.update(delivery_headers(job))
+        sent = delivery_headers(job)
+        if "traceparent" in sent:  # the job's trace context replaces any of the target's own
+            for name in [n for n in headers if n.lower() in ("traceparent", "tracestate")]:
+                del headers[name]
+        headers.update(sent)
         if secret:
             sent_at = self._wall_clock()
             keys = (secret,) if isinstance(secret, str) else secret.signing_secrets(sent_at)

@@ -13,6 +13,10 @@ Four layers, each usable on its own:
 - `ChargeEndpoint` (endpoint): all three behind one `handle(headers, body, now=…)`, mapped to
   the statuses Recoup understands; `recoup.receiver.fastapi.charge_router` mounts it.
 
+And for the customer emails' one-tap link: `verify_update_token(token, secret,
+customer_id=…)` (`recoup.messages.tokens`) checks the `{token}` of the tenant's update-card
+URL with the same `whsec_…` secret, so the card page needs no login.
+
 The user supplies their database (`SqliteDatabase(path)` or `PostgresDatabase.connect(url)`),
 a `PaymentProvider`, and an `InvoiceBook`: how to lock and read an invoice and mark it paid,
 on the receiver's own transaction. `examples/billing_app` is a complete application.
@@ -58,6 +62,7 @@ WSGI:
 
 from typing import TYPE_CHECKING, Any
 
+from recoup.messages.tokens import InvalidUpdateToken, UpdateToken, verify_update_token
 from recoup.receiver.charging import (
     Invoice,
     InvoiceBook,
@@ -106,6 +111,7 @@ __all__ = [
     "Database",
     "HttpResponse",
     "IdempotencyStore",
+    "InvalidUpdateToken",
     "Invoice",
     "InvoiceBook",
     "LedgerEntry",
@@ -116,8 +122,10 @@ __all__ = [
     "SqliteDatabase",
     "TimestampOutOfTolerance",
     "UnknownInvoice",
+    "UpdateToken",
     "body_fingerprint",
     "charge_invoice",
     "ledger_entries",
     "verify_signature",
+    "verify_update_token",
 ]

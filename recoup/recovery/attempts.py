@@ -16,6 +16,7 @@ turns the answer into a lifecycle message:
 | 202 without an outcome                              | awaiting a report (POST …/outcome) |
 | 5xx, 408, 409, 429, timeout, connection error       | asked again with the job's backoff |
 | any other 4xx, or a 2xx without a valid outcome     | errored (not a decline)            |
+| refused before sending (SSRF guard, malformed URL)  | errored at once, never asked again |
 
 Transport trouble never counts as a decline: the job retries the same attempt, with the same
 keys, so the receiver's idempotency makes the repeat harmless.
@@ -236,6 +237,11 @@ def _read_answer(result: AttemptResult) -> tuple[str | None, tuple[Any, Any], st
     """(outcome, (decline, advice), detail) from the endpoint's answer; outcome None: ask
     again later."""
     status = result.status_code
+    if result.outcome is AttemptOutcome.FAILED and status is None:
+        # Never sent, and never will be: the SSRF guard refused the charge URL at fire time
+        # (its host resolves elsewhere now) or the URL cannot be requested. Asking again would
+        # only repeat the refusal for days; the attempt errors now, naming why.
+        return "errored", (None, None), f"the charge request was refused: {result.error}"[:500]
     if result.outcome is AttemptOutcome.RETRY or status in _RETRYABLE_STATUS or status is None:
         return None, (None, None), None
     if result.outcome is AttemptOutcome.FAILED:

@@ -96,6 +96,9 @@ def final_action_job(invoice: Invoice, action: str, *, at: datetime) -> NewJob:
     )
 
 
+NAME_MAX = 200  # a job name's longest (`NewJob`)
+
+
 def deadline_job(invoice: Invoice, at: datetime) -> NewJob:
     """The job that ends the wait for a customer at `at`."""
     return NewJob(
@@ -103,12 +106,24 @@ def deadline_job(invoice: Invoice, at: datetime) -> NewJob:
         run_at=at,
         target=PythonTarget(handler=DEADLINE_HANDLER),
         tenant=invoice.tenant,
+        name=_bounded_name(f"dunning-deadline-{invoice.invoice_id}"),
         group=job_group(invoice.invoice_id),
         payload={"invoice_id": invoice.invoice_id},
         idempotency_key=f"deadline:{invoice.invoice_id}:{format_utc(at)}",
         retry=ATTEMPT_RETRY,
         keep_for=KEEP_JOBS_FOR,
     )
+
+
+def _bounded_name(name: str) -> str:
+    return name[:NAME_MAX]
+
+
+def event_job_name(event: InvoiceEvent) -> str:
+    """`event-{type}-{invoice}-{seq}`: what a delivery is, readable in a log line and a list;
+    the event's number keeps it apart from another event of the same type (a customer's
+    access changes several times in one invoice), since live jobs' names are unique."""
+    return _bounded_name(f"event-{event.type}-{event.invoice_id}-{event.seq}")
 
 
 def event_job(event: InvoiceEvent, url: str, *, now: datetime) -> NewJob:
@@ -128,6 +143,7 @@ def event_job(event: InvoiceEvent, url: str, *, now: datetime) -> NewJob:
         run_at=now,
         target=HttpTarget(url=url, body=body),
         tenant=event.tenant,
+        name=event_job_name(event),
         group=job_group(event.invoice_id),
         idempotency_key=f"event:{event.id}",
         retry=EVENT_RETRY,
@@ -148,4 +164,5 @@ __all__ = [
     "deadline_job",
     "deadline_job_id",
     "event_job",
+    "event_job_name",
 ]

@@ -5,13 +5,15 @@ as it is."""
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
 
-from recoup.dunning.invoice import Invoice, InvoiceEvent
+from recoup.dunning.invoice import Invoice, InvoiceEvent, check_invoice_id
 from recoup.errors import InvalidInput
 from recoup.jobs.model import Run
+from recoup.recovery.contacts import display_name, email_address, locale_tag
+from recoup.recovery.email_store import Email
 from recoup.timekeeping.instants import require_aware
 from recoup.timekeeping.zones import zone
 
@@ -37,13 +39,26 @@ class FailureReport:
     gateway: str | None = None
     merchant_id: str | None = None
     charge_url: str | None = None  # default: the tenant's
+    # Who to write to (`recovery.contacts`): stored on the customer, None keeps what is known.
+    customer_email: str | None = None
+    customer_name: str | None = None
+    locale: str | None = None  # written babel's way (`de-DE` becomes `de_DE`)
 
     def __post_init__(self) -> None:
         require_aware("failed_at", self.failed_at)
-        for name in ("invoice_id", "customer_id"):
-            value = getattr(self, name)
-            if not 1 <= len(value) <= MAX_ID_LENGTH or "\x00" in value:
-                raise InvalidInput(name, value, f"expected 1–{MAX_ID_LENGTH} characters")
+        # Frozen: the contact details are written once, in their one form, as they are made.
+        if self.customer_email is not None:
+            object.__setattr__(self, "customer_email", email_address(self.customer_email))
+        if self.customer_name is not None:
+            object.__setattr__(self, "customer_name", display_name(self.customer_name))
+        if self.locale is not None:
+            object.__setattr__(self, "locale", locale_tag(self.locale))
+        # Every entrance (API, Stripe intake, CLI, demo) builds a report: the one check of ids.
+        check_invoice_id(self.invoice_id)
+        if not 1 <= len(self.customer_id) <= MAX_ID_LENGTH or "\x00" in self.customer_id:
+            raise InvalidInput(
+                "customer_id", self.customer_id, f"expected 1–{MAX_ID_LENGTH} characters"
+            )
         if self.amount <= 0:
             raise InvalidInput("amount", self.amount, "expected a positive integer (minor units)")
         if len(self.currency) != 3 or not self.currency.isascii() or not self.currency.isalpha():
@@ -65,6 +80,8 @@ class Timeline:
     invoice: Invoice
     events: list[InvoiceEvent]
     runs: dict[int, list[Run]]  # attempt number → its job's run log
+    emails: list[Email] = field(default_factory=list)  # the invoice's emails, by send_at
+    email_runs: dict[str, list[Run]] = field(default_factory=dict)  # message key → run log
 
 
 class Keep(enum.Enum):

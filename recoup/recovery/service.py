@@ -13,6 +13,7 @@ redoes it. An attempt job re-checks the invoice before it asks for a charge
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar
 
@@ -46,6 +47,11 @@ from recoup.errors import Conflict, InvalidInput, NotFound
 from recoup.jobs.model import HttpTarget, NewJob
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.store import JobStore
+from recoup.recovery.access_tracking import AccessTracker
+from recoup.recovery.attempt_ends import settle_unanswered
+from recoup.recovery.customer_store import CustomerStore
+from recoup.recovery.email_jobs import transition_emails
+from recoup.recovery.email_store import MessageStore
 from recoup.recovery.hosted_store import STRIPE_CHARGE_TARGET, HostedChargeStore
 from recoup.recovery.job_specs import (
     PROVIDER_ACTIONS,
@@ -61,6 +67,7 @@ from recoup.recovery.policies import (
     tenant_policies,
 )
 from recoup.recovery.records import KEEP, FailureReport, Keep, Timeline, given_or_kept
+from recoup.recovery.renewals import Reminders
 from recoup.recovery.store import (
     DunningSettings,
     DunningStore,
@@ -84,6 +91,12 @@ class RuntimeStore(JobStore, DunningStore, Protocol):
     @property
     def hosted(self) -> HostedChargeStore: ...
 
+    @property
+    def customers(self) -> CustomerStore: ...
+
+    @property
+    def messages(self) -> MessageStore: ...
+
 
 class Dunning:
     """Failed charges of every tenant, over `scheduler`'s store (a `RuntimeStore`)."""
@@ -91,6 +104,10 @@ class Dunning:
     def __init__(self, scheduler: Scheduler, store: RuntimeStore) -> None:
         self.scheduler = scheduler
         self.store = store
+        # The customers' access follows every transition (`recovery.access_tracking`).
+        self.access = AccessTracker(store, self.policies)
+        # Renewals and the card_expiring reminders a card update cancels (`recovery.renewals`).
+        self.reminders = Reminders(store, self.policies)
 
     @property
     def clock(self) -> Clock:
@@ -177,10 +194,13 @@ class Dunning:
     def report_failure(self, tenant: str, report: FailureReport) -> tuple[Invoice, bool]:
         """Plan the failure and schedule every planned attempt → (invoice, True). The same
         failure again → (the stored invoice, False), nothing changed; another failure of an
-        invoice already known → `Conflict` naming it."""
+        invoice already known → `Conflict` naming it. The contact details it carries are
+        stored on the customer either way (a replay may bring a corrected address)."""
         existing = self.store.get_invoice(tenant, report.invoice_id)
         if existing is not None:
-            return self._same_or_conflict(report, existing), False
+            found = self._same_or_conflict(report, existing)
+            self._remember_customer(tenant, report)
+            return found, False
         settings = self.settings(tenant)
         charge_url = report.charge_url or self._default_charge_target(tenant, settings)
         if charge_url is None:
@@ -217,12 +237,17 @@ class Dunning:
         invoice, first = open_invoice(opening, decision, now=now)
 
         def create() -> tuple[Invoice, bool]:
-            stored, created = self.store.create_invoice(invoice, first.events)
+            self._remember_customer(tenant, report)
+            raced = self.store.get_invoice(tenant, report.invoice_id)
+            if raced is not None:  # reported meanwhile: its access is followed already
+                return raced, False
+            opened = self.access.follow(first, seq=0, now=now)
+            stored, created = self.store.create_invoice(invoice, opened.events)
             if created:
                 self._carry_out(
                     stored,
-                    first.commands,
-                    first.events,
+                    opened.commands,
+                    opened.events,
                     event_url=settings.event_url,
                     now=now,
                     flow=policy.flow,
@@ -233,6 +258,16 @@ class Dunning:
         if not created:  # a concurrent report of the same invoice won
             return self._same_or_conflict(report, stored), False
         return stored, True
+
+    def _remember_customer(self, tenant: str, report: FailureReport) -> None:
+        self.store.customers.put_customer(
+            tenant,
+            report.customer_id,
+            email=report.customer_email,
+            name=report.customer_name,
+            locale=report.locale,
+            at=self.clock.now(),
+        )
 
     @staticmethod
     def _same_or_conflict(report: FailureReport, existing: Invoice) -> Invoice:
@@ -278,7 +313,14 @@ class Dunning:
         return self.apply(tenant, invoice_id, PaidOutOfBand(at=self.clock.now()))
 
     def payment_method_updated(self, tenant: str, invoice_id: str) -> Invoice:
-        return self.apply(tenant, invoice_id, PaymentMethodUpdated(at=self.clock.now()))
+        """The invoice's retries re-planned on the new card, and its customer's renewal
+        reminders the new card makes needless cancelled."""
+        updated = self.apply(tenant, invoice_id, PaymentMethodUpdated(at=self.clock.now()))
+        now = self.clock.now()
+        self.store.atomically(
+            lambda: self.reminders.card_updated(tenant, updated.customer_id, now=now)
+        )
+        return updated
 
     def deadline(self, tenant: str, invoice_id: str) -> Invoice:
         return self.apply(tenant, invoice_id, DeadlinePassed(at=self.clock.now()))
@@ -312,6 +354,7 @@ class Dunning:
             found = transition(invoice, message, planning, seq=seq, now=now)
             if found is None:
                 return None
+            found = self.access.follow(found, seq=seq, now=now)
             done.append(found)
             return InvoiceChange(invoice=found.invoice, events=found.events)
 
@@ -332,6 +375,30 @@ class Dunning:
         changed = self.store.atomically(unit)
         return self.get(tenant, invoice_id) if changed is None else changed.invoice
 
+    def recheck_access(self, tenant: str, invoice_id: str) -> Invoice | None:
+        """At the end of the invoice's grace period: its customer's access as it now is, with
+        a `customer.access_changed` event on the invoice if it changed (sent like its other
+        events). None: the invoice is gone."""
+        now = self.clock.now()
+        settings = self.settings(tenant)
+
+        def change(invoice: Invoice) -> InvoiceChange | None:
+            seq = self.store.event_count(tenant, invoice_id)
+            event = self.access.recheck(invoice, seq=seq, now=now)
+            if event is None:
+                return None
+            noted = replace(invoice, version=invoice.version + 1, updated_at=now)
+            return InvoiceChange(invoice=noted, events=(event,))
+
+        def unit() -> InvoiceChange | None:
+            changed = self.store.change_invoice(tenant, invoice_id, change)
+            if changed is not None:
+                self._dispatch(list(changed.events), urls={tenant: settings.event_url}, now=now)
+            return changed
+
+        self.store.atomically(unit)
+        return self.store.get_invoice(tenant, invoice_id)
+
     # -- reading -----------------------------------------------------------------------------
 
     def get(self, tenant: str, invoice_id: str) -> Invoice:
@@ -343,8 +410,14 @@ class Dunning:
     def timeline(self, tenant: str, invoice_id: str) -> Timeline:
         invoice = self.get(tenant, invoice_id)
         runs = {a.attempt: self.store.runs(tenant, a.job_id) for a in invoice.attempts}
+        emails = self.store.messages.invoice_emails(tenant, invoice_id)
+        email_runs = {e.key: self.store.runs(tenant, e.job_id) for e in emails if e.job_id}
         return Timeline(
-            invoice=invoice, events=self.store.invoice_events(tenant, invoice_id), runs=runs
+            invoice=invoice,
+            events=self.store.invoice_events(tenant, invoice_id),
+            runs=runs,
+            emails=emails,
+            email_runs=email_runs,
         )
 
     def list_invoices(self, query: InvoiceFilter) -> InvoicePage:
@@ -379,9 +452,19 @@ class Dunning:
                     jobs.append(deadline_job(invoice, command.at))
         if invoice.charge_url == STRIPE_CHARGE_TARGET:
             jobs.extend(self._provider_actions(invoice, events, now=now))
+        jobs.extend(self._emails(invoice, events, now=now))
         if jobs:
             self.store.insert_many(jobs, now=now)
         self._dispatch(list(events), urls={invoice.tenant: event_url}, now=now)
+
+    def _emails(
+        self, invoice: Invoice, events: tuple[InvoiceEvent, ...], *, now: datetime
+    ) -> list[NewJob]:
+        """The emails the events call for (`recovery.email_jobs`), by the invoice's policy."""
+        if not events:
+            return []
+        policy = self.policies(invoice.tenant).for_invoice(invoice.policy)
+        return transition_emails(self.store.messages, invoice, events, policy, now=now)
 
     def _provider_actions(
         self, invoice: Invoice, events: tuple[InvoiceEvent, ...], *, now: datetime
@@ -426,7 +509,9 @@ class Dunning:
     def resync(self, *, limit: int = 500) -> int:
         """Redo what a crash between a transition and its jobs left undone: events not yet
         dispatched, attempts scheduled without their job, cancelled attempts whose job is
-        live. Returns how many things it fixed. Safe to run at any time, from any process."""
+        live; and report as errored the open attempts whose job ended without an answer
+        (`recoup.recovery.attempt_ends`). Returns how many things it fixed. Safe to run at
+        any time, from any process."""
         fixed = 0
         now = self.clock.now()
         events = self.store.undispatched_events(limit=limit)
@@ -441,7 +526,8 @@ class Dunning:
             else:
                 self.store.cancel(ref.tenant, ref.attempt.job_id, now=now, begun=False)
             fixed += 1
-        return fixed
+        # Attempts whose job was ended from outside move their invoice on (every invoice ends).
+        return fixed + settle_unanswered(self, limit=limit)
 
 
 __all__ = ["DEFAULT_POLICY", "Dunning", "RuntimeStore"]

@@ -18,13 +18,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from recoup.analytics.recovery import TAG_KINDS, MerchantTag
 from recoup.dunning.invoice import AttemptRecord, Invoice, InvoiceEvent, InvoiceState
 from recoup.dunning.limits import CardAttempt
 from recoup.errors import InvalidInput
 from recoup.timekeeping.instants import require_aware
+
+if TYPE_CHECKING:
+    from recoup.recovery.figures import DunningFigures
 
 MAX_EXPERIMENT_NAME = 100
 
@@ -120,11 +123,13 @@ def check_merchant_tag(tag: MerchantTag) -> None:
 
 @dataclass(frozen=True, kw_only=True)
 class AttemptRef:
-    """An attempt whose job disagrees with it (see `attempts_out_of_sync`)."""
+    """An attempt whose job disagrees with it (see `attempts_out_of_sync`,
+    `attempts_ended_unanswered`)."""
 
     tenant: str
     invoice_id: str
     attempt: AttemptRecord
+    job_state: str | None = None  # `attempts_ended_unanswered`: its job's end, None: gone
 
 
 class DunningStore(Protocol):
@@ -176,6 +181,11 @@ class DunningStore(Protocol):
         to finish: the answer to a charge request must be heard)."""
         ...
 
+    def attempts_ended_unanswered(self, *, limit: int = 500) -> list[AttemptRef]:
+        """Open attempts of every tenant (`scheduled`, `pending`) whose job ended without an
+        answer: cancelled or failed for good, or (pending) gone; `job_state` says which."""
+        ...
+
     def card_history(self, tenant: str, card: str, *, since: datetime) -> list[CardAttempt]:
         """The card's attempts at or after `since`, over all the tenant's invoices: each
         invoice's failure (`reattempt=False`) and every attempt not cancelled
@@ -197,6 +207,11 @@ class DunningStore(Protocol):
 
     def count_events(self, tenant: str, type: str, *, since: datetime, until: datetime) -> int:
         """How many of the tenant's events of `type` happened in [since, until)."""
+        ...
+
+    def dunning_figures(self) -> DunningFigures:
+        """Every tenant's invoices by state, amounts by state and currency, attempts by state
+        and double charges (for /metrics: three grouped statements in one snapshot)."""
         ...
 
     def put_merchant_tag(self, tenant: str, tag: MerchantTag) -> MerchantTag:

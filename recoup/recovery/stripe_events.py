@@ -59,6 +59,9 @@ version 2025-03-31.basil):
   (the policy's `calendar.default_country` then applies);
 - merchant id: the Connect account of the event (`account`), if any;
 - subscription: `subscription` before basil, `parent.subscription_details.subscription` after.
+- who to write to: `customer_email`, `customer_name`, and the first of the expanded
+  customer's `preferred_locales` (`recoup.recovery.stripe_contacts`; one Recoup cannot use
+  is left out, noted).
 
 An event caused by Recoup's own attempt n is recognised by the idempotency key of the API
 request behind it (`request.idempotency_key`): the charge request gives the endpoint
@@ -71,10 +74,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from recoup.dunning.invoice import INVOICE_ID_PATTERN, INVOICE_ID_RULE
 from recoup.errors import InvalidInput
 from recoup.payments.stripe_reading import PaymentCodes as _Codes
 from recoup.payments.stripe_reading import as_int as _int
@@ -84,6 +88,7 @@ from recoup.payments.stripe_reading import codes_of_charge as _from_charge
 from recoup.payments.stripe_reading import codes_of_error as _from_intent_error
 from recoup.payments.stripe_reading import id_of as _id_of
 from recoup.payments.stripe_reading import text as _text
+from recoup.recovery.stripe_contacts import Contact, contact_of
 from recoup.timekeeping.calendar import BusinessCalendar
 from recoup.timekeeping.instants import format_utc
 from recoup.timekeeping.zones import country_zones, zone
@@ -133,6 +138,10 @@ class InvoiceFailed:
     notes: tuple[str, ...] = ()
     subscription_id: str | None = None
     timezone_source: ZoneSource = "default"  # where `timezone` came from
+    contact: Contact = field(default_factory=Contact)  # who to write to (`stripe_contacts`)
+    # Stripe's page where the customer pays the invoice or updates the card (https only): the
+    # customers' emails link to it.
+    hosted_invoice_url: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -163,6 +172,8 @@ class SubscriptionEnded:
 class CardUpdated:
     customer_id: str
     why: str
+    exp_month: int | None = None  # the new card's expiry, when the event carries the card
+    exp_year: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -230,7 +241,13 @@ def read_event(head: EventHead, *, default_timezone: str) -> Reading:
         customer = _id_of(obj.get("customer"))
         if customer is None:
             return Ignored(why="the payment method is attached to no customer")
-        return CardUpdated(customer_id=customer, why="card details updated by the card network")
+        card = _map(obj.get("card"))
+        return CardUpdated(
+            customer_id=customer,
+            why="card details updated by the card network",
+            exp_month=_int(card.get("exp_month")),
+            exp_year=_int(card.get("exp_year")),
+        )
     return Ignored(why=f"event type {head.type} is not one the intake acts on")
 
 
@@ -244,6 +261,9 @@ def recoup_attempt(event: Mapping[str, Any], invoice_id: str) -> int | None:
     return int(match["attempt"])
 
 
+_INVOICE_ID = re.compile(INVOICE_ID_PATTERN)
+
+
 def _failure(head: EventHead, default_timezone: str, *, decline: str | None = None) -> Reading:
     """A failure; `decline`: the decline code the event's type gives whatever its payment
     says (`invoice.payment_action_required`)."""
@@ -255,6 +275,8 @@ def _failure(head: EventHead, default_timezone: str, *, decline: str | None = No
         amount = _int(inv.get("amount_due"))
     if invoice_id is None or customer is None:
         return Ignored(why="the invoice names no id or no customer")
+    if not _INVOICE_ID.fullmatch(invoice_id):
+        return Ignored(why=f"the invoice's id is not one Recoup accepts: {INVOICE_ID_RULE}")
     if currency is None or len(currency) != 3 or not currency.isascii():
         return Ignored(why=f"the invoice's currency {currency!r} is not an ISO 4217 code")
     if amount is None or amount <= 0:
@@ -267,7 +289,8 @@ def _failure(head: EventHead, default_timezone: str, *, decline: str | None = No
     elif codes is None:
         notes.append("no expanded payment in the event: no decline code")
         codes = _Codes()
-    timezone, source = _timezone(inv, default_timezone, notes)
+    timezone, source = invoice_timezone(inv, default_timezone, notes)
+    contact = contact_of(inv, notes)
     return InvoiceFailed(
         invoice_id=invoice_id,
         customer_id=customer,
@@ -285,7 +308,16 @@ def _failure(head: EventHead, default_timezone: str, *, decline: str | None = No
         notes=tuple(notes),
         subscription_id=subscription_of(inv),
         timezone_source=source,
+        hosted_invoice_url=_page(inv.get("hosted_invoice_url")),
+        contact=contact,
     )
+
+
+def _page(value: Any) -> str | None:
+    """An https page of Stripe's, or None."""
+    if not isinstance(value, str) or not value.startswith("https://") or len(value) > 2048:
+        return None
+    return value
 
 
 def subscription_of(inv: Mapping[str, Any]) -> str | None:
@@ -356,7 +388,10 @@ def _codes(inv: Mapping[str, Any]) -> _Codes | None:
     return None
 
 
-def _timezone(inv: Mapping[str, Any], default: str, notes: list[str]) -> tuple[str, ZoneSource]:
+def invoice_timezone(
+    inv: Mapping[str, Any], default: str, notes: list[str]
+) -> tuple[str, ZoneSource]:
+    """The customer's zone for the invoice, and where it came from (the module docstring)."""
     subscription = _map(inv.get("subscription_details")) or _map(
         _map(inv.get("parent")).get("subscription_details")
     )
@@ -435,6 +470,7 @@ __all__ = [
     "ZoneSource",
     "event_head",
     "holiday_country",
+    "invoice_timezone",
     "read_event",
     "recoup_attempt",
     "subscription_of",

@@ -37,6 +37,11 @@ replay answers what the first delivery answered and changes nothing; see
   customer is stopped (give Recoup a key when customers hold several subscriptions);
 - a customer's card update → `payment_method_updated` on each of the customer's invoices that
   is retrying or awaiting them: `payment_method_updated` (none: `ignored`);
+- an upcoming renewal (`invoice.upcoming`, `recovery.stripe_renewals`) → the renewal stored
+  and its card_expiring reminder planned when the card will have expired by then
+  (`recovery.renewals`): `renewal_recorded`;
+- a card update also cancels the customer's reminders it makes needless
+  (`reminders_cancelled` when no invoice of theirs is open);
 - anything else → nothing: `ignored`, saying why.
 
 Facts from Stripe. A plain `invoice.payment_failed` carries its payment as an id only, so no
@@ -81,6 +86,7 @@ from recoup.recovery.intake_store import (
     IntakeStore,
 )
 from recoup.recovery.records import KEEP, FailureReport, Keep
+from recoup.recovery.renewals import RenewalReport
 from recoup.recovery.service import Dunning
 from recoup.recovery.store import InvoiceFilter
 from recoup.recovery.stripe_events import (
@@ -100,7 +106,9 @@ from recoup.recovery.stripe_events import (
     read_event,
     zone_of_country,
 )
+from recoup.recovery.stripe_renewals import UPCOMING_TYPE, RenewalUpcoming, read_upcoming
 from recoup.sealed import Box, is_sealed
+from recoup.timekeeping.instants import format_utc
 
 if TYPE_CHECKING:
     from recoup.payments.stripe_billing import FailureFacts, StripeBilling
@@ -272,14 +280,19 @@ class StripeIntake:
     def receive(self, tenant: str, event: Mapping[str, Any]) -> IntakeAnswer:
         """Act on a verified event once (the table in the module docstring)."""
         head = event_head(event)
-        if head.type not in SUPPORTED:
+        if head.type not in SUPPORTED and head.type != UPCOMING_TYPE:
             return IntakeAnswer(
                 event_id=head.id,
                 type=head.type,
                 outcome="ignored",
                 detail=f"event type {head.type} is not one the intake acts on",
             )
-        reading = read_event(head, default_timezone=self.settings(tenant).default_timezone)
+        zone = self.settings(tenant).default_timezone
+        reading: Reading | RenewalUpcoming = (
+            read_upcoming(head, default_timezone=zone)
+            if head.type == UPCOMING_TYPE
+            else read_event(head, default_timezone=zone)
+        )
         record = IntakeEvent(
             tenant=tenant,
             provider=PROVIDER,
@@ -327,8 +340,10 @@ class StripeIntake:
             if pruned < batch:
                 return total
 
-    def _act(self, tenant: str, reading: Reading, event_type: str) -> _Acted:
+    def _act(self, tenant: str, reading: Reading | RenewalUpcoming, event_type: str) -> _Acted:
         match reading:
+            case RenewalUpcoming():
+                return self._upcoming(tenant, reading)
             case InvoiceFailed():
                 return self._failed(tenant, reading, event_type)
             case InvoicePaid():
@@ -395,7 +410,14 @@ class StripeIntake:
             card_network=failed.card_network,
             gateway=GATEWAY,
             merchant_id=failed.merchant_id,
+            customer_email=failed.contact.email,
+            customer_name=failed.contact.name,
+            locale=failed.contact.locale,
         )
+        if failed.hosted_invoice_url is not None:  # the emails' link
+            dunning.store.messages.put_payment_page(
+                tenant, failed.invoice_id, failed.hosted_invoice_url, at=dunning.clock.now()
+            )
         try:
             invoice, created = dunning.report_failure(tenant, report)
         except Conflict:
@@ -503,17 +525,57 @@ class StripeIntake:
         return _Acted("dunning_cancelled", f"{ended.why}: dunning stopped for {how}", stopped)
 
     def _card_updated(self, tenant: str, update: CardUpdated) -> _Acted:
+        dunning = self.dunning
+        now = dunning.clock.now()
+        reminders = dunning.store.atomically(
+            lambda: dunning.reminders.card_updated(
+                tenant,
+                update.customer_id,
+                exp_month=update.exp_month,
+                exp_year=update.exp_year,
+                now=now,
+            )
+        )
+        cancelled = f"; {len(reminders)} card_expiring reminder(s) cancelled" if reminders else ""
         # Listed whole before any update: an update moves an invoice from awaiting the
         # customer to retrying, where a listing still to come would find it again.
         waiting = list(self._open_invoices(tenant, update.customer_id))
         updated = [
-            self.dunning.payment_method_updated(tenant, invoice.invoice_id) for invoice in waiting
+            dunning.payment_method_updated(tenant, invoice.invoice_id) for invoice in waiting
         ]
         if not updated:
+            if reminders:
+                return _Acted("reminders_cancelled", f"{update.why}{cancelled}")
             return _Acted(
                 "ignored", f"{update.why}; no invoice of {update.customer_id} awaits a retry"
             )
-        return _Acted("payment_method_updated", f"{update.why}: retries re-planned", updated)
+        return _Acted(
+            "payment_method_updated", f"{update.why}: retries re-planned{cancelled}", updated
+        )
+
+    def _upcoming(self, tenant: str, upcoming: RenewalUpcoming) -> _Acted:
+        """A renewal Stripe announces: stored, its card_expiring reminder planned or
+        cancelled (`recovery.renewals`)."""
+        report = RenewalReport(
+            customer_id=upcoming.customer_id,
+            renews_at=upcoming.renews_at,
+            amount=upcoming.amount,
+            currency=upcoming.currency,
+            timezone=upcoming.timezone,
+            exp_month=upcoming.exp_month,
+            exp_year=upcoming.exp_year,
+            customer_email=upcoming.contact.email,
+            customer_name=upcoming.contact.name,
+            locale=upcoming.contact.locale,
+        )
+        dunning = self.dunning
+        now = dunning.clock.now()
+        renewal, _ = dunning.store.atomically(
+            lambda: dunning.reminders.tell(tenant, report, now=now)
+        )
+        detail = f"renewal {renewal.renewal_id} at {format_utc(renewal.renews_at)}: {renewal.state}"
+        notes = "; ".join(upcoming.notes)
+        return _Acted("renewal_recorded", f"{detail}; {notes}" if notes else detail)
 
     def _open_invoices(self, tenant: str, customer_id: str) -> Iterator[Invoice]:
         for state in _OPEN_STATES:
@@ -530,7 +592,7 @@ class StripeIntake:
                 cursor = page.next_cursor
 
 
-def _about(reading: Reading) -> str | None:
+def _about(reading: Reading | RenewalUpcoming) -> str | None:
     """What the event's record is about: its invoice, or its subscription."""
     match reading:
         case InvoiceFailed() | InvoicePaid() | InvoiceClosed():

@@ -24,8 +24,9 @@ The modules of the package:
   `dunning_tables` (invoices, attempts, events, settings), `dunning_reports` (the recovery
   report's reads, merchant tags), `tenant_tables` (disabling, secrets, deleting),
   `intake_tables` (intake settings, provider events), `dead_letters` (redrive, delete),
-  `change_tables` (PATCH of a job or a schedule), `api_tables` (idempotency keys and tokens:
-  what `open_api_tables` returns);
+  `change_tables` (PATCH of a job or a schedule), `customer_tables` (customers: address,
+  locale, suppression, access; their renewals: `store.customers`), `api_tables`
+  (idempotency keys and tokens: what `open_api_tables` returns);
 - `rules`: the rules both backends follow (checks, conflicts, completions, lost leases);
 - `job_rows`, `row_decoding`: the job scheduler's records into rows and back; `dunning_rows`:
   the dunning records' rows; `sql_files`: loading the `.sql` files.

@@ -126,6 +126,24 @@ class SqlApiTables:
             pruned: int = conn.execute(self._sql["prune_keys"], params).rowcount
         return pruned
 
+    # Dashboard sessions ended by a logout
+
+    def end_session(self, nonce: str, *, expires: int) -> None:
+        """Record a dashboard session as ended until `expires` (Unix seconds)."""
+        with self._dialect.statement_write() as conn:
+            conn.execute(self._sql["end_session"], {"nonce": nonce, "expires_at": expires})
+
+    def session_ended(self, nonce: str) -> bool:
+        with self._dialect.statement_read() as conn:
+            return conn.execute(self._sql["session_ended"], {"nonce": nonce}).fetchone() is not None
+
+    def prune_ended_sessions(self, *, before: int) -> int:
+        with self._dialect.write() as conn:
+            pruned: int = conn.execute(
+                self._sql["prune_ended_sessions"], {"before": before}
+            ).rowcount
+        return pruned
+
     # API tokens
 
     def add_token(

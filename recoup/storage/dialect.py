@@ -30,6 +30,9 @@ QUERY_FILES: Mapping[str, Mapping[str, str]] = {
     "intake_queries.sql": {},  # intake settings and provider events
     "api_queries.sql": {},  # idempotency keys and API tokens
     "hosted_queries.sql": {},  # hosted charging: a tenant's provider key, the charge ledger
+    "message_queries.sql": {},  # customers' emails: a tenant's settings, the email ledger
+    "customer_queries.sql": {},  # customers (address, locale, access) and their renewals
+    "redrive_queries.sql": {},  # bulk redrive: the failed jobs a filter names
 }
 
 

@@ -17,6 +17,7 @@ from operator import attrgetter
 
 from recoup.dunning.invoice import AttemptRecord, Invoice
 from recoup.errors import InvalidInput
+from recoup.recovery.figures import DunningFigures, figures_from_rows
 from recoup.recovery.store import MerchantTag, check_merchant_tag
 from recoup.storage.dialect import Dialect
 from recoup.storage.dunning_rows import (
@@ -70,6 +71,19 @@ class SqlDunningReports:
         with self._dialect.read() as conn:
             row = conn.execute(self._sql["count_events"], params).fetchone()
         return int(row[0])
+
+    def dunning_figures(self) -> DunningFigures:
+        """Every tenant's dunning figures for /metrics (`recoup.recovery.figures`)."""
+        with self._dialect.snapshot() as conn:
+            rows = [
+                self._dialect.execute_batch(conn, self._sql[name], {}).fetchall()
+                for name in (
+                    "dunning_figures_invoices",
+                    "dunning_figures_attempts",
+                    "dunning_figures_double_charges",
+                )
+            ]
+        return figures_from_rows(*rows)
 
     def put_merchant_tag(self, tenant: str, tag: MerchantTag) -> MerchantTag:
         check_merchant_tag(tag)

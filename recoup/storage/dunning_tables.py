@@ -295,6 +295,20 @@ class SqlDunningTables:
             for row in rows
         ]
 
+    def attempts_ended_unanswered(self, *, limit: int = 500) -> list[AttemptRef]:
+        with self._dialect.read() as conn:
+            rows = conn.execute(self._sql["attempts_ended_unanswered"], {"limit": limit}).fetchall()
+        instant = self._dialect.decode_instant
+        return [
+            AttemptRef(
+                tenant=row[0],
+                invoice_id=row[1],
+                attempt=attempt_from_row(row[2:-1], instant),
+                job_state=row[-1],
+            )
+            for row in rows
+        ]
+
     # Card history
 
     def card_history(self, tenant: str, card: str, *, since: datetime) -> list[CardAttempt]:

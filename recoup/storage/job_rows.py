@@ -55,6 +55,8 @@ JOB_COLUMNS = (
     "flow_period_s",
     "flow_parallelism",
     "flow_order",
+    "traceparent",
+    "tracestate",
 )
 
 # Column order of a new job's row (state 'scheduled' and attempts 0 come from the SQL; see
@@ -85,6 +87,8 @@ INSERT_COLUMNS = (
     "flow_parallelism",
     "flow_order",
     "flow_order_at",
+    "traceparent",
+    "tracestate",
     "created_at",
     "updated_at",
 )
@@ -298,6 +302,8 @@ class JobEncoder:
             None if job.schedule_id is None else run_at,  # occurrence_at
             self.json(job.metadata) if job.metadata else self._empty_metadata,
             *self.flow(job, run_at),
+            None if job.trace is None else job.trace.traceparent,
+            None if job.trace is None else job.trace.tracestate,
             now,
             now,
         )

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from recoup.idempotency.keys import IdempotencyStore
 from recoup.jobs.store import JobStore, ScheduleStore
+from recoup.recovery.customer_store import CustomerStore
+from recoup.recovery.email_store import MessageStore
 from recoup.recovery.hosted_store import HostedChargeStore
 from recoup.recovery.intake_store import IntakeStore
 from recoup.recovery.store import DunningStore
@@ -35,6 +37,16 @@ class ApiTables(IdempotencyStore, TokenStore, Protocol):
     """The HTTP API's tables in a store's database: idempotency keys and API tokens, plus a
     readiness check."""
 
+    def end_session(self, nonce: str, *, expires: int) -> None:
+        """A dashboard session ended by its logout, remembered until it would have expired."""
+        ...
+
+    def session_ended(self, nonce: str) -> bool: ...
+
+    def prune_ended_sessions(self, *, before: int) -> int:
+        """Forget ended sessions that expired before `before` (Unix seconds); how many."""
+        ...
+
     def ping(self) -> None:
         """Raise `StorageError` unless the database answers."""
         ...
@@ -46,6 +58,16 @@ class Store(JobStore, ScheduleStore, DunningStore, IntakeStore, TenantStore, Pro
     @property
     def hosted(self) -> HostedChargeStore:
         """Hosted charging's tables: a part of the store (composed, not inherited)."""
+        ...
+
+    @property
+    def messages(self) -> MessageStore:
+        """Customers' emails' tables: settings, the ledger (composed, like `hosted`)."""
+        ...
+
+    @property
+    def customers(self) -> CustomerStore:
+        """Customers and their renewals: a part of the store, as `hosted` is."""
         ...
 
     @property

@@ -25,6 +25,7 @@ from recoup.jobs.model import (
     trusted,
 )
 from recoup.jobs.schedules.model import AnchorRule, CronRule, MissedPolicy, Rule, Schedule
+from recoup.jobs.trace_context import TraceContext
 from recoup.storage.job_rows import DecodeInstant
 from recoup.tenancy import TenantInfo
 
@@ -153,6 +154,8 @@ def job_from_row(row: Sequence[Any], instant: DecodeInstant) -> Job:
         flow_period_s,
         flow_parallelism,
         flow_order,
+        traceparent,
+        tracestate,
     ) = row
     return trusted(
         Job,
@@ -186,6 +189,7 @@ def job_from_row(row: Sequence[Any], instant: DecodeInstant) -> Job:
             "flow_parallelism": flow_parallelism if flow_order is None else None,
             "ordering_key": None if flow_order is None else flow_key,
             "ordering_skip_failed": flow_order == "skip",
+            "trace": None if traceparent is None else TraceContext(traceparent, tracestate),
         },
     )
 

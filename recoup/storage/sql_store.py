@@ -20,6 +20,7 @@ from recoup.jobs.store import ClaimParams
 from recoup.jobs.worker_records import SessionRules, WorkerInfo, WorkerSession
 from recoup.storage.api_tables import ClaimKey, SqlApiTables
 from recoup.storage.change_tables import SqlChangeTables
+from recoup.storage.customer_tables import SqlCustomerTables
 from recoup.storage.dead_letters import SqlDeadLetters
 from recoup.storage.dialect import Dialect
 from recoup.storage.dunning_reports import SqlDunningReports
@@ -28,6 +29,7 @@ from recoup.storage.hosted_tables import SqlHostedTables
 from recoup.storage.intake_tables import SqlIntakeTables
 from recoup.storage.job_tables import SqlJobTables
 from recoup.storage.lease_tables import SqlLeaseTables
+from recoup.storage.message_tables import SqlMessageTables
 from recoup.storage.tenant_tables import SqlTenantTables
 
 T = TypeVar("T")
@@ -142,10 +144,16 @@ class SqlStore:
 
         dead_letters = SqlDeadLetters(dialect)
         self.redrive = dead_letters.redrive
+        self.count_failed = dead_letters.count_failed
+        self.redrive_failed = dead_letters.redrive_failed
         self.delete_failed = dead_letters.delete_failed
 
         # Hosted charging's tables are one part, exposed whole (`Store.hosted`).
         self.hosted = SqlHostedTables(dialect)
+        # Customers' emails: settings, the ledger, payment pages (`Store.messages`).
+        self.messages = SqlMessageTables(dialect)
+        # Customers and their renewals, one part too (`Store.customers`).
+        self.customers = SqlCustomerTables(dialect)
 
         changes = SqlChangeTables(dialect)
         self.update_scheduled_job = changes.update_scheduled_job
@@ -167,6 +175,7 @@ class SqlStore:
         self.undispatched_events = dunning.undispatched_events
         self.mark_events_dispatched = dunning.mark_events_dispatched
         self.attempts_out_of_sync = dunning.attempts_out_of_sync
+        self.attempts_ended_unanswered = dunning.attempts_ended_unanswered
         self.card_history = dunning.card_history
         self.get_settings = dunning.get_settings
         self.put_settings = dunning.put_settings
@@ -174,6 +183,7 @@ class SqlStore:
         reports = SqlDunningReports(dialect)
         self.report_invoices = reports.report_invoices
         self.count_events = reports.count_events
+        self.dunning_figures = reports.dunning_figures
         self.put_merchant_tag = reports.put_merchant_tag
         self.delete_merchant_tag = reports.delete_merchant_tag
         self.merchant_tags = reports.merchant_tags

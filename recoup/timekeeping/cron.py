@@ -51,6 +51,16 @@ ALIASES: Final = {
     "@annually": "0 0 1 1 *",
 }
 
+# The fields in order, with how many values each has: a step (`*/15`) is at most that many,
+# as a larger one can only ever match the range's first value and is a typo (`*/99999999`).
+_FIELDS: Final = (
+    ("minute", 60),
+    ("hour", 24),
+    ("day-of-month", 31),
+    ("month", 12),
+    ("day-of-week", 7),
+)
+
 _EXPECTED: Final = (
     "expected 5 fields 'minute hour day-of-month month day-of-week' such as '0 9 * * 1-5', "
     "or one of " + ", ".join(ALIASES)
@@ -66,6 +76,7 @@ def validate_cron(expression: str, *, field: str = "cron") -> str:
     text = ALIASES.get(text.lower(), text).upper()
     if len(text.split()) != 5:
         raise InvalidInput(field, expression, _EXPECTED)
+    _check_steps(field, expression, text)
     try:
         CronSim(text, datetime(2000, 1, 1))
     except CronSimError as exc:
@@ -73,6 +84,21 @@ def validate_cron(expression: str, *, field: str = "cron") -> str:
     except ValueError:  # a number of thousands of digits, past what int() will read
         raise InvalidInput(field, expression, _EXPECTED) from None
     return text
+
+
+def _check_steps(field: str, expression: str, text: str) -> None:
+    """`InvalidInput` for a step that is not a number from 1 to its field's count of values."""
+    for (name, values), part in zip(_FIELDS, text.split(), strict=True):
+        for item in part.split(","):
+            _, slash, step = item.partition("/")
+            if not slash:
+                continue
+            if not (step.isdigit() and len(step) <= 3 and 1 <= int(step) <= values):
+                raise InvalidInput(
+                    field,
+                    expression,
+                    f"expected a step of 1–{values} in the {name} field (found /{step[:20]})",
+                )
 
 
 def follows_clock(expression: str) -> bool:

@@ -101,7 +101,9 @@ def test_timeline_paid_out_of_band_and_listing(api: Api) -> None:
     timeline = http.get("/v1/dunning/invoices/inv_1").json()
     assert [e["type"] for e in timeline["events"]] == [
         "invoice.retry_scheduled",
+        "customer.access_changed",
         "invoice.recovered",
+        "customer.access_changed",
     ]
     assert timeline["attempts"][0]["runs_url"].endswith("/runs")
     assert timeline["recovered_by"] == "paid_out_of_band"
@@ -249,8 +251,37 @@ def test_the_python_client_drives_dunning_and_the_test_clock(
         assert moved.now == before + timedelta(days=10) and moved.ran > 0
         timeline = client.get_invoice("inv_1")
         assert timeline.state == "recovered"
-        assert [e.type for e in timeline.events][-1] == "invoice.recovered"
+        assert [e.type for e in timeline.events][-2:] == [
+            "invoice.recovered",
+            "customer.access_changed",
+        ]
+        assert timeline.events[-1].data["access"] == "active"
+        assert client.get_customer("cus_1").access == "active"
         page = client.list_invoices(state="recovered")
         assert [i.invoice_id for i in page.invoices] == ["inv_1"]
         with pytest.raises(NotFoundError):
             client.mark_paid("inv_404")
+
+
+def test_metrics_count_each_tenants_invoices_amounts_attempts_and_double_charges(
+    api: Api,
+) -> None:
+    tenant = api.tenant()
+    http = api.http(tenant)
+    http.post("/v1/dunning/failures", json=FAILURE)
+    http.post("/v1/dunning/failures", json={**FAILURE, "invoice_id": "inv_2", "amount": 500})
+    http.post("/v1/dunning/invoices/inv_2/paid")
+    text = api.http().get("/metrics").text
+    who = http.get("/v1/dunning/invoices/inv_1").json()
+    assert who["state"] == "retrying"
+    invoice_lines = [line for line in text.splitlines() if line.startswith("recoup_dunning_inv")]
+    [name] = {line.split('tenant="')[1].split('"')[0] for line in invoice_lines}
+    assert f'recoup_dunning_invoices{{state="retrying",tenant="{name}"}} 1.0' in text
+    assert f'recoup_dunning_invoices{{state="recovered",tenant="{name}"}} 1.0' in text
+    at_risk = f'recoup_dunning_amount_minor{{currency="usd",kind="at_risk",tenant="{name}"}}'
+    assert f"{at_risk} 1999.0" in text
+    recovered = f'recoup_dunning_amount_minor{{currency="usd",kind="recovered",tenant="{name}"}}'
+    assert f"{recovered} 500.0" in text
+    # inv_1's four attempts are scheduled; inv_2's were cancelled when it was paid.
+    assert f'recoup_dunning_attempts{{state="scheduled",tenant="{name}"}} 4.0' in text
+    assert f'recoup_dunning_double_charges_total{{tenant="{name}"}} 0.0' in text

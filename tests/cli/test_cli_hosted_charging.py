@@ -345,7 +345,7 @@ def test_rotate_seals_every_secret_again_with_the_new_key(
     code, out, err = run(capsys, "secrets", "rotate", *backend.db_args(), "--json")
 
     assert code == 0, err
-    assert json.loads(out) == {"stripe_api_keys": 1, "stripe_webhook_secrets": 1}
+    assert json.loads(out) == {"stripe_api_keys": 1, "stripe_webhook_secrets": 1, "smtp_urls": 0}
     only_new = SecretBox([new])
     charging = store.hosted.get_hosted_charging("default")
     assert charging is not None and charging.api_key != sealed_key

@@ -265,3 +265,25 @@ def test_an_unknown_or_deleted_schedule_is_exit_1(
         assert code == 1 and "no schedule" in err and err.count("\n") == 1, argv
     code, _, err = cli(capsys, db, "schedules", "pause", "--name", "gone")
     assert code == 1 and "no schedule named 'gone'" in err
+
+
+def test_piped_tables_keep_every_id_whole_on_its_line(
+    capsys: pytest.CaptureFixture[str], db: str, scheduler: Scheduler
+) -> None:
+    long_name = "a-job-whose-name-is-long-enough-to-push-the-id-past-eighty-columns-" * 2
+    [job_id] = schedule_jobs(scheduler, long_name)
+    code, out, _ = cli(capsys, db, "jobs", "list")
+    assert code == 0
+    assert any(job_id in line and long_name in line for line in out.splitlines())
+
+
+def test_a_groups_jobs_are_listed_in_the_order_they_run(
+    capsys: pytest.CaptureFixture[str], db: str, scheduler: Scheduler
+) -> None:
+    # Created together (an invoice's attempts): newest-first would be any order.
+    for n in (3, 1, 4, 2):
+        scheduler.enqueue(TARGET, delay=timedelta(days=n), name=f"retry-{n}", group="g")
+    code, out, _ = cli(capsys, db, "jobs", "list", "--group", "g")
+    assert code == 0
+    order = [int(line.split("retry-")[1][0]) for line in out.splitlines() if "retry-" in line]
+    assert order == [1, 2, 3, 4]

@@ -32,6 +32,7 @@ TOP_KEYS = {
     "jobs_run",
     "customer_events",
     "double_charges",
+    "emails",
     "report",
     "nightly_comparison",
     "files",

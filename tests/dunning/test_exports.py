@@ -49,7 +49,7 @@ def test_the_exported_names_are_the_intended_ones() -> None:
 
 def test_the_dunning_package_reads_no_clock_environment_or_files() -> None:
     # Pure layer (ARCHITECTURE.md, "Layers"): no clock, no environment, no I/O beyond package data.
-    forbidden_modules = {"os", "time", "sqlite3", "psycopg", "httpx", "pathlib", "random"}
+    forbidden_modules = {"os", "time", "sqlite3", "psycopg", "httpx", "pathlib"}
     forbidden_calls = {"now", "utcnow", "today", "open", "getenv"}
     package = Path(recoup.dunning.__file__).parent
     for source in package.glob("*.py"):
@@ -61,3 +61,19 @@ def test_the_dunning_package_reads_no_clock_environment_or_files() -> None:
                 assert (node.module or "").split(".")[0] not in forbidden_modules, source
             elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
                 assert node.attr not in forbidden_calls, f"{source.name}: .{node.attr}"
+
+
+def test_randomness_in_the_dunning_package_is_seeded() -> None:
+    # The adaptive learner draws from `random.Random(seed)` streams, never the module's global,
+    # unseeded generator: a decision is reproducible from the log and a seed.
+    package = Path(recoup.dunning.__file__).parent
+    for source in package.glob("*.py"):
+        for node in ast.walk(ast.parse(source.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "random":
+                raise AssertionError(f"{source.name}: from random import …")
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "random"
+            ):
+                assert node.attr == "Random", f"{source.name}: random.{node.attr}"

@@ -136,6 +136,7 @@ def test_success_recovers_and_cancels_every_open_attempt_once() -> None:
     run.send(AttemptReported(attempt=2, outcome="succeeded", at=at(6)))
     assert run.invoice.state is InvoiceState.RECOVERED
     assert run.invoice.recovered_by == "attempt:2"
+    assert run.invoice.reason == "recovered by attempt 2"  # names it: nobody looks it up
     states = [a.state for a in run.invoice.attempts]
     assert states == [
         AttemptState.FAILED,

@@ -143,6 +143,19 @@ _POLICY_KEYS = {
         {}, optional={"start": TOML_VALUES, "jitter_minutes": TOML_VALUES, "x": TOML_VALUES}
     )
     | TOML_VALUES,
+    "messages": st.fixed_dictionaries(
+        {},
+        optional={
+            "enabled": TOML_VALUES,
+            "send": st.lists(st.sampled_from(["payment_failed", "exhausted", "sms"]), max_size=3)
+            | TOML_VALUES,
+            "window_start": st.sampled_from(["08:00", "20:00", "8:00", "24:00"]) | TOML_VALUES,
+            "window_end": st.sampled_from(["20:00", "07:59", "23:59"]) | TOML_VALUES,
+            "card_expiry_days_before": TOML_VALUES,
+            "token_days": TOML_VALUES,
+        },
+    )
+    | TOML_VALUES,
     "calendar": st.fixed_dictionaries(
         {},
         optional={

@@ -31,6 +31,7 @@ import re
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -79,6 +80,8 @@ schemathesis.openapi.format(POLICY_FORMAT, policies())
 
 
 FUZZ_STRIPE_KEY = "sk_test_" + "F" * 24  # stored sealed; settings never call Stripe
+FUZZ_SENDER = "Fuzz Billing <billing@fuzz.example>"
+TEMPLATES_DIR = Path(__file__).parent  # any existing directory: an override of no template
 
 
 def unique_key(header: str) -> str:
@@ -100,7 +103,8 @@ def as_the_document_requires(context: Any, case: Any, kwargs: dict[str, Any]) ->
     TOML texts), a Stripe API key only beside `charge_with` `stripe` and charging with
     Stripe only with a key (a rule of two fields and of the tenant's state); a schedule's
     window that does not end before it starts, at most one of a PATCH's `run_at` and
-    `delay_seconds`, and a schedule PATCH's rule as one of its two kinds."""
+    `delay_seconds`, a schedule PATCH's rule as one of its two kinds, a sender beside an
+    SMTP server and a templates directory that exists."""
     headers = case.headers or {}
     key = headers.get("Idempotency-Key")
     if isinstance(key, str) and KEY.fullmatch(key):
@@ -120,6 +124,12 @@ def as_the_document_requires(context: Any, case: Any, kwargs: dict[str, Any]) ->
             body["charge_with"] = "stripe"
         elif body.get("charge_with") == "stripe":
             body["stripe_api_key"] = FUZZ_STRIPE_KEY
+        # An SMTP server needs a sender (a rule of two fields and of the tenant's state), and
+        # a templates directory must exist on the server.
+        if body.get("email_from") is None:
+            body["email_from"] = FUZZ_SENDER
+        if body.get("email_templates") is not None:
+            body["email_templates"] = str(TEMPLATES_DIR)
     # Two fields of one body that JSON Schema cannot compare: a window's start after its end;
     # both of a PATCH's run_at and delay_seconds (at most one, as the description says).
     start, end = body.get("start_at"), body.get("end_at")

@@ -21,6 +21,7 @@ def test_the_exported_names_are_the_intended_ones() -> None:
         "Database",
         "HttpResponse",
         "IdempotencyStore",
+        "InvalidUpdateToken",
         "Invoice",
         "InvoiceBook",
         "LedgerEntry",
@@ -31,10 +32,12 @@ def test_the_exported_names_are_the_intended_ones() -> None:
         "SqliteDatabase",
         "TimestampOutOfTolerance",
         "UnknownInvoice",
+        "UpdateToken",
         "body_fingerprint",
         "charge_invoice",
         "ledger_entries",
         "verify_signature",
+        "verify_update_token",
     ]
     for name in recoup.receiver.__all__:
         assert getattr(recoup.receiver, name) is not None

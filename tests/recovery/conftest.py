@@ -5,6 +5,7 @@ in-process transport) in front of the simulated gateway, which counts every char
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -22,10 +23,12 @@ from recoup.dunning.invoice import Invoice
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.time_travel import TestClock
+from recoup.messages.channel import EmailChannel, SmtpChannel, SmtpServer
 from recoup.payments import ChargeRequest, ProviderTimeout, ProviderUnavailable, SimulatedGateway
 from recoup.recovery.records import FailureReport
 from recoup.recovery.runtime import dunning_runtime
 from recoup.recovery.service import Dunning
+from recoup.sealed import SecretBox
 from recoup.timekeeping.clock import VirtualClock
 from tests.storage.conftest import backend, store  # noqa: F401  (the per-backend fixtures)
 from tests.support import ServerThread
@@ -46,6 +49,8 @@ class ChargeSide:
     requests: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     before_charge: Callable[[dict[str, Any]], None] | None = None
+    # How the email handler reaches an SMTP server (a test may put a failing channel here).
+    email_channel: Callable[[SmtpServer], EmailChannel] = SmtpChannel
     after_charge: Callable[[dict[str, Any], JSONResponse], JSONResponse] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -169,7 +174,10 @@ def runtime(store: Any) -> Iterator[Runtime]:  # noqa: F811
     gateway = SimulatedGateway(clock, sleep=lambda seconds: None)
     side = ChargeSide(gateway=gateway, secret=lambda: secret)
     with ServerThread(side.app()) as served:
-        dunning, handlers = dunning_runtime(scheduler, store)
+        box = SecretBox([os.environ["RECOUP_SECRET_KEY"]])  # opens the SMTP URL, if set
+        dunning, handlers = dunning_runtime(
+            scheduler, store, box=box, email_channel=lambda server: side.email_channel(server)
+        )
         dunning.configure(
             "default",
             policy_toml=None,

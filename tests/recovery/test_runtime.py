@@ -154,7 +154,13 @@ def test_paid_before_the_attempt_cancels_it_and_nothing_is_asked(runtime: Runtim
     assert runtime.side.gateway.total_charged("inv_1") == 0
     for a in invoice.attempts:
         assert runtime.store.get("default", a.job_id).state is JobState.CANCELLED
-    assert runtime.side.event_types("inv_1") == ["invoice.retry_scheduled", "invoice.recovered"]
+    # The customer's access follows: grace from the failure, active again once paid.
+    assert runtime.side.event_types("inv_1") == [
+        "invoice.retry_scheduled",
+        "customer.access_changed",
+        "invoice.recovered",
+        "customer.access_changed",
+    ]
 
 
 def test_paid_while_an_attempt_is_in_flight_reports_the_double_charge(runtime: Runtime) -> None:
@@ -272,8 +278,10 @@ def test_an_expired_card_then_a_card_update_gets_one_prompt_retry(runtime: Runti
     assert [r["attempt"] for r in runtime.side.requests] == [1]
     assert runtime.side.event_types("inv_1") == [
         "invoice.awaiting_customer",
+        "customer.access_changed",  # grace
         "invoice.retry_scheduled",
         "invoice.recovered",
+        "customer.access_changed",  # active
     ]
 
 
@@ -283,7 +291,10 @@ def test_the_deadline_exhausts_an_invoice_whose_customer_never_came(runtime: Run
     assert runtime.invoice("inv_1").state is InvoiceState.EXHAUSTED
     assert runtime.side.event_types("inv_1") == [
         "invoice.awaiting_customer",
+        "customer.access_changed",  # grace
+        "customer.access_changed",  # restricted: the grace period ended, the customer never came
         "invoice.exhausted",
+        "customer.access_changed",  # paused: the final action
     ]
 
 

@@ -452,3 +452,12 @@ def test_no_shape_of_object_makes_the_reader_fail_and_a_failure_is_at_created(
     if isinstance(found, InvoiceFailed):
         assert found.failed_at == datetime.fromtimestamp(created, UTC)
         assert found.amount > 0 and len(found.currency) == 3
+
+
+def test_a_failure_carries_the_invoices_hosted_page_only_when_it_is_https() -> None:
+    page = "https://invoice.stripe.com/i/acct_1M/test_YWNjdA"
+    body = invoice(intent=payment_intent())
+    assert failure(event(FAILED, {**body, "hosted_invoice_url": page})).hosted_invoice_url == page
+    plain = {**body, "hosted_invoice_url": "http://invoice.example/i/1"}
+    assert failure(event(FAILED, plain)).hosted_invoice_url is None
+    assert failure(event(FAILED, body)).hosted_invoice_url is None

@@ -234,3 +234,24 @@ def test_a_python_handler_job_has_no_callbacks(store: Store) -> None:
     store.complete_many([completion], now=T0)
     assert reports(store, job) == []
     assert RunOutcome.SUCCEEDED is store.runs(job.tenant, job.id)[0].outcome
+
+
+def test_each_redrive_gives_the_budget_the_job_was_created_with_never_double(
+    store: Store,
+) -> None:
+    # Issue 24: three `recoup jobs retry` took max_attempts 3 → 6 → 12 → 24.
+    job = add(store, attempts=3, target=HttpTarget(url="https://example.com/work"))
+    at = T0
+    budgets = []
+    for _ in range(4):
+        for _ in range(3):  # every attempt of the budget fails for good at the last
+            claimed = claim_one(store, now=at, of=job)
+            store.complete_many([end(claimed, BUSY, at=at)], now=at)
+            at += timedelta(hours=2)  # past any backoff
+        failed = store.get(job.tenant, job.id)
+        assert failed is not None and failed.state is JobState.FAILED
+        budgets.append(failed.retry.max_attempts)
+        redriven = store.redrive(job.tenant, job.id, now=at)
+        assert redriven is not None
+    assert budgets == [3, 6, 9, 12]
+    assert redriven.retry.max_attempts == 15 and redriven.attempts == 12

@@ -91,9 +91,7 @@ def test_fragments_expand_into_later_blocks_and_are_not_queries() -> None:
     assert queries["a"] == "UPDATE t SET x = 1"
     assert queries["b"].startswith("INSERT INTO t (id, tenant, name, run_at,")
     assert "occurrence_at, metadata," in queries["b"]
-    assert queries["b"].endswith("created_at, updated_at)\n") or queries["b"].endswith(
-        "created_at, updated_at)"
-    )
+    assert "created_at, updated_at)" in queries["b"]
     for unknown in ("{_nope}", "{jbo_columns}"):
         with pytest.raises(ValueError, match="unknown placeholder"):
             parse_queries(f"-- a --\nSELECT {unknown}\n")
@@ -116,11 +114,11 @@ def test_every_cancelling_statement_shares_one_set_clause(backend: str) -> None:
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_every_backend_ships_numbered_migrations_from_one(backend: str) -> None:
+    # Numbers are handed out to branches in parallel, so a merge may leave a gap for a while:
+    # each number once, in order, from one (the migrators apply every one not recorded).
     migrations = load_migrations(f"recoup.storage.{backend}.migrations")
-    # Numbered from one, in order, each number once; a gap is allowed (branches take numbers
-    # in parallel and merge in any order; the migrator applies every one not recorded).
     versions = [m.version for m in migrations]
-    assert versions[0] == 1 and versions == sorted(set(versions))
+    assert versions == sorted(set(versions)) and versions[0] == 1
     assert migrations[0].name == "0001_init.sql"
 
 
@@ -138,7 +136,7 @@ def test_migrate_command_applies_then_finds_nothing_to_do(
     first = json.loads(capsys.readouterr().out)
     assert first["backend"] == "sqlite" and first["from_version"] == 0
     assert first["applied"][0] == "0001_init.sql"
-    assert first["schema_version"] == int(first["applied"][-1][:4])
+    assert first["schema_version"] == int(first["applied"][-1][:4])  # numbers may skip
     assert main(["migrate", "--db", url, "--json"]) == 0
     second = json.loads(capsys.readouterr().out)
     assert second["applied"] == [] and second["schema_version"] == first["schema_version"]

@@ -1192,6 +1192,9 @@ DECLARED_COLUMNS = {
         "flow_parallelism",  # 0013
         "flow_order",  # 0013
         "flow_order_at",  # 0013
+        "traceparent",  # 0014
+        "tracestate",  # 0014
+        "attempt_budget",  # 0014
         "state",
         "attempts",
         "lease_expires_at",
@@ -1334,6 +1337,65 @@ DECLARED_COLUMNS = {
         "created_at",
         "updated_at",
     },
+    # 0011: customers' emails
+    "message_settings": {
+        "tenant",
+        "smtp_url",
+        "email_from",
+        "reply_to",
+        "update_card_url",
+        "templates_dir",
+        "allow_unsubscribe",
+        "updated_at",
+    },
+    "emails": {
+        "tenant",
+        "message_key",
+        "kind",
+        "customer_id",
+        "invoice_id",
+        "send_at",
+        "state",
+        "job_id",
+        "recipient",
+        "message_id",
+        "smtp_reply",
+        "tries",
+        "job_attempt",
+        "created_at",
+        "updated_at",
+        "sent_at",
+    },
+    "payment_pages": {"tenant", "invoice_id", "url", "updated_at"},
+    # 0012: customers and their renewals
+    "customers": {
+        "tenant",
+        "customer_id",
+        "email",
+        "name",
+        "locale",
+        "access",
+        "access_changed_at",
+        "suppressed_at",
+        "suppressed_reason",
+        "updated_at",
+    },
+    "renewals": {
+        "tenant",
+        "renewal_id",
+        "customer_id",
+        "renews_at",
+        "amount",
+        "currency",
+        "timezone",
+        "exp_month",
+        "exp_year",
+        "reminder_job_id",
+        "state",
+        "created_at",
+        "updated_at",
+    },
+    "ended_sessions": {"nonce", "expires_at"},  # 0015
 }
 DECLARED_INDEXES = {
     "jobs": {
@@ -1370,6 +1432,8 @@ DECLARED_INDEXES = {
     },
     "intake_events": {"intake_events_invoice", "intake_events_finished"},  # 0008
     "hosted_charges": {"hosted_charges_invoice"},  # 0010
+    "emails": {"emails_invoice"},  # 0011
+    "renewals": {"renewals_customer"},  # 0012
 }
 
 

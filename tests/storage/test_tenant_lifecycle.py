@@ -15,6 +15,8 @@ from recoup.errors import Conflict, InvalidInput, StorageError
 from recoup.jobs.model import DEFAULT_TENANT, JobState, RunOutcome, Tenant
 from recoup.jobs.schedules.model import CronRule, MissedPolicy, NewSchedule
 from recoup.jobs.store import ScheduleFilter
+from recoup.recovery.customer_store import Renewal, RenewalState
+from recoup.recovery.email_store import Email, EmailState, MessageSettings
 from recoup.recovery.hosted_store import HostedCharge, HostedChargeState, HostedCharging
 from recoup.recovery.intake_store import IntakeEvent, IntakeSettings
 from recoup.recovery.store import DunningSettings
@@ -265,6 +267,49 @@ def populate(store: Store, tenant_id: str) -> None:
             updated_at=T0,
         )
     )
+    store.messages.put_message_settings(
+        MessageSettings(
+            tenant=tenant_id,
+            smtp_url=SEALED_KEY,
+            email_from="billing@example.com",
+            reply_to=None,
+            update_card_url=None,
+            templates_dir=None,
+            allow_unsubscribe=False,
+            updated_at=T0,
+        )
+    )
+    store.messages.plan_email(
+        Email(
+            tenant=tenant_id,
+            key="k1",
+            kind="payment_failed",
+            customer_id="cus_1",
+            invoice_id="inv_1",
+            send_at=T0,
+            state=EmailState.PLANNED,
+            created_at=T0,
+            updated_at=T0,
+        )
+    )
+    store.customers.put_customer(tenant_id, "cus_1", email="ada@example.com", at=T0)
+    store.customers.put_renewal(
+        Renewal(
+            tenant=tenant_id,
+            renewal_id="ren_1",
+            customer_id="cus_1",
+            renews_at=T0 + HOUR,
+            amount=1200,
+            currency="usd",
+            timezone="UTC",
+            exp_month=1,
+            exp_year=2030,
+            state=RenewalState.NO_REMINDER,
+            created_at=T0,
+            updated_at=T0,
+        )
+    )
+    store.messages.put_payment_page(tenant_id, "inv_1", "https://pay.example/inv_1", at=T0)
 
 
 def test_deleting_a_tenant_removes_every_row_of_it_and_nothing_else(store: Store) -> None:
@@ -287,6 +332,11 @@ def test_deleting_a_tenant_removes_every_row_of_it_and_nothing_else(store: Store
         "intake_settings": 1,
         "hosted_charges": 1,
         "hosted_charging": 1,
+        "emails": 1,
+        "message_settings": 1,
+        "payment_pages": 1,
+        "customers": 1,
+        "renewals": 1,
         "idempotency_keys": 1,
         "api_tokens": 1,
         "runs": 1,
@@ -304,6 +354,9 @@ def test_deleting_a_tenant_removes_every_row_of_it_and_nothing_else(store: Store
     assert store.get_settings("gone") is None
     assert store.merchant_tags("gone") == []
     assert store.get_intake_settings("gone") is None
+    assert store.customers.get_customer("gone", "cus_1") is None
+    assert store.customers.get_renewal("gone", "ren_1") is None
+    assert store.customers.get_customer("kept", "cus_1") is not None
     # The other tenant is whole.
     assert store.get_tenant("kept") is not None
     assert sum(store.count_by_state("kept").values()) == 2

@@ -6,6 +6,8 @@ and policy names are the tenant's text."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from recoup.analytics.recovery.charts import chart_svgs
@@ -35,9 +37,24 @@ def _environment() -> jinja2.Environment:
     )
 
 
-def render_html(report: RecoveryReport) -> str:
+@dataclass(frozen=True)
+class ExtraTable:
+    """A table the caller adds after the report (the demo: the nightly batch beside Recoup)."""
+
+    title: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    note: str = ""
+
+
+def render_html(
+    report: RecoveryReport,
+    *,
+    extras: Sequence[ExtraTable] = (),
+    next_steps: Sequence[str] = (),
+) -> str:
     """The whole page: summary, charts (`chart_svgs`), every breakdown, spikes, the review
-    queue and the experiment."""
+    queue and the experiment; then the caller's `extras` and a "What next" list."""
     level = f"{report.options.confidence:.0%}"
     return (
         _environment()
@@ -52,8 +69,10 @@ def render_html(report: RecoveryReport) -> str:
             interval_text=interval_text,
             share_text=share_text,
             percent=percent,
+            extras=extras,
+            next_steps=next_steps,
         )
     )
 
 
-__all__ = ["render_html"]
+__all__ = ["ExtraTable", "render_html"]

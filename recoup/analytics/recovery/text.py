@@ -30,9 +30,11 @@ def share_text(s: Share) -> str:
     return f"{s.count}/{s.total} ({percent(s.share)}, {percent(s.low)} – {percent(s.high)})"
 
 
-def sections(report: RecoveryReport) -> list[tuple[str, list[Bucket]]]:
-    """The breakdown tables, in reading order, each with its title."""
-    return [
+def sections(report: RecoveryReport, *, keep_empty: bool = False) -> list[tuple[str, list[Bucket]]]:
+    """The breakdown tables, in reading order, each with its title; buckets where nothing
+    happened (no invoice, no attempt: the 22 hours no attempt lands in) are left out unless
+    `keep_empty`."""
+    tables = [
         ("Success by attempt number (attempts that ran: succeeded / ran)", report.by_attempt),
         ("Recovered by a retry numbered ≤ n (share of finished invoices)",
          report.cumulative_by_attempt),
@@ -44,6 +46,9 @@ def sections(report: RecoveryReport) -> list[tuple[str, list[Bucket]]]:
         ("Recovery by merchant id", report.by_merchant),
         ("Recovery by cohort (local billing date)", report.by_cohort),
     ]  # fmt: skip
+    if keep_empty:
+        return tables
+    return [(title, [b for b in buckets if b.count]) for title, buckets in tables]
 
 
 def experiment_verdict(e: ExperimentComparison, level: str) -> str:

@@ -1,11 +1,11 @@
 """The dashboard: server-rendered HTML pages at `/`, behind a login with a tenant's API token.
 
 Pages: jobs (search, cursor pages) and a job's run log, schedules with their next
-occurrences, invoices in dunning and their timelines, the recovery report with its charts, and
-the review queue. Actions (cancel a job, mark an invoice paid, tag a merchant id) are POST
-forms carrying a CSRF token. Every page reads through the same services as the
-/v1 API (`app.state.api`), scoped to the session's tenant: another tenant's id is a 404, as it
-is in the API.
+occurrences, invoices in dunning and their timelines, the recovery report with its charts, the
+review queue, and a preview of the customer emails. Actions (cancel a job, mark an invoice
+paid, tag a merchant id) are POST forms carrying a CSRF token. Every page reads through the
+same services as the /v1 API (`app.state.api`), scoped to the session's tenant: another
+tenant's id is a 404, as it is in the API.
 
 Sessions (`sessions.py`) are signed cookies holding the token's hash, never the token; the
 hash is checked against the active tokens on every request. The signing key is
@@ -23,7 +23,7 @@ from collections.abc import Callable
 from fastapi import FastAPI
 from starlette.staticfiles import StaticFiles
 
-from recoup.api.dashboard import analytics, auth, invoices, jobs
+from recoup.api.dashboard import analytics, auth, emails, invoices, jobs, redrive
 from recoup.api.dashboard.rendering import templates
 from recoup.api.dashboard.sessions import Sessions, new_session_key
 from recoup.api.dashboard.web import DashboardState
@@ -55,7 +55,7 @@ def mount(
     `app.state.api` they read). `wall` is the real time sessions expire by."""
     key = session_key or session_key_from_env() or new_session_key()
     app.state.dashboard = DashboardState(sessions=Sessions(key, wall=wall), templates=templates())
-    for module in (auth, jobs, invoices, analytics):
+    for module in (auth, jobs, invoices, analytics, emails, redrive):
         app.include_router(module.router)
     app.mount(
         "/static",

@@ -64,9 +64,17 @@ def _min_volume(value: str | None) -> int | None:
 
 @router.get("/analytics")
 def analytics_page(
-    request: Request, visitor: SignedIn, api: Api, min_volume: str | None = None
+    request: Request,
+    visitor: SignedIn,
+    api: Api,
+    min_volume: str | None = None,
+    empty: str | None = None,
 ) -> Response:
-    """The tenant's recovery report, with charts."""
+    """The tenant's recovery report, with charts; buckets with nothing in them are left out
+    of the tables unless `empty=shown`."""
+    if empty not in (None, "", "shown", "hidden"):
+        raise InvalidInput("empty", empty, "expected shown or hidden")
+    keep_empty = empty == "shown"
     report, window = _reports(api).build(visitor.tenant, min_volume=_min_volume(min_volume))
     try:
         charts, missing = chart_svgs(report), None
@@ -84,7 +92,8 @@ def analytics_page(
             "level": level,
             "charts": charts,
             "missing": missing,
-            "sections": sections(report),
+            "sections": sections(report, keep_empty=keep_empty),
+            "keep_empty": keep_empty,
             "verdict": experiment_verdict(report.experiment, level) if report.experiment else "",
             **FIGURES,
         },

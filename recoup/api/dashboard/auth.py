@@ -3,11 +3,14 @@
 The token pasted in the login form is checked exactly as a bearer token is
 (`recoup.tenancy.authenticate`: active, of this tenant); the session cookie then carries its
 hash, signed (`recoup.api.dashboard.sessions`). Cookies are HttpOnly, SameSite=Lax, and Secure
-when the page was served over https.
+when the page was served over https, where their names carry the `__Host-` prefix (the login
+form's cookie then has the path `/`, as the prefix requires). Failed logins are throttled per
+address and across addresses (`throttle.py`); a logout ends the session on the server.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
@@ -19,6 +22,7 @@ from recoup.api.dashboard.sessions import (
     SESSION_COOKIE,
     SESSION_SECONDS,
     Sessions,
+    cookie_name,
 )
 from recoup.api.dashboard.web import (
     Acting,
@@ -27,8 +31,10 @@ from recoup.api.dashboard.web import (
     Form,
     HtmlRoute,
     SignedIn,
+    is_https,
     render,
     see_other,
+    session_cookie,
 )
 from recoup.api.deps import Api
 from recoup.tenancy import TOKEN_MAX_LENGTH, hash_token
@@ -56,21 +62,37 @@ def safe_next(url: str | None) -> str:
 
 
 def _set_cookie(
-    response: Response, request: Request, name: str, value: str, *, max_age: int, path: str
+    response: Response, request: Request, base: str, value: str, *, max_age: int, path: str
 ) -> None:
+    https = is_https(request)
     response.set_cookie(
-        name,
+        cookie_name(base, https=https),
         value,
         max_age=max_age,
-        path=path,
+        path="/" if https else path,  # `__Host-` cookies must be for the path `/`
         httponly=True,  # no script reads it (and the pages run none)
         samesite="lax",  # not sent with another site's POST
-        secure=request.url.scheme == "https",
+        secure=https,
     )
 
 
+def _login_cookie(request: Request) -> tuple[str, str]:
+    """The login form's cookie: its name and path for this request."""
+    https = is_https(request)
+    return cookie_name(LOGIN_COOKIE, https=https), "/" if https else "/login"
+
+
+def client_address(request: Request) -> str:
+    return request.client.host if request.client is not None else "unknown"
+
+
 def _login_form(
-    request: Request, *, next_url: str, error: str | None = None, status: int = 200
+    request: Request,
+    *,
+    next_url: str,
+    error: str | None = None,
+    status: int = 200,
+    retry_after: float | None = None,
 ) -> Response:
     token = Sessions.login_token()
     response = render(
@@ -81,6 +103,8 @@ def _login_form(
     )
     if status == 401:
         response.headers["WWW-Authenticate"] = 'Bearer realm="recoup"'
+    if retry_after is not None:
+        response.headers["Retry-After"] = str(max(1, math.ceil(retry_after)))
     _set_cookie(response, request, LOGIN_COOKIE, token, max_age=LOGIN_SECONDS, path="/login")
     return response
 
@@ -99,12 +123,24 @@ def login_page(
 
 @router.post("/login")
 def login(request: Request, api: Api, dash: Dash, form: Form) -> Response:
-    if not Sessions.login_ok(request.cookies.get(LOGIN_COOKIE), form.get("csrf")):
+    login_cookie, _ = _login_cookie(request)
+    if not Sessions.login_ok(request.cookies.get(login_cookie), form.get("csrf")):
         raise CsrfRefused()
     next_url = safe_next(form.get("next"))
+    address = client_address(request)
+    wait = dash.throttle.wait(address)
+    if wait > 0:  # before the token is looked up: a guess made now learns nothing
+        return _login_form(
+            request,
+            next_url=next_url,
+            error="Too many failed sign-ins: wait a few minutes, then try again.",
+            status=429,
+            retry_after=wait,
+        )
     token = form.get("token", "").strip()
     tenant = api.services.authenticate(token) if len(token) <= TOKEN_MAX_LENGTH else None
     if tenant is None:
+        dash.throttle.failed(address)
         return _login_form(
             request,
             next_url=next_url,
@@ -112,19 +148,23 @@ def login(request: Request, api: Api, dash: Dash, form: Form) -> Response:
             "`recoup tokens create TENANT`.",
             status=401,
         )
+    dash.throttle.succeeded(address)
     cookie, _ = dash.sessions.issue(tenant, hash_token(token))
     response = see_other(next_url)
     _set_cookie(response, request, SESSION_COOKIE, cookie, max_age=SESSION_SECONDS, path="/")
-    response.delete_cookie(LOGIN_COOKIE, path="/login")
+    name, path = _login_cookie(request)
+    response.delete_cookie(name, path=path, secure=is_https(request))
     return response
 
 
 @router.post("/logout")
-def logout(action: Acting) -> Response:
-    """Forget the session in this browser. (The cookie is the session: a copy of it stays
-    valid until it expires or its token is revoked.)"""
+def logout(request: Request, api: Api, action: Acting) -> Response:
+    """End the session: on the server (a copy of its cookie no longer works) and in this
+    browser."""
+    session = action.visitor.session
+    api.services.tables.end_session(session.nonce, expires=session.expires)
     response = see_other("/login")
-    response.delete_cookie(SESSION_COOKIE, path="/")
+    response.delete_cookie(session_cookie(request), path="/", secure=is_https(request))
     return response
 
 

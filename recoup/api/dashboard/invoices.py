@@ -1,5 +1,5 @@
 """The dashboard's invoices in dunning: the list (by state, a cursor per page), an invoice's
-timeline (its attempts with their run logs, and its events: what GET
+timeline (its attempts with their run logs, its emails with theirs, and its events: what GET
 /v1/dunning/invoices/{id} returns) and marking it paid. Every call goes through
 `recoup.recovery.Dunning`, scoped to the visitor's tenant."""
 
@@ -17,6 +17,7 @@ from recoup.api.dashboard.web import (
     see_other,
     text_param,
 )
+from recoup.api.dashboard.wording import attempt_runs, attempts_made, not_run_words
 from recoup.api.deps import Api
 from recoup.api.routes.common import Id
 from recoup.dunning.invoice import InvoiceState
@@ -57,6 +58,7 @@ def invoices_page(
             "visitor": visitor,
             "nav": "invoices",
             "invoices": page.invoices,
+            "made": {i.invoice_id: attempts_made(i) for i in page.invoices},
             "search": {"state": chosen.value if chosen else "", "customer": customer_id or ""},
             "states": [s.value for s in InvoiceState],
             "next_cursor": page.next_cursor,
@@ -77,8 +79,11 @@ def invoice_page(
             "visitor": visitor,
             "nav": "invoices",
             "invoice": timeline.invoice,
-            "runs": timeline.runs,
+            "told": attempt_runs(timeline.invoice, timeline.runs),
+            "not_run": not_run_words,
             "events": timeline.events,
+            "emails": timeline.emails,
+            "email_runs": timeline.email_runs,
             "notice": notice,
         },
     )

@@ -17,6 +17,7 @@ from recoup.api.dashboard.web import (
     see_other,
     text_param,
 )
+from recoup.api.dashboard.wording import finished_at, run_log, shown_error, started_at
 from recoup.api.deps import Api
 from recoup.api.routes.common import Id
 from recoup.jobs.model import JobState
@@ -61,6 +62,7 @@ def jobs_page(
             "visitor": visitor,
             "nav": "jobs",
             "jobs": page.jobs,
+            "errors": {job.id: shown_error(job) for job in page.jobs},
             "search": search,
             "states": [s.value for s in JobState],
             "next_cursor": page.next_cursor,
@@ -79,7 +81,15 @@ def job_page(
     return render(
         request,
         "job.html",
-        {"visitor": visitor, "nav": "jobs", "job": job, "runs": runs, "notice": notice},
+        {
+            "visitor": visitor,
+            "nav": "jobs",
+            "job": job,
+            "log": run_log(job, runs),
+            "started_at": started_at(runs),
+            "finished_at": finished_at(job, runs),
+            "notice": notice,
+        },
     )
 
 

@@ -4,8 +4,10 @@ A session cookie holds the tenant, the sha256 of the API token that signed in (n
 itself: the hash cannot be turned back into it, and the tokens table stores only that hash),
 a random nonce and an expiry, signed with HMAC-SHA256 under the app's session key. Reading it
 checks the signature and the expiry; the caller then checks, on every request, that the hash
-still belongs to an active token of that tenant (`recoup.api.dashboard.web`), so revoking the
-token ends its sessions at once, as it ends its bearer access.
+still belongs to an active token of that tenant and that the session was not ended by a logout
+(its nonce in the `ended_sessions` table, `recoup.api.dashboard.web`), so revoking the token
+ends its sessions at once, as it ends its bearer access, and a logout ends the session itself,
+a copy of its cookie included.
 
 CSRF tokens are bound to the session (an HMAC of its nonce), so a form posted from another
 site, which cannot read the page, cannot carry one. The login form, which has no session yet,
@@ -28,6 +30,10 @@ from dataclasses import dataclass
 
 SESSION_COOKIE = "recoup_session"
 LOGIN_COOKIE = "recoup_login_csrf"
+# Over HTTPS the cookies' names carry the `__Host-` prefix (RFC 6265bis §4.1.3.2): a browser
+# takes such a cookie only if it is Secure, for the path `/` and without a Domain, so neither a
+# sibling subdomain nor a page over plain HTTP can plant or overwrite one.
+HOST_PREFIX = "__Host-"
 SESSION_SECONDS = 12 * 3600  # a session ends this long after sign-in, whatever happens
 LOGIN_SECONDS = 3600  # a login form older than this must be loaded again
 KEY_BYTES = 32
@@ -123,16 +129,23 @@ class Sessions:
         return hmac.compare_digest(cookie.encode(), given.encode())
 
 
+def cookie_name(base: str, *, https: bool) -> str:
+    """The name of cookie `base` on a page served over HTTPS (`__Host-…`) or not."""
+    return HOST_PREFIX + base if https else base
+
+
 def new_session_key() -> bytes:
     return secrets.token_bytes(KEY_BYTES)
 
 
 __all__ = [
+    "HOST_PREFIX",
     "LOGIN_COOKIE",
     "LOGIN_SECONDS",
     "SESSION_COOKIE",
     "SESSION_SECONDS",
     "Session",
     "Sessions",
+    "cookie_name",
     "new_session_key",
 ]

@@ -10,7 +10,7 @@ the value and what is allowed.
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Annotated, Any, TypeVar
 from urllib.parse import parse_qsl, urlencode
@@ -21,7 +21,8 @@ from fastapi.routing import APIRoute
 from fastapi.templating import Jinja2Templates
 from starlette.responses import RedirectResponse, Response
 
-from recoup.api.dashboard.sessions import SESSION_COOKIE, Session, Sessions
+from recoup.api.dashboard.sessions import SESSION_COOKIE, Session, Sessions, cookie_name
+from recoup.api.dashboard.throttle import LoginThrottle
 from recoup.api.deps import Api
 from recoup.api.echoes import echo
 from recoup.errors import InvalidInput, NotFound, RecoupError
@@ -50,6 +51,16 @@ class DashboardState:
 
     sessions: Sessions
     templates: Jinja2Templates
+    throttle: LoginThrottle = field(default_factory=LoginThrottle)
+
+
+def is_https(request: Request) -> bool:
+    return request.url.scheme == "https"
+
+
+def session_cookie(request: Request) -> str:
+    """The session cookie's name for this request (`__Host-` over HTTPS)."""
+    return cookie_name(SESSION_COOKIE, https=is_https(request))
 
 
 def dashboard_state(request: Request) -> DashboardState:
@@ -84,11 +95,19 @@ class Visitor:
 
 def signed_in(request: Request, api: Api, dash: Dash) -> Visitor:
     """The visitor of a valid session whose token is still active and whose tenant is not
-    disabled; `LoginRequired` otherwise. Both are checked on every request, so revoking the
-    token or disabling (or deleting) the tenant ends its sessions at once."""
-    session = dash.sessions.read(request.cookies.get(SESSION_COOKIE))
-    owner = None if session is None else api.services.tables.token_owner(session.token_hash)
-    if session is None or owner is None or owner.disabled or owner.tenant != session.tenant:
+    disabled, and which no logout ended; `LoginRequired` otherwise. All are checked on every
+    request, so revoking the token, disabling (or deleting) the tenant or logging out ends the
+    session at once."""
+    session = dash.sessions.read(request.cookies.get(session_cookie(request)))
+    tables = api.services.tables
+    owner = None if session is None else tables.token_owner(session.token_hash)
+    if (
+        session is None
+        or owner is None
+        or owner.disabled
+        or owner.tenant != session.tenant
+        or tables.session_ended(session.nonce)
+    ):
         query = f"?{request.url.query}" if request.url.query else ""
         raise LoginRequired(request.url.path + query if request.method == "GET" else "/")
     return Visitor(tenant=session.tenant, csrf=dash.sessions.csrf_token(session), session=session)
@@ -192,8 +211,9 @@ class HtmlRoute(APIRoute):
                 response: Response = RedirectResponse(
                     "/login?" + urlencode({"next": exc.next_url}), status_code=303
                 )
-                if SESSION_COOKIE in request.cookies:  # stale or altered: forget it
-                    response.delete_cookie(SESSION_COOKIE, path="/")
+                name = session_cookie(request)
+                if name in request.cookies:  # stale or altered: forget it
+                    response.delete_cookie(name, path="/", secure=is_https(request))
                 return response
             except CsrfRefused:
                 return error_page(
@@ -231,7 +251,9 @@ __all__ = [
     "choice_param",
     "dashboard_state",
     "error_page",
+    "is_https",
     "render",
     "see_other",
+    "session_cookie",
     "text_param",
 ]

@@ -9,7 +9,6 @@ filters are refused by name), read and deleted one or many at a time, as the `qs
 
 from __future__ import annotations
 
-import json
 from typing import Any, Final
 
 from fastapi import APIRouter, Request
@@ -18,6 +17,7 @@ from starlette.responses import Response
 
 from recoup.api.deps import Api, Tenant
 from recoup.api.qstash import headers as upstash
+from recoup.api.qstash.messages import ids_given
 from recoup.api.qstash.shapes import answer, is_qstash, message_json
 from recoup.errors import InvalidInput, NotFound
 from recoup.jobs.model import Job, JobState
@@ -110,14 +110,13 @@ def delete_dead_letter(dlq_id: str, tenant: Tenant, api: Api) -> Response:
 
 @router.delete("/dlq")
 async def delete_dead_letters(request: Request, tenant: Tenant, api: Api) -> Response:
-    """`{"dlqIds": [...]}`: delete those of them in the DLQ; `{"deleted": n}`."""
-    raw = await request.body()
-    try:
-        ids = json.loads(raw)["dlqIds"]
-    except (ValueError, KeyError, TypeError):
-        ids = None
-    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-        raise upstash.refuse("dlqIds", raw[:80], 'expected {"dlqIds": ["<id>", ...]}')
+    """`dlqIds` (the query's, repeated, or the body's `{"dlqIds": [...]}`): delete those of
+    them in the DLQ; `{"deleted": n}`."""
+    ids = ids_given(request, await request.body(), "dlqIds", ("dlqIds", "cursor"))
+    if ids is None:
+        raise upstash.refuse(
+            "dlqIds", "", 'expected ?dlqIds=<id>&… or {"dlqIds": ["<id>", ...]} (no delete-all)'
+        )
     scheduler = api.scheduler
 
     def delete_each() -> int:

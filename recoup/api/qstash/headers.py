@@ -36,6 +36,9 @@ QSTASH_RETRY_FLOOR: Final = timedelta(seconds=12)
 QSTASH_RETRY_CAP: Final = timedelta(days=1)
 
 FORWARD_PREFIX: Final = "upstash-forward-"
+# What an SDK says of itself (`@upstash/qstash` sends `Upstash-Telemetry-Sdk`, `-Platform` and
+# `-Runtime` on every request): informational, accepted and not kept.
+TELEMETRY_PREFIX: Final = "upstash-telemetry-"
 _DURATION = re.compile(r"(?:\d+[smhd])+")
 _DURATION_PART = re.compile(r"(\d+)([smhd])")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
@@ -51,6 +54,8 @@ PUBLISH_HEADERS: Final = frozenset(
         "upstash-content-based-deduplication",
         "upstash-callback",
         "upstash-failure-callback",
+        "upstash-flow-control-key",
+        "upstash-flow-control-value",
     }
 )
 SCHEDULE_HEADERS: Final = frozenset(
@@ -62,6 +67,8 @@ SCHEDULE_HEADERS: Final = frozenset(
         "upstash-timeout",
         "upstash-callback",
         "upstash-failure-callback",
+        "upstash-flow-control-key",
+        "upstash-flow-control-value",
     }
 )
 # Recoup's names of the callback fields, as QStash's headers (a refusal names the header).
@@ -72,8 +79,6 @@ CALLBACK_HEADERS: Final = {
 # Features of QStash that Recoup does not offer, with what to do instead.
 _UNSUPPORTED: Final = {
     "upstash-retry-delay": "retry delay expressions are not supported (QStash's backoff is used)",
-    "upstash-flow-control-key": "flow control is not supported",
-    "upstash-flow-control-value": "flow control is not supported",
     "upstash-queue-name": "queues are not supported",
     "upstash-label": "labels are not supported",
     "upstash-redact-fields": "redaction is not supported",
@@ -100,7 +105,7 @@ def check_known(headers: Mapping[str, str], supported: frozenset[str]) -> None:
         lowered = name.lower()
         if not lowered.startswith("upstash-") or lowered in supported:
             continue
-        if lowered.startswith(FORWARD_PREFIX):
+        if lowered.startswith((FORWARD_PREFIX, TELEMETRY_PREFIX)):
             continue
         if lowered.startswith(("upstash-callback-", "upstash-failure-callback-")):
             reason = (

@@ -5,7 +5,8 @@ and the tenant's signing keys. Mounted under `/qstash/v2` (`recoup.api.qstash`).
 from __future__ import annotations
 
 import json
-from typing import Any
+from dataclasses import replace
+from typing import Any, Final
 
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
@@ -13,6 +14,7 @@ from starlette.responses import Response
 
 from recoup.api.deps import Api, Tenant
 from recoup.api.qstash import headers as upstash
+from recoup.api.qstash.flow_control import flow_control, job_fields
 from recoup.api.qstash.shapes import (
     GROUP,
     answer,
@@ -22,10 +24,12 @@ from recoup.api.qstash.shapes import (
     message_json,
     qstash_target,
 )
+from recoup.api.trace_headers import traced
 from recoup.errors import InvalidInput, NotFound
 from recoup.jobs.model import Job, NewJob
 from recoup.jobs.qstash_signing import qstash_keys
 from recoup.jobs.scheduler import Scheduler
+from recoup.jobs.trace_context import trace_context
 
 router = APIRouter()
 
@@ -49,6 +53,7 @@ async def publish(destination: str, request: Request, tenant: Tenant, api: Api) 
     method = upstash.method(given)
     sent = upstash.forwarded(given)
     key = upstash.dedup(given, destination=url, method=method, body=body or "", sent=sent).key
+    flow = flow_control(given)
     scheduler = api.scheduler
     try:
         job = NewJob(
@@ -59,8 +64,12 @@ async def publish(destination: str, request: Request, tenant: Tenant, api: Api) 
             retry=upstash.retry_policy(given),
             timeout=upstash.timeout(given),
             group=GROUP,
+            **job_fields(flow),
+            trace=trace_context(given.get("traceparent"), given.get("tracestate")),
         )
+        job = replace(job, name=f"qstash-{job.id}")  # the message id: a log line names it
         await run_in_threadpool(scheduler.check, job)  # the SSRF guard may look names up
+        job = traced(job, api)
     except InvalidInput as exc:
         raise as_bad_request(exc) from None
     stored = await run_in_threadpool(scheduler.insert_checked, job)
@@ -92,21 +101,49 @@ def cancel_message(message_id: str, tenant: Tenant, api: Api) -> Response:
     return answer(200, message_json(scheduler.cancel(message_id, tenant=tenant)))
 
 
-@router.delete("/messages")
-async def cancel_messages(request: Request, tenant: Tenant, api: Api) -> Response:
-    """`{"messageIds": [...]}` cancels those of them still waiting; no body cancels every
-    waiting message published through this API. Answers `{"cancelled": n}`."""
-    raw = await request.body()
-    scheduler = api.scheduler
+_CANCEL_PARAMETERS: Final = ("messageIds", "count", "cursor")
+
+
+def ids_given(
+    request: Request, raw: bytes, name: str, allowed: tuple[str, ...]
+) -> list[str] | None:
+    """The ids a bulk DELETE names: the query's repeated `name` (as the TypeScript SDK sends
+    them), else the JSON body's `{name: [...]}` (as the Python SDK does); None when neither
+    names any. A query parameter outside `allowed` (QStash's filters) is refused by name."""
+    params = request.query_params
+    for given, value in params.multi_items():
+        if given not in allowed:
+            raise upstash.refuse(
+                given,
+                value,
+                "filters are not supported; supported: " + ", ".join(allowed),
+                slug="unsupported-parameter",
+            )
+    listed = params.getlist(name)
+    if listed:
+        return listed
     if not raw.strip():
-        count = await run_in_threadpool(scheduler.cancel_group, GROUP, tenant=tenant)
-        return answer(200, {"cancelled": count})
+        return None
     try:
-        ids = json.loads(raw)["messageIds"]
+        ids = json.loads(raw)[name]
     except (ValueError, KeyError, TypeError):
         ids = None
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-        raise upstash.refuse("messageIds", raw[:80], 'expected {"messageIds": ["<id>", ...]}')
+        raise upstash.refuse(name, raw[:80], f'expected {{"{name}": ["<id>", ...]}}')
+    return ids
+
+
+@router.delete("/messages")
+async def cancel_messages(request: Request, tenant: Tenant, api: Api) -> Response:
+    """`messageIds` (the query's, repeated, or the body's `{"messageIds": [...]}`) cancels
+    those of them still waiting; neither (the SDKs' cancel-all, which may send `count` and
+    `cursor`) cancels every waiting message published through this API. Answers
+    `{"cancelled": n}`."""
+    ids = ids_given(request, await request.body(), "messageIds", _CANCEL_PARAMETERS)
+    scheduler = api.scheduler
+    if ids is None:
+        count = await run_in_threadpool(scheduler.cancel_group, GROUP, tenant=tenant)
+        return answer(200, {"cancelled": count})
 
     def cancel_each() -> int:
         cancelled = 0

@@ -13,6 +13,7 @@ from starlette.responses import Response
 
 from recoup.api.deps import Api, Tenant
 from recoup.api.qstash import headers as upstash
+from recoup.api.qstash.flow_control import flow_control, schedule_limits
 from recoup.api.qstash.messages import as_bad_request
 from recoup.api.qstash.shapes import (
     answer,
@@ -97,6 +98,7 @@ async def create_schedule(destination: str, request: Request, tenant: Tenant, ap
             tenant=tenant,
             retry=upstash.retry_policy(given),
             timeout=upstash.timeout(given),
+            flow=schedule_limits(flow_control(given)),
         )
         stored = await run_in_threadpool(api.scheduler.create_schedule, schedule)
     except InvalidInput as exc:

@@ -9,6 +9,7 @@ from typing import Any, Final
 
 from starlette.responses import JSONResponse, Response
 
+from recoup.api.qstash import flow_control
 from recoup.api.qstash.headers import refuse
 from recoup.jobs.model import HttpTarget, Job, Target
 from recoup.jobs.schedules.model import CronRule, Schedule
@@ -103,6 +104,7 @@ def message_json(job: Job) -> dict[str, Any]:
         "createdAt": ms(job.created_at),
         "state": job.state.value,
         **_callbacks_json(target),
+        **flow_control.message_fields(job),
     }
     if isinstance(target.body, str):
         found["body"] = target.body
@@ -133,6 +135,7 @@ def schedule_json(schedule: Schedule) -> dict[str, Any]:
         "timeout": int(schedule.timeout.total_seconds()),
         "isPaused": schedule.paused,
         **_callbacks_json(target),
+        **flow_control.schedule_fields(schedule.flow),
     }
     if isinstance(target.body, str):
         found["body"] = target.body

@@ -166,6 +166,7 @@ def get_settings(tenant: Tenant, api: Api) -> Response:
             api.dunning.settings(tenant),
             api.intake.settings(tenant),
             api.hosted.charge_with(tenant),
+            api.emails.settings(tenant),
         ),
     )
 
@@ -173,9 +174,9 @@ def get_settings(tenant: Tenant, api: Api) -> Response:
 @router.put("/settings", response_model=SettingsOut)
 def put_settings(body: SettingsIn, tenant: Tenant, api: Api) -> Response:
     """Replace the tenant's policy (TOML text), event URL, default charge URL, policy
-    experiment and the Stripe intake's default zone (what is not given is cleared); set or
-    remove the Stripe endpoint secret (not given: kept). Everything is validated before
-    anything is stored."""
+    experiment, the Stripe intake's default zone and the email settings (what is not given is
+    cleared); set or remove the Stripe endpoint secret and the SMTP URL (not given: kept).
+    Everything is validated before anything is stored."""
     secret = (
         body.stripe_webhook_secret if "stripe_webhook_secret" in body.model_fields_set else KEEP
     )
@@ -186,6 +187,15 @@ def put_settings(body: SettingsIn, tenant: Tenant, api: Api) -> Response:
         tenant,
         charge_with=KEEP if body.charge_with is None else body.charge_with,
         api_key=KEEP if body.stripe_api_key is None else body.stripe_api_key,
+    )
+    emails = api.emails.settled(
+        tenant,
+        smtp_url=body.smtp_url if "smtp_url" in body.model_fields_set else KEEP,
+        email_from=body.email_from,
+        reply_to=body.reply_to,
+        update_card_url=body.update_card_url,
+        templates_dir=body.email_templates,
+        allow_unsubscribe=body.allow_unsubscribe,
     )
     stored = api.dunning.configure(
         tenant,
@@ -198,8 +208,12 @@ def put_settings(body: SettingsIn, tenant: Tenant, api: Api) -> Response:
     )
     saved_intake = api.intake.save(intake)
     charged_by = api.hosted.save(charging)
+    saved_emails = api.emails.save(emails)
     return json_response(
-        200, SettingsOut.of(stored, saved_intake, "url" if charged_by is None else "stripe")
+        200,
+        SettingsOut.of(
+            stored, saved_intake, "url" if charged_by is None else "stripe", saved_emails
+        ),
     )
 
 

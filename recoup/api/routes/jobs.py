@@ -24,6 +24,7 @@ from recoup.api.routes.common import (
     RunCursor,
     link,
 )
+from recoup.api.trace_headers import Trace, traced
 from recoup.errors import InvalidInput
 from recoup.jobs.metadata import KEY_PATTERN, MAX_KEYS, MAX_VALUE_LENGTH
 from recoup.jobs.model import JobState, NewJob
@@ -41,6 +42,7 @@ from recoup.wire.schemas import (
     RunsOut,
 )
 from recoup.wire.schemas.flow import flow_fields
+from recoup.wire.schemas.redrive import RedriveIn, RedriveOut
 
 router = APIRouter(prefix="/v1", responses=ERRORS, tags=["jobs"], dependencies=CHECKED)
 
@@ -88,9 +90,10 @@ JOB_LINKS = {
         },
     },
 )
-def create_job(body: JobIn, ctx: Post, api: Api) -> Response:
+def create_job(body: JobIn, ctx: Post, api: Api, trace: Trace) -> Response:
     """Schedule a one-off job at `run_at` or after `delay_seconds`. With `idempotency_key`,
-    at most one job of the tenant has that key: a second request answers the first job."""
+    at most one job of the tenant has that key: a second request answers the first job. A
+    `traceparent` (and `tracestate`) header is stored with the job and sent on every delivery."""
     scheduler = api.scheduler
     try:
         job = NewJob(
@@ -106,11 +109,13 @@ def create_job(body: JobIn, ctx: Post, api: Api) -> Response:
             group=body.group,
             metadata=body.metadata,
             **flow_fields(body.flow, body.ordering_key, body.ordering_on_failure),
+            trace=trace,
         )
         if body.on_conflict == "replace" and body.idempotency_key is None:
             raise InvalidInput("on_conflict", "replace", "expected an idempotency_key with it")
         # The checks (the SSRF guard's DNS look-up too) run before the transaction.
         scheduler.check(job)
+        job = traced(job, api)
     except InvalidInput as exc:
         # Refused under the key as any refusal is: a response stored for it is replayed first.
         return ctx.run(201, functools.partial(_refuse, exc))
@@ -193,6 +198,22 @@ def cancel_jobs(body: CancelIn, ctx: Post, api: Api) -> Response:
     return ctx.run(
         200, lambda: CancelledOut(cancelled=scheduler.cancel_by_prefix(prefix, tenant=ctx.tenant))
     )
+
+
+@router.post("/jobs/redrive", response_model=RedriveOut)
+def redrive_jobs(body: RedriveIn, ctx: Post, api: Api) -> Response:
+    """Redrive the failed jobs the filter names (each scheduled again now with the budget of
+    attempts it was created with), or with `dry_run` only count them: count first, then
+    redrive. Each call writes an audit line (who, when, the filter, how many)."""
+    found = body.filter_for(ctx.tenant)
+    scheduler = api.scheduler
+
+    def run() -> RedriveOut:
+        who = f"api:tenant={ctx.tenant}"
+        outcome = scheduler.redrive_failed(found, who=who, dry_run=body.dry_run)
+        return RedriveOut.of(outcome, found)
+
+    return ctx.run(200, run)
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut)

@@ -19,9 +19,11 @@ Then `python manage.py migrate recoup`. The parts: `webhooks` (`idempotent_webho
 `not_final`, `delivery`), `charging` (`charge_invoice`, `charge_response`, `ledger_entries`),
 `views` (`charge_view`), `reconciling` (`reconcile_pending`), `idempotency`
 (`IdempotencyRecords`), `models`, `admin`, and the commands `recoup_prune_idempotency` and
-`recoup_reconcile`. Needs `pip install 'recoup[django]'` (and `recoup[postgres]` for
-PostgreSQL); importing this package loads no model until a name is used, as Django's app
-loading requires.
+`recoup_reconcile`, and `tokens` (`verify_update_token`: the customer emails' update-card
+link, checked with the same secret), and `access` (`access_of`: a customer's access state,
+read from Recoup's API with `RECOUP_API_URL` and `RECOUP_API_TOKEN`). Needs
+`pip install 'recoup[django]'` (and `recoup[postgres]` for PostgreSQL); importing this
+package loads no model until a name is used, as Django's app loading requires.
 """
 
 from __future__ import annotations
@@ -37,9 +39,11 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess
     ) from exc
 
 if TYPE_CHECKING:
+    from recoup.contrib.django.access import access_of
     from recoup.contrib.django.charging import charge_invoice, charge_response, ledger_entries
     from recoup.contrib.django.idempotency import IdempotencyRecords
     from recoup.contrib.django.reconciling import Reconciliation, Settled, reconcile_pending
+    from recoup.contrib.django.tokens import verify_update_token
     from recoup.contrib.django.views import charge_view
     from recoup.contrib.django.webhooks import (
         Delivery,
@@ -61,6 +65,8 @@ _HOMES = {
     "Reconciliation": "reconciling",
     "Settled": "reconciling",
     "reconcile_pending": "reconciling",
+    "verify_update_token": "tokens",
+    "access_of": "access",
 }
 
 
@@ -77,6 +83,7 @@ __all__ = [
     "IdempotencyRecords",
     "Reconciliation",
     "Settled",
+    "access_of",
     "charge_invoice",
     "charge_response",
     "charge_view",
@@ -85,4 +92,5 @@ __all__ = [
     "ledger_entries",
     "not_final",
     "reconcile_pending",
+    "verify_update_token",
 ]

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from recoup.errors import InvalidInput
-from recoup.jobs.model import NewJob
+from recoup.jobs.model import NewJob, check_printable
 from recoup.jobs.schedules.model import CronRule, MissedPolicy, Rule, Schedule, check_window
 from recoup.jobs.store import ScheduleStore
 from recoup.timekeeping.cron import cron_next, iter_cron, validate_cron
@@ -71,6 +71,7 @@ def validate_schedule_name(name: str) -> str:
         raise InvalidInput("name", name, f"expected 1–{MAX_SCHEDULE_NAME} characters")
     if "@" in name:
         raise InvalidInput("name", name, "expected no '@' (it separates name and instant)")
+    check_printable("name", name)
     return name
 
 

@@ -61,3 +61,13 @@ WHERE id = %(id)s AND revoked_at IS NULL
 
 -- get_token --
 SELECT id, tenant, prefix, label, created_at, revoked_at FROM api_tokens WHERE id = %(id)s
+
+-- end_session --
+INSERT INTO ended_sessions (nonce, expires_at) VALUES (%(nonce)s, %(expires_at)s)
+ON CONFLICT (nonce) DO NOTHING
+
+-- session_ended --
+SELECT 1 FROM ended_sessions WHERE nonce = %(nonce)s
+
+-- prune_ended_sessions --
+DELETE FROM ended_sessions WHERE expires_at < %(before)s

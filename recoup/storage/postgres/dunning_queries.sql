@@ -115,7 +115,7 @@ SELECT count(*) FROM invoice_events WHERE tenant = %(tenant)s AND invoice_id = %
 -- undispatched_events --
 -- Walks invoice_events_undispatched: the same two conditions as its WHERE.
 SELECT {event_columns} FROM invoice_events
-WHERE dispatched_at IS NULL AND substr(type, 1, 8) = 'invoice.'
+WHERE dispatched_at IS NULL AND substr(type, 1, 5) <> 'note.'
 ORDER BY at, tenant, invoice_id, seq
 LIMIT %(limit)s
 
@@ -140,6 +140,19 @@ SELECT * FROM (
     WHERE j.state = 'scheduled' AND j.attempts = 0 AND a.state = 'cancelled'
 ) AS found
 ORDER BY at, tenant, invoice_id, attempt
+LIMIT %(limit)s
+
+-- attempts_ended_unanswered --
+-- Open attempts (scheduled, or pending an ambiguous answer) whose job ended without an answer:
+-- cancelled or failed for good (by hand, `recoup jobs cancel`, or its retries spent), or, for a
+-- pending one, gone (a scheduled attempt without its job is `attempts_out_of_sync`'s). Through
+-- invoice_attempts_job from the few open attempts; oldest first. NULL job state: gone.
+SELECT a.tenant, a.invoice_id, {a_attempt_columns}, j.state
+FROM invoice_attempts a
+LEFT JOIN jobs j ON j.id = a.job_id AND j.tenant = a.tenant
+WHERE (a.state IN ('scheduled', 'pending') AND j.state IN ('cancelled', 'failed'))
+   OR (a.state = 'pending' AND j.id IS NULL)
+ORDER BY a.at, a.tenant, a.invoice_id, a.attempt
 LIMIT %(limit)s
 
 -- card_history --
@@ -205,3 +218,15 @@ DELETE FROM merchant_tags WHERE tenant = %(tenant)s AND merchant_id = %(merchant
 
 -- merchant_tags --
 SELECT {tag_columns} FROM merchant_tags WHERE tenant = %(tenant)s ORDER BY merchant_id
+
+-- dunning_figures_invoices --
+-- /metrics: invoices and their amounts by tenant, state and currency (every row, grouped).
+SELECT tenant, state, currency, count(*), sum(amount) FROM invoices
+GROUP BY tenant, state, currency
+
+-- dunning_figures_attempts --
+SELECT tenant, state, count(*) FROM invoice_attempts GROUP BY tenant, state
+
+-- dunning_figures_double_charges --
+SELECT tenant, count(*) FROM invoice_events WHERE type = 'invoice.double_charged'
+GROUP BY tenant

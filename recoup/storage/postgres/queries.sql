@@ -48,7 +48,7 @@ tenant NOT IN (SELECT id FROM tenants WHERE disabled_at IS NOT NULL)
 -- One placeholder per column of {insert_columns} (`job_rows.JobEncoder.row`).
 INSERT INTO jobs ({insert_columns})
 VALUES (%s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
-        %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s)
+        %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT DO NOTHING
 RETURNING {job_columns}
 
@@ -64,7 +64,8 @@ FROM unnest(%(id)s::text[], %(tenant)s::text[], %(name)s::text[], %(run_at)s::ti
             %(occurrence_at)s::timestamptz[], %(metadata)s::jsonb[], %(flow_key)s::text[],
             %(flow_rate)s::int[], %(flow_period_s)s::float8[],
             %(flow_parallelism)s::int[], %(flow_order)s::text[],
-            %(flow_order_at)s::timestamptz[]) AS u
+            %(flow_order_at)s::timestamptz[], %(traceparent)s::text[],
+            %(tracestate)s::text[]) AS u
 ON CONFLICT DO NOTHING
 
 -- copy_jobs --
@@ -628,12 +629,14 @@ WHERE id = %(id)s AND next_fire_at = %(expected_next)s AND NOT paused AND delete
   AND (%(revision)s::integer IS NULL OR revision = %(revision)s::integer)
 
 -- redrive_job --
--- A job that failed for good, scheduled again now with a fresh budget of attempts: as many
--- again as it had, up to the ceiling (its attempt numbers and run log continue). Nothing
--- (no row) unless it failed, is below the ceiling and its name is free among live jobs.
+-- A job that failed for good, scheduled again now with a fresh budget of attempts: the budget
+-- it was created with (attempt_budget, kept by its first redrive), up to the ceiling (its
+-- attempt numbers and run log continue). Nothing (no row) unless it failed, is below the
+-- ceiling and its name is free among live jobs.
 UPDATE jobs
 SET state = 'scheduled',
-    max_attempts = least(attempts + max_attempts, {attempts_ceiling}),
+    max_attempts = least(attempts + coalesce(attempt_budget, max_attempts), {attempts_ceiling}),
+    attempt_budget = coalesce(attempt_budget, max_attempts),
     run_at = %(now)s,
     lease_expires_at = NULL,
     leased_by = NULL,

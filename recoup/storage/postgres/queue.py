@@ -72,6 +72,8 @@ _COPY_TYPES = [
     "int4",  # flow_parallelism
     "text",  # flow_order
     "timestamptz",  # flow_order_at
+    "text",  # traceparent
+    "text",  # tracestate
     "timestamptz",  # created_at
     "timestamptz",  # updated_at
 ]

@@ -60,6 +60,15 @@ DELETE FROM hosted_charges WHERE tenant = %(tenant)s
 -- delete_hosted_charging --
 DELETE FROM hosted_charging WHERE tenant = %(tenant)s
 
+-- delete_emails --
+DELETE FROM emails WHERE tenant = %(tenant)s
+
+-- delete_message_settings --
+DELETE FROM message_settings WHERE tenant = %(tenant)s
+
+-- delete_payment_pages --
+DELETE FROM payment_pages WHERE tenant = %(tenant)s
+
 -- delete_idempotency_keys --
 DELETE FROM idempotency_keys WHERE tenant = %(tenant)s
 
@@ -80,3 +89,9 @@ DELETE FROM flow_keys WHERE tenant = %(tenant)s
 
 -- delete_tenants --
 DELETE FROM tenants WHERE id = %(tenant)s
+
+-- delete_customers --
+DELETE FROM customers WHERE tenant = %(tenant)s
+
+-- delete_renewals --
+DELETE FROM renewals WHERE tenant = %(tenant)s

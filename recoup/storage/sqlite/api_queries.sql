@@ -55,3 +55,13 @@ UPDATE api_tokens SET revoked_at = max(created_at, :now) WHERE id = :id AND revo
 
 -- get_token --
 SELECT id, tenant, prefix, label, created_at, revoked_at FROM api_tokens WHERE id = :id
+
+-- end_session --
+INSERT INTO ended_sessions (nonce, expires_at) VALUES (:nonce, :expires_at)
+ON CONFLICT (nonce) DO NOTHING
+
+-- session_ended --
+SELECT 1 FROM ended_sessions WHERE nonce = :nonce
+
+-- prune_ended_sessions --
+DELETE FROM ended_sessions WHERE expires_at < :before

@@ -45,7 +45,7 @@ tenant NOT IN (SELECT id FROM tenants WHERE disabled_at IS NOT NULL)
 -- _insert_values --
 -- A new job's row: one placeholder per column of {insert_columns} (`job_rows.JobEncoder.row`).
 INSERT INTO jobs ({insert_columns})
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT DO NOTHING
 
 -- insert_job --
@@ -518,12 +518,14 @@ WHERE id = :id AND next_fire_at = :expected_next AND paused = 0 AND deleted_at I
   AND (:revision IS NULL OR revision = :revision)
 
 -- redrive_job --
--- A job that failed for good, scheduled again now with a fresh budget of attempts: as many
--- again as it had, up to the ceiling (its attempt numbers and run log continue). Nothing
--- (no row) unless it failed, is below the ceiling and its name is free among live jobs.
+-- A job that failed for good, scheduled again now with a fresh budget of attempts: the budget
+-- it was created with (attempt_budget, kept by its first redrive), up to the ceiling (its
+-- attempt numbers and run log continue). Nothing (no row) unless it failed, is below the
+-- ceiling and its name is free among live jobs.
 UPDATE jobs
 SET state = 'scheduled',
-    max_attempts = min(attempts + max_attempts, {attempts_ceiling}),
+    max_attempts = min(attempts + coalesce(attempt_budget, max_attempts), {attempts_ceiling}),
+    attempt_budget = coalesce(attempt_budget, max_attempts),
     run_at = :now,
     lease_expires_at = NULL,
     leased_by = NULL,

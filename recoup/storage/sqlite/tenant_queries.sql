@@ -59,6 +59,15 @@ DELETE FROM hosted_charges WHERE tenant = :tenant
 -- delete_hosted_charging --
 DELETE FROM hosted_charging WHERE tenant = :tenant
 
+-- delete_emails --
+DELETE FROM emails WHERE tenant = :tenant
+
+-- delete_message_settings --
+DELETE FROM message_settings WHERE tenant = :tenant
+
+-- delete_payment_pages --
+DELETE FROM payment_pages WHERE tenant = :tenant
+
 -- delete_idempotency_keys --
 DELETE FROM idempotency_keys WHERE tenant = :tenant
 
@@ -79,3 +88,9 @@ DELETE FROM flow_keys WHERE tenant = :tenant
 
 -- delete_tenants --
 DELETE FROM tenants WHERE id = :tenant
+
+-- delete_customers --
+DELETE FROM customers WHERE tenant = :tenant
+
+-- delete_renewals --
+DELETE FROM renewals WHERE tenant = :tenant

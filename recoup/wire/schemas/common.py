@@ -3,6 +3,7 @@ policies, health."""
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import timedelta
 from typing import Annotated, Any, ClassVar, Literal, get_args
@@ -30,12 +31,15 @@ from typing_extensions import TypeAliasType
 from recoup.errors import InvalidInput
 from recoup.jobs.model import (
     BODILESS_METHODS,
+    CONTROL_CHARACTER,
     HTTP_METHODS,
     BackoffPolicy,
     HttpMethod,
     HttpTarget,
     Target,
+    control_character_message,
 )
+from recoup.jobs.target_checks import MAX_HEADER_NAME, MAX_HEADER_VALUE
 from recoup.wire import SURROGATE_MESSAGE
 from recoup.wire.schemas.patterns import (
     CRON_FORMAT,
@@ -45,8 +49,8 @@ from recoup.wire.schemas.patterns import (
     INSTANT,
     LOCAL_DATE_TIME,
     NO_NUL,
-    NO_NUL_OR_AT,
     POLICY_FORMAT,
+    PRINTABLE_NO_AT,
     RESERVED_HEADER,
 )
 from recoup.wire.schemas.stated import Stated, StatedAs
@@ -75,8 +79,20 @@ def _storable(value: str) -> str:
     return value
 
 
+NON_FINITE_MESSAGE = (
+    "expected finite numbers only: JSON has no NaN or Infinity (and 1e400 overflows to "
+    "Infinity); send such a value as a string"
+)
+
+
 def _storable_inside(value: JsonValue) -> JsonValue:
-    """`_storable` through a JSON value (strings, keys, nested arrays and objects)."""
+    """`_storable` through a JSON value (strings, keys, nested arrays and objects), and no
+    non-finite number: Python's JSON reader takes `NaN`, `Infinity` and `1e400`, which RFC 8259
+    excludes and neither backend's JSON type can hold, so they are refused here, naming the
+    field, rather than failing in the database (a 503 on SQLite, the driver's text on
+    PostgreSQL)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(NON_FINITE_MESSAGE)
     if isinstance(value, str):
         _storable(value)
     elif isinstance(value, list):
@@ -158,9 +174,21 @@ Flag = StrictBool
 
 # Every string an API body carries.
 Text = Annotated[str, AfterValidator(_storable), Stated(pattern=NO_NUL)]
+
+
+def _printable_name(value: str) -> str:
+    """A name is shown by terminals and logs (`recoup jobs list`): no control character
+    (`recoup.jobs.model.check_printable`, which the scheduler runs too)."""
+    _storable(value)
+    found = CONTROL_CHARACTER.search(value)
+    if found is not None:
+        raise ValueError(control_character_message(found.group(), found.start()))
+    return value
+
+
 # A job's or a schedule's name: no '@' either (the scheduler refuses it, naming `name`), since
-# `{schedule}@{instant}` names the occurrences of schedules.
-Name = Annotated[str, AfterValidator(_storable), Stated(pattern=NO_NUL_OR_AT)]
+# `{schedule}@{instant}` names the occurrences of schedules; no control character.
+Name = Annotated[str, AfterValidator(_printable_name), Stated(pattern=PRINTABLE_NO_AT)]
 # Text a parser of its own checks, stated by a format that names the language.
 Cron = Annotated[Text, Stated(format=CRON_FORMAT)]
 PolicyToml = Annotated[Text, Stated(format=POLICY_FORMAT)]
@@ -170,7 +198,15 @@ OutboundUrl = Annotated[str, AfterValidator(_http_url), Stated(pattern=HTTP_URL)
 # runs on every target) refuses any other: an RFC 9110 token not reserved by Recoup, and a
 # value of visible ASCII.
 Headers = Annotated[
-    dict[Text, Annotated[str, AfterValidator(_storable), Stated(pattern=HEADER_VALUE)]],
+    dict[
+        Annotated[Text, Field(max_length=MAX_HEADER_NAME)],
+        Annotated[
+            str,
+            AfterValidator(_storable),
+            Stated(pattern=HEADER_VALUE),
+            Field(max_length=MAX_HEADER_VALUE),
+        ],
+    ],
     Stated(propertyNames={"pattern": HEADER_NAME, "not": {"pattern": RESERVED_HEADER}}),
 ]
 # What `_storable_inside` accepts, as the document states it: any JSON value whose strings and

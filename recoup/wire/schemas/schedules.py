@@ -19,6 +19,7 @@ from recoup.wire.schemas.common import (
     MIN_TIMEOUT_SECONDS,
     Cron,
     ExactlyOne,
+    Flag,
     Instant,
     Integer,
     LocalDateTime,
@@ -161,7 +162,7 @@ class SchedulePatchIn(StrictModel):
     retry: RetryIn | None = None
     timeout_seconds: Number | None = Field(default=None, ge=MIN_TIMEOUT_SECONDS, le=3600)
     missed: Literal["skip", "run_once", "run_all"] | None = None
-    paused: bool | None = None
+    paused: Flag | None = None
     metadata: MetadataPatch | None = Field(default=None, description=PATCH_METADATA_DESCRIPTION)
     start_at: Instant | None = None
     end_at: Instant | None = None

@@ -122,3 +122,16 @@ def test_tagging_needs_the_sessions_csrf_token(desk: Desk) -> None:
     answer = browser.post("/review/tag", data={"merchant_id": "m-1", "tag": "new"})
     assert answer.status_code == 403
     assert desk.store.merchant_tags("acme") == []
+
+
+def test_empty_buckets_are_left_out_unless_asked(desk: Desk) -> None:
+    browser = desk.sign_in(desk.tenant("acme"))
+    desk.a_month_of_invoices("acme")
+    report, _ = Reports(desk.store, desk.clock).build("acme")
+    empty_hours = sum(1 for b in report.by_local_hour if b.count == 0)
+    assert empty_hours > 0  # the month's attempts land in a few local hours only
+    row = re.compile(r'<td class="num">0</td>\s*<td class="num">0</td>')
+    assert not row.search(browser.get("/analytics").text)
+    shown = browser.get("/analytics", params={"empty": "shown"}).text
+    assert len(row.findall(shown)) >= empty_hours
+    assert browser.get("/analytics", params={"empty": "all"}).status_code == 422

@@ -170,3 +170,21 @@ def test_another_tenants_data_is_never_shown(
         expect(rival_page.get_by_role("link", name="flaky-sync")).to_have_count(0)
     finally:
         rival.close()
+
+
+def test_the_email_preview_opens_with_the_html_part_rendered(
+    page: playwright_api.Page, site: Site
+) -> None:
+    sign_in(page, site.acme_token)
+    page.get_by_role("link", name="Emails").click()
+    expect(page.get_by_role("heading", name="Emails")).to_be_visible()
+    page.get_by_label("Email").select_option("final_warning")
+    page.get_by_role("button", name="Preview").click()
+    expect(page.get_by_test_id("email-subject")).to_contain_text("Action needed: last try")
+    frame = page.frame_locator("[data-testid=email-html]")
+    button = frame.get_by_role("link", name="Update your card")
+    expect(button).to_be_visible()
+    box = button.bounding_box()
+    assert box is not None and box["width"] > 100  # drawn as a button, not a bare link
+    expect(frame.locator("body")).to_contain_text("your access will be paused")
+    expect(page.get_by_test_id("email-text")).to_contain_text("one last try on")

@@ -1,0 +1,101 @@
+"""The SMTP channel against a real SMTP server (aiosmtpd on 127.0.0.1): accepted, refused at
+RCPT (permanent: a bounce), deferred (transient) and unreachable (transient); and the SMTP
+URLs it reads, the password never shown in an error."""
+
+from __future__ import annotations
+
+import asyncio
+from email.message import EmailMessage
+
+import pytest
+
+from recoup.errors import InvalidInput
+from recoup.messages.channel import (
+    RecipientRefused,
+    SendFailed,
+    SmtpChannel,
+    parse_smtp_url,
+    redact_smtp_url,
+)
+from tests.support_smtp import SmtpSink, free_port, smtp_sink  # noqa: F401  (the fixture)
+
+
+def message(to: str = "ada@example.com") -> EmailMessage:
+    msg = EmailMessage()
+    msg["From"] = "Acme Billing <billing@acme.example>"
+    msg["To"] = to
+    msg["Subject"] = "Your payment failed"
+    msg["Message-ID"] = "<k1@acme.example>"
+    msg.set_content("Please update your card.")
+    return msg
+
+
+def send(url: str, msg: EmailMessage) -> str:
+    return asyncio.run(SmtpChannel(parse_smtp_url(url), timeout=5).send(msg)).reply
+
+
+def test_an_accepted_message_reaches_the_server_whole(smtp_sink: SmtpSink) -> None:  # noqa: F811
+    reply = send(smtp_sink.url, message())
+    assert "queued" in reply
+    (got,) = smtp_sink.received
+    assert got.recipients == ["ada@example.com"] and got.sender == "billing@acme.example"
+    assert got.message_id == "<k1@acme.example>"
+    assert got.part("plain").strip() == "Please update your card."
+
+
+def test_a_recipient_refused_at_rcpt_is_a_bounce(smtp_sink: SmtpSink) -> None:  # noqa: F811
+    smtp_sink.refuse.add("gone@example.com")
+    with pytest.raises(RecipientRefused) as caught:
+        send(smtp_sink.url, message("gone@example.com"))
+    assert caught.value.reply.startswith("550") and smtp_sink.received == []
+
+
+def test_a_deferral_and_an_unreachable_server_are_transient(smtp_sink: SmtpSink) -> None:  # noqa: F811
+    smtp_sink.tempfail = 1
+    with pytest.raises(SendFailed, match="451"):
+        send(smtp_sink.url, message())
+    send(smtp_sink.url, message())  # the next try is accepted
+    assert len(smtp_sink.received) == 1
+    with pytest.raises(SendFailed):
+        send(f"smtp://u:pw@127.0.0.1:{free_port()}?starttls=never", message())
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("smtp://mail.example", "smtp://mail.example:587"),
+        ("smtps://u:p%40ss@mail.example", "smtps://u:…@mail.example:465"),
+        (
+            "smtp://u:pw@mail.example:2525?starttls=require",
+            "smtp://u:…@mail.example:2525?starttls=require",
+        ),
+    ],
+)
+def test_smtp_urls_are_read_with_their_defaults(url: str, shown: str) -> None:
+    server = parse_smtp_url(url)
+    assert server.redacted() == shown
+    assert "pw" not in repr(server)
+
+
+def test_the_password_is_percent_decoded() -> None:
+    assert parse_smtp_url("smtps://u:p%40ss@mail.example").password == "p@ss"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://u:Secr3tPw@mail.example",
+        "smtp://u:Secr3tPw@",
+        "smtp://u:Secr3tPw@mail.example:99999",
+        "smtp://u:Secr3tPw@mail.example/path",
+        "smtp://u:Secr3tPw@mail.example?starttls=sometimes",
+        "smtp://u:Secr3tPw@mail.example?tls=1",
+        "smtps://u:Secr3tPw@mail.example?starttls=require",
+    ],
+)
+def test_a_bad_smtp_url_names_the_field_without_the_password(url: str) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        parse_smtp_url(url)
+    assert caught.value.field == "smtp_url"
+    assert "Secr3tPw" not in str(caught.value) and "Secr3tPw" not in str(caught.value.value)
+    assert "Secr3tPw" not in redact_smtp_url(url)
