@@ -104,7 +104,9 @@ def as_the_document_requires(context: Any, case: Any, kwargs: dict[str, Any]) ->
     Stripe only with a key (a rule of two fields and of the tenant's state); a schedule's
     window that does not end before it starts, at most one of a PATCH's `run_at` and
     `delay_seconds`, a schedule PATCH's rule as one of its two kinds, a sender beside an
-    SMTP server and a templates directory that exists."""
+    SMTP server and a templates directory that exists, a redrive's range in order, a flow
+    key with a rate or a parallelism, one key per job, and a replace with the key it
+    replaces by."""
     headers = case.headers or {}
     key = headers.get("Idempotency-Key")
     if isinstance(key, str) and KEY.fullmatch(key):
@@ -137,12 +139,30 @@ def as_the_document_requires(context: Any, case: Any, kwargs: dict[str, Any]) ->
         body["start_at"] = body["end_at"] = min(start, end, key=_instant)
     if body.get("run_at") is not None and body.get("delay_seconds") is not None:
         del body["delay_seconds"]
-    # A PATCH of a schedule: a new rule is a cron or an anchor (which carries its own zone).
+    # A PATCH of a schedule: a new rule is a cron or an anchor (which carries its own zone);
+    # a new end of its window comes with its start (the stored start is the schedule's state).
     if case.operation.label == "PATCH /v1/schedules/{schedule_id}":
+        if body.get("end_at") is not None and body.get("start_at") is None:
+            del body["end_at"]
         if body.get("cron") is not None and body.get("anchor") is not None:
             del body["anchor"]
         if body.get("anchor") is not None:
             body.pop("timezone", None)
+    # A redrive's time range that does not end before it starts.
+    since, until = body.get("since"), body.get("until")
+    if case.operation.label == "POST /v1/jobs/redrive" and isinstance(since, str):
+        if isinstance(until, str) and _instant(until) <= _instant(since):
+            del body["until"]
+    # A flow key limits something: a rate or a parallelism (one of the two at least).
+    flow = body.get("flow")
+    if isinstance(flow, dict) and flow.get("rate") is None and flow.get("parallelism") is None:
+        flow["parallelism"] = 1
+    # A job has one key (a flow key or an ordering key), and replaces only by its idempotency
+    # key.
+    if isinstance(flow, dict) and body.get("ordering_key") is not None:
+        del body["ordering_key"]
+    if body.get("on_conflict") == "replace" and body.get("idempotency_key") is None:
+        del body["on_conflict"]
     retry = body.get("retry")
     if isinstance(retry, dict):
         bounds = {**RETRY_DEFAULTS, **retry}

@@ -50,6 +50,7 @@ from recoup.wire.schemas.patterns import (
     LOCAL_DATE_TIME,
     NO_NUL,
     POLICY_FORMAT,
+    PRINTABLE,
     PRINTABLE_NO_AT,
     RESERVED_HEADER,
 )
@@ -189,6 +190,8 @@ def _printable_name(value: str) -> str:
 # A job's or a schedule's name: no '@' either (the scheduler refuses it, naming `name`), since
 # `{schedule}@{instant}` names the occurrences of schedules; no control character.
 Name = Annotated[str, AfterValidator(_printable_name), Stated(pattern=PRINTABLE_NO_AT)]
+# A job's group: printed as a name is (the scheduler refuses a control character in it).
+Group = Annotated[str, AfterValidator(_storable), Stated(pattern=PRINTABLE)]
 # Text a parser of its own checks, stated by a format that names the language.
 Cron = Annotated[Text, Stated(format=CRON_FORMAT)]
 PolicyToml = Annotated[Text, Stated(format=POLICY_FORMAT)]
@@ -392,6 +395,7 @@ __all__ = [
     "Cron",
     "ExactlyOne",
     "Flag",
+    "Group",
     "Health",
     "Instant",
     "Integer",

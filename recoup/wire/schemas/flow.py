@@ -4,7 +4,7 @@ parallelism, held across every worker."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
@@ -17,6 +17,13 @@ from recoup.jobs.flow import (
 )
 from recoup.jobs.model import Job
 from recoup.wire.schemas.common import Integer, Number, StrictModel, Text
+from recoup.wire.schemas.stated import Stated
+
+
+def _at_least_one(most: int) -> Stated:
+    """The bounds in JSON Schema's words: inside a union, pydantic leaves an integer's
+    constraints as its own `ge`/`le`, which no JSON Schema reader knows."""
+    return Stated(minimum=1, maximum=most, ge=None, le=None)
 
 
 class FlowIn(StrictModel):
@@ -26,14 +33,22 @@ class FlowIn(StrictModel):
     due order."""
 
     key: Text = Field(min_length=1, max_length=200)
-    rate: Integer | None = Field(default=None, ge=1, le=MAX_FLOW_RATE)
+    rate: Annotated[Integer, Field(ge=1, le=MAX_FLOW_RATE), _at_least_one(MAX_FLOW_RATE)] | None = (
+        None
+    )
     period_seconds: Number = Field(
         default=DEFAULT_FLOW_PERIOD.total_seconds(),
-        gt=0,
+        # A millisecond at the least: a shorter period rounds to nothing as a duration.
+        ge=0.001,
         le=MAX_FLOW_PERIOD.total_seconds(),
-        description="The period of `rate`.",
+        description="The period of `rate` (a millisecond at the least).",
     )
-    parallelism: Integer | None = Field(default=None, ge=1, le=MAX_FLOW_PARALLELISM)
+    parallelism: (
+        Annotated[
+            Integer, Field(ge=1, le=MAX_FLOW_PARALLELISM), _at_least_one(MAX_FLOW_PARALLELISM)
+        ]
+        | None
+    ) = None
 
     def limits(self) -> FlowLimits:
         """As one value (a schedule's); `InvalidInput` without a rate or a parallelism."""

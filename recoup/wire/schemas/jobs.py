@@ -17,6 +17,7 @@ from recoup.wire.schemas.common import (
     MIN_TIMEOUT_SECONDS,
     ExactlyOne,
     Flag,
+    Group,
     Instant,
     Name,
     Number,
@@ -68,7 +69,7 @@ class JobIn(CallbacksIn):
     delay_seconds: Number | None = Field(default=None, ge=0, le=MAX_DELAY_SECONDS)
     target: TargetIn
     name: Name | None = Field(default=None, min_length=1, max_length=200)
-    group: Text | None = Field(
+    group: Group | None = Field(
         default=None,
         min_length=1,
         max_length=200,
@@ -194,7 +195,7 @@ class CancelIn(StrictModel):
     exactly_one = (("name", "name_prefix", "group"),)
     name: Text | None = Field(default=None, min_length=1, max_length=200)
     name_prefix: Text | None = Field(default=None, min_length=1, max_length=200)
-    group: Text | None = Field(default=None, min_length=1, max_length=200)
+    group: Group | None = Field(default=None, min_length=1, max_length=200)
 
 
 class JobOut(JobCallbacksOut):

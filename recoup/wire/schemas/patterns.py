@@ -17,6 +17,8 @@ NO_NUL: Final = r"^[^\x00]*$"  # PostgreSQL text cannot hold NUL
 NO_NUL_OR_AT: Final = r"^[^\x00@]*$"  # '@' separates a schedule's name and an occurrence's instant
 # A name: no '@' and no control character (C0, DEL, C1), which terminals and logs would obey.
 PRINTABLE_NO_AT: Final = r"^[^\x00-\x1f\x7f-\x9f@]*$"
+# No C0 control, DEL or C1 control (recoup.jobs.model.CONTROL_CHARACTER): printed by terminals.
+PRINTABLE: Final = r"^[^\x00-\x1f\x7f-\x9f]*$"
 
 
 def _either_case(word: str) -> str:
@@ -133,6 +135,7 @@ __all__ = [
     "NO_NUL",
     "NO_NUL_OR_AT",
     "POLICY_FORMAT",
+    "PRINTABLE",
     "PRINTABLE_NO_AT",
     "RESERVED_HEADER",
     "RUN_CURSOR",
