@@ -43,6 +43,7 @@ from schemathesis.python import asgi
 
 from recoup.api.app import ApiSettings, create_app
 from recoup.idempotency import KEY_HEADER_PATTERN
+from recoup.jobs.model import BODILESS_METHODS
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.storage import Store, open_api_tables
 from recoup.tenancy import issue_token, new_tenant
@@ -113,6 +114,12 @@ def as_the_document_requires(context: Any, case: Any, kwargs: dict[str, Any]) ->
         headers["Idempotency-Key"] = unique_key(key)
     body = case.body if isinstance(case.body, dict) else {}
     job_bodies = ("POST /v1/jobs", "PATCH /v1/jobs/{job_id}")
+    # A PATCH's new target takes the stored job's payload (a rule of the job's state): the
+    # runtime's jobs (an email, an attempt) carry one, which HEAD and OPTIONS cannot.
+    target = body.get("target")
+    if case.operation.label == "PATCH /v1/jobs/{job_id}" and isinstance(target, dict):
+        if isinstance(target.get("method"), str) and target["method"].upper() in BODILESS_METHODS:
+            target["method"] = "POST"
     if case.operation.label in job_bodies and body.get("run_at") is not None:
         body["allow_past"] = True
     if case.operation.label == "PUT /v1/dunning/settings":
@@ -140,10 +147,12 @@ def as_the_document_requires(context: Any, case: Any, kwargs: dict[str, Any]) ->
     if body.get("run_at") is not None and body.get("delay_seconds") is not None:
         del body["delay_seconds"]
     # A PATCH of a schedule: a new rule is a cron or an anchor (which carries its own zone);
-    # a new end of its window comes with its start (the stored start is the schedule's state).
+    # one end of its window changes only with the other (the stored one is the schedule's
+    # state, which a new start could pass or a new end precede).
     if case.operation.label == "PATCH /v1/schedules/{schedule_id}":
-        if body.get("end_at") is not None and body.get("start_at") is None:
-            del body["end_at"]
+        ends = [name for name in ("start_at", "end_at") if body.get(name) is not None]
+        if len(ends) == 1:
+            del body[ends[0]]
         if body.get("cron") is not None and body.get("anchor") is not None:
             del body["anchor"]
         if body.get("anchor") is not None:
