@@ -40,7 +40,7 @@ from recoup.dunning.jitter import attempt_jitters
 from recoup.dunning.landing import customer_calendar
 from recoup.dunning.limits import CardAttempt, limit_reason
 from recoup.dunning.outcomes import Decision, PlannedAttempt, Retry
-from recoup.dunning.planner import Failure, plan_retries
+from recoup.dunning.planner import Failure, own_failure, plan_retries
 from recoup.dunning.policy import DunningPolicy
 from recoup.dunning.policy_adaptive import AdaptiveSettings
 from recoup.dunning.taxonomy import Classification, Taxonomy, classify, default_taxonomy
@@ -150,24 +150,6 @@ def _candidates(
     return found
 
 
-def _own_failure(failure: Failure, history: Sequence[CardAttempt]) -> list[CardAttempt]:
-    """The failure counts as a first charge on the card, unless history holds it (as in the
-    planner)."""
-    at = failure.failed_at.astimezone(UTC)
-    if not failure.card or any(h.invoice == failure.invoice and h.at == at for h in history):
-        return []
-    return [
-        CardAttempt(
-            card=failure.card,
-            at=at,
-            invoice=failure.invoice,
-            merchant_id=failure.merchant_id,
-            amount=failure.amount,
-            reattempt=False,
-        )
-    ]
-
-
 def plan_adaptive(
     failure: Failure,
     policy: DunningPolicy,
@@ -197,7 +179,7 @@ def plan_adaptive(
         deadline=failed_at + timedelta(seconds=policy.max_duration_seconds),
         renewal=failure.next_renewal_at if policy.stop_before_renewal else None,
     )
-    card_history = [*history, *_own_failure(failure, history)]
+    card_history = [*history, *own_failure(failure, history)]
     tz = zone(failure.timezone)
     attempts: list[PlannedAttempt] = []
     choices: list[SlotDecision] = []

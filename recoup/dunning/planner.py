@@ -86,8 +86,9 @@ class Failure:
             require_aware("next_renewal_at", self.next_renewal_at)
 
 
-def _own_failure(failure: Failure, history: Sequence[CardAttempt]) -> list[CardAttempt]:
-    """The failure itself counts as an attempt on the card unless history already holds it."""
+def own_failure(failure: Failure, history: Sequence[CardAttempt]) -> list[CardAttempt]:
+    """The failure itself counts as an attempt on the card unless history already holds it
+    (the card-network limits count it; the adaptive planner counts it the same way)."""
     if not failure.card:
         return []
     at = failure.failed_at.astimezone(UTC)
@@ -201,7 +202,7 @@ def plan_retries(
     renewal = failure.next_renewal_at if policy.stop_before_renewal else None
     min_gap = timedelta(seconds=max(policy.min_gap_seconds, verdict.min_delay_hours * 3600))
     blackouts = policy.blackouts_for(failure.gateway)
-    card_history = [*history, *_own_failure(failure, history)]
+    card_history = [*history, *own_failure(failure, history)]
     payday_rules: tuple[PaydayRule, ...] = ()
     if policy.paydays is not None and is_insufficient_funds(failure.decline_code):
         payday_rules = policy.paydays.rules_for(failure.country or policy.default_country)
@@ -305,4 +306,4 @@ def plan_after_update(
     )
 
 
-__all__ = ["Failure", "plan_after_update", "plan_retries"]
+__all__ = ["Failure", "own_failure", "plan_after_update", "plan_retries"]
