@@ -27,6 +27,11 @@ class ClaimParams:
     horizon: timedelta  # claim jobs due up to now + horizon (fired from memory at run_at)
     lease: timedelta  # lease runs from max(now, run_at)
     limit: int
+    # `now` is a wall-clock reading (not virtual time): what is due and the leases are then
+    # decided by the store's own clock (the database's, which every worker shares), so a
+    # worker whose clock is wrong neither claims early nor misses what is due
+    # (ARCHITECTURE.md, 'Clock skew').
+    store_clock: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -143,10 +148,14 @@ class JobStore(Protocol):
         worker_id: str,
         job_ids: Sequence[str],
         *,
-        lease_until: datetime,
+        lease_until: datetime | None = None,
+        lease_for: timedelta | None = None,
         attempts: Sequence[int] | None = None,
     ) -> list[str]:
-        """Extend the leases still held by `worker_id`; return the ids still held. With
+        """Extend the leases still held by `worker_id`, to `lease_until` (an instant of the
+        caller's clock) or `lease_for` past the store's own clock (a worker on the wall clock:
+        its lease then never lapses early however wrong its clock); exactly one of the two.
+        Return the ids still held. With
         `attempts` (one per id), a lease is held only while the job is still on that attempt:
         an attempt whose lease lapsed and whose job was claimed again (even by the same worker
         id) is not extended, and its id not returned."""
@@ -157,14 +166,25 @@ class JobStore(Protocol):
         attempt count restored."""
         ...
 
-    def rescue_expired(self, *, now: datetime, limit: int = 1000) -> list[str]:
+    def rescue_expired(
+        self, *, now: datetime, limit: int = 1000, store_clock: bool = False
+    ) -> list[str]:
         """Running jobs whose lease expired: log a `lost` run and schedule them again now.
+        With `store_clock` (`now` is a wall-clock reading), expired and now are by the store's
+        own clock, as `ClaimParams.store_clock`: a rescuer whose clock runs ahead takes no
+        live lease, one behind none late.
         A lost attempt never consumes a job's last attempt (its worker vanished, maybe before
         starting it: a kill -9 must not fail jobs that never ran): a job whose lost attempt
         was its last gets one more (`max_attempts` + 1). Attempt numbers are never reused
         (they fence stale completions and key the run log). The schema's ceiling of 100
         attempts still applies: a job lost on its 100th attempt fails, which bounds a job that
         kills every worker running it. At most `limit` per call."""
+        ...
+
+    def read_clock(self) -> datetime:
+        """The store's own clock (PostgreSQL's `clock_timestamp()`; SQLite: the machine's,
+        which every process on the file shares), against which a worker on the wall clock
+        measures its skew."""
         ...
 
     # Worker sessions (ARCHITECTURE.md, 'Worker sessions')

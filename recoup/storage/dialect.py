@@ -136,6 +136,14 @@ class Dialect(Protocol):
         """Run a batch statement (listings, pruning), whose plan depends on its parameters."""
         ...
 
+    def read_clock(self, conn: Any, /) -> datetime:
+        """The database's clock, read on `conn` (named query `store_clock`): what decides
+        claims, leases and rescues for callers on the wall clock (ARCHITECTURE.md, 'Clock
+        skew'). PostgreSQL: `clock_timestamp()` of its server; SQLite: the machine's clock
+        (which SQLite's `'now'` reads, to the millisecond only), shared by every process on
+        the file."""
+        ...
+
     def wake_workers(self, conn: Any, /) -> None:
         """Inside a transaction that made jobs due: let idle workers of every process know once
         it commits (SQLite bumps its wake-up counter, PostgreSQL notifies)."""

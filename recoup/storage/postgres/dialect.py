@@ -229,6 +229,12 @@ class PostgresDialect:
     ) -> psycopg.Cursor[Any]:
         return conn.execute(query, params, prepare=False)
 
+    @staticmethod
+    def read_clock(conn: psycopg.Connection[Any], /) -> datetime:
+        row = conn.execute(QUERIES["store_clock"]).fetchone()
+        assert row is not None  # a SELECT without FROM returns its one row
+        return aware_utc(row[0])
+
     def wake_workers(self, conn: psycopg.Connection[Any], /) -> None:
         conn.execute(QUERIES["notify"], {"channel": self.channel})  # delivered at commit
 

@@ -255,6 +255,12 @@ logged AS (
 )
 SELECT id, outcome FROM applied
 
+-- store_clock --
+-- The server's clock, which every worker on the wall clock shares: what decides claims, leases
+-- and rescues for them (ARCHITECTURE.md, 'Clock skew'). Read first in the transaction that acts
+-- on it, so that one instant serves all its statements, the flow keys' included.
+SELECT clock_timestamp()
+
 -- heartbeat --
 -- %(keys)s: 'id:attempt' per held attempt (NULL: any attempt); a lapsed attempt whose job was
 -- claimed again, even under the same worker id, is not extended.

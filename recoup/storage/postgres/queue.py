@@ -21,6 +21,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -181,6 +182,8 @@ class PostgresQueue:
         if params.limit <= 0:
             return []
         with self._connection() as conn:
+            if params.store_clock:  # what is due and the leases by the server's clock
+                params = replace(params, now=self._dialect.read_clock(conn))
             # The flow keys' jobs first: they take no more than their keys allow, and jobs
             # without a key take the rest (ARCHITECTURE.md, 'Flow control').
             flowing = claim_flow_jobs(conn, Q, params, encode=_utc, decode=aware_utc)
@@ -243,8 +246,12 @@ class PostgresQueue:
                     self._insert_rows(conn, reports, now)
         return [row[0] for row in found]
 
-    def rescue_expired(self, *, now: datetime, limit: int = 1000) -> list[str]:
+    def rescue_expired(
+        self, *, now: datetime, limit: int = 1000, store_clock: bool = False
+    ) -> list[str]:
         with self._connection() as conn:
+            if store_clock:  # expired by the server's clock, not the rescuer's
+                now = self._dialect.read_clock(conn)
             conn.execute(Q["queue_plans"])
             rows = conn.execute(
                 Q["rescue_expired"], {"now": now, "limit": limit}, prepare=False
@@ -252,6 +259,10 @@ class PostgresQueue:
             if rows:
                 self._dialect.wake_workers(conn)
         return [row[0] for row in rows]
+
+    def read_clock(self) -> datetime:
+        with self._dialect.statement_read() as conn:
+            return self._dialect.read_clock(conn)
 
     def wait_for_notify(self, timeout: float) -> bool:
         """LISTEN on a dedicated connection (opened at the first call, kept until `close`).

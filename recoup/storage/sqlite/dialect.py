@@ -22,6 +22,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from recoup.errors import InvalidInput, StorageError
@@ -289,6 +290,12 @@ class SqliteDialect:
         conn: sqlite3.Connection, query: str, params: Mapping[str, Any], /
     ) -> sqlite3.Cursor:
         return conn.execute(query, params)
+
+    @staticmethod
+    def read_clock(conn: sqlite3.Connection, /) -> datetime:
+        # The machine's clock, which SQLite's own 'now' reads too (to the millisecond only):
+        # every process on the file shares it, whatever clock a worker was given.
+        return datetime.now(UTC)
 
     def wake_workers(self, conn: sqlite3.Connection, /) -> None:
         # Other processes' idle waiters poll this counter (see `SqliteQueue.wait_for_notify`).

@@ -14,6 +14,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -112,8 +113,10 @@ class SqliteQueue:
     def claim_due(self, params: ClaimParams) -> list[Job]:
         if params.limit <= 0:
             return []
-        now = micros(params.now)
         with self._write() as conn:
+            if params.store_clock:  # what is due and the leases by SQLite's clock
+                params = replace(params, now=self._dialect.read_clock(conn))
+            now = micros(params.now)
             # The flow keys' jobs first: they take no more than their keys allow, and jobs
             # without a key take the rest (ARCHITECTURE.md, 'Flow control').
             flowing = claim_flow_jobs(conn, Q, params, encode=micros, decode=from_micros)
@@ -175,10 +178,14 @@ class SqliteQueue:
             self._wakeups.notify()
         return applied
 
-    def rescue_expired(self, *, now: datetime, limit: int = 1000) -> list[str]:
+    def rescue_expired(
+        self, *, now: datetime, limit: int = 1000, store_clock: bool = False
+    ) -> list[str]:
         # The rule is `recoup.storage.rules`'; the write lock holds the batch still meanwhile.
-        now_us = micros(now)
         with self._write() as conn:
+            if store_clock:  # expired by SQLite's clock, not the rescuer's
+                now = self._dialect.read_clock(conn)
+            now_us = micros(now)
             rows = conn.execute(Q["expired_leases"], {"now": now_us, "limit": limit}).fetchall()
             rescued = [row[0] for row in rows]
             if rescued:
@@ -189,6 +196,10 @@ class SqliteQueue:
         if rescued:
             self._wakeups.notify()
         return rescued
+
+    def read_clock(self) -> datetime:
+        with self._connection() as conn:
+            return self._dialect.read_clock(conn)
 
     def wait_for_notify(self, timeout: float) -> bool:
         """Sleep up to `timeout` seconds; True as soon as jobs were inserted (or released or
