@@ -8,7 +8,7 @@ from recoup.timekeeping.anchor_recovery import (
     recover_anchor,
 )
 from recoup.timekeeping.calendar import BusinessCalendar, parse_weekend
-from recoup.timekeeping.clock import Clock, SystemClock, VirtualClock
+from recoup.timekeeping.clock import Clock, OffsetClock, SystemClock, VirtualClock, reads_wall_time
 from recoup.timekeeping.cron import cron_between, cron_next, follows_clock, iter_cron, validate_cron
 from recoup.timekeeping.instants import format_local, format_utc, parse_instant, require_aware
 from recoup.timekeeping.recurrence import (
@@ -37,6 +37,7 @@ __all__ = [
     "Clock",
     "DriftedCharge",
     "Occurrence",
+    "OffsetClock",
     "RecoveredAnchor",
     "SystemClock",
     "Unrecovered",
@@ -58,6 +59,7 @@ __all__ = [
     "occurrences_between",
     "parse_instant",
     "parse_weekend",
+    "reads_wall_time",
     "recover_anchor",
     "require_aware",
     "resolve_local",

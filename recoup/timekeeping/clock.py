@@ -1,4 +1,7 @@
-"""Where "now" comes from: a protocol, the system clock, and a settable clock."""
+"""Where "now" comes from: a protocol, the system clock, a settable clock, and a clock offset
+from another. A clock reads wall time (the machine's, maybe offset) or virtual time:
+`reads_wall_time` tells which, and only a wall clock may be set right by the database's
+(ARCHITECTURE.md, 'Clock skew')."""
 
 from __future__ import annotations
 
@@ -21,6 +24,8 @@ class Clock(Protocol):
 class SystemClock:
     """The machine's clock. Only the imperative shell (worker, API, CLI) constructs one."""
 
+    wall = True  # real time: see `reads_wall_time`
+
     def now(self) -> datetime:
         return datetime.now(UTC)
 
@@ -31,6 +36,8 @@ class VirtualClock:
     Thread-safe, so a worker thread and a test can share one. `pinned(instant)` makes it
     read one fixed instant in one context only (a task, a thread, and what they start).
     """
+
+    wall = False  # virtual time: never set right by another clock
 
     def __init__(self, start: datetime) -> None:
         self._now = require_aware("start", start).astimezone(UTC)
@@ -72,3 +79,28 @@ class VirtualClock:
         with self._lock:
             self._now += delta
             return self._now
+
+
+class OffsetClock:
+    """Another clock read `offset` away, the offset settable (thread-safe: one assignment).
+    A wall clock stays one: the worker's due clock set on the database's clock by its measured
+    skew (`recoup.jobs.worker.clocks.align`), and a test's clock minutes ahead or behind."""
+
+    def __init__(self, base: Clock, offset: timedelta = timedelta(0)) -> None:
+        self.base = base
+        self.offset = offset
+
+    @property
+    def wall(self) -> bool:
+        return reads_wall_time(self.base)
+
+    def now(self) -> datetime:
+        return self.base.now() + self.offset
+
+
+def reads_wall_time(clock: Clock) -> bool:
+    """Whether `clock` reads real time (the machine's clock, maybe offset), not virtual time
+    (tests, replays, the demo, test clocks): only then do the store's clock and it measure the
+    same time, so that the store's may decide in its place. A clock that does not say reads
+    virtual time."""
+    return getattr(clock, "wall", False) is True

@@ -12,6 +12,14 @@ never mixed (ARCHITECTURE.md, 'Time in the worker').
   clock; a test passes one it steps by hand.
 - **Wall time** (`wall`) stamps outbound signatures: receivers compare it with their real clock.
 
+A due clock that reads wall time (`reads_wall_time`: the system clock, not a virtual one) is
+set on the store's clock (ARCHITECTURE.md, 'Clock skew'): the worker reads it through an
+`OffsetClock` whose offset `align` measures (erring early) against `JobStore.read_clock` as
+its session opens and every `ALIGN_EVERY` seconds after, so that a machine whose clock is
+minutes off fires what it holds at the database's instants; and its claims, heartbeats and
+rescues ask the store to decide by its own clock (`ClaimParams.store_clock`), whatever the
+measurement.
+
 HTTP deadlines and those of handlers run in a thread are enforced inside `recoup.jobs.targets`
 by the event loop's clock (`asyncio.timeout`): real time in every case.
 """
@@ -22,10 +30,13 @@ import asyncio
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol
 
-from recoup.timekeeping.clock import Clock, SystemClock
+from recoup.timekeeping.clock import Clock, OffsetClock, SystemClock, reads_wall_time
+
+ALIGN_EVERY = 10.0  # seconds of elapsed time between two measurements of the clock's skew
+ALIGN_SAMPLES = 3  # round trips to the store per measurement (the shortest bounds the error)
 
 
 class Timer(Protocol):
@@ -61,11 +72,47 @@ def _system_wall() -> datetime:
 @dataclass(frozen=True)
 class WorkerClock:
     """Every time the worker reads: `due` (what is due, maybe virtual), `elapsed` (how long
-    things take, real unless a test steps it) and `wall` (signature timestamps, real)."""
+    things take, real unless a test steps it) and `wall` (signature timestamps, real).
+    `aligned` is `due` when it reads wall time, set on the store's clock by `align`; None on
+    a virtual clock (`on`)."""
 
     due: Clock = field(default_factory=SystemClock)
     elapsed: Elapsed = field(default_factory=RealElapsed)
     wall: Callable[[], datetime] = _system_wall
+    aligned: OffsetClock | None = None
+
+    @classmethod
+    def on(cls, clock: Clock, *, elapsed: Elapsed, wall: Callable[[], datetime]) -> WorkerClock:
+        """The worker's times with `clock` as its due clock: read through an `OffsetClock`
+        that `align` sets on the store's when it reads wall time, as is when virtual."""
+        if not reads_wall_time(clock):
+            return cls(due=clock, elapsed=elapsed, wall=wall)
+        aligned = OffsetClock(clock)
+        return cls(due=aligned, elapsed=elapsed, wall=wall, aligned=aligned)
+
+    @property
+    def on_store_clock(self) -> bool:
+        """Whether the store decides claims, leases and rescues by its own clock."""
+        return self.aligned is not None
+
+
+def align(clock: OffsetClock, read_store_clock: Callable[[], datetime]) -> timedelta:
+    """Set `clock.offset` to how far the store's clock is ahead of `clock.base`, erring early.
+    The store read its clock before our reading that follows its answer, so the true offset is
+    at least the store's reading minus ours; over `ALIGN_SAMPLES` round trips the greatest of
+    these bounds is the one set, at most the shortest round trip below the truth. The due clock
+    so never reads ahead of the database's time (nothing fires before its instant by the
+    database's clock) and lags it by less than a round trip. Returns the offset. Called in a
+    store thread, so that nothing but the round trips lies between the readings."""
+    lower: timedelta | None = None
+    for _ in range(ALIGN_SAMPLES):
+        store_now = read_store_clock()
+        bound = store_now - clock.base.now()
+        if lower is None or bound > lower:
+            lower = bound
+    assert lower is not None
+    clock.offset = lower
+    return lower
 
 
 async def sleep(elapsed: Elapsed, seconds: float) -> None:
@@ -109,4 +156,14 @@ async def wait_tasks(
     return pending
 
 
-__all__ = ["Elapsed", "RealElapsed", "Timer", "WorkerClock", "sleep", "wait_tasks"]
+__all__ = [
+    "ALIGN_EVERY",
+    "ALIGN_SAMPLES",
+    "Elapsed",
+    "RealElapsed",
+    "Timer",
+    "WorkerClock",
+    "align",
+    "sleep",
+    "wait_tasks",
+]

@@ -68,8 +68,8 @@ class Worker:
             raise TypeError(f"config: expected a WorkerConfig, got {type(config).__name__}")
         self.config = config
         self.store = store
-        self.time = WorkerClock(
-            due=clock or SystemClock(),
+        self.time = WorkerClock.on(
+            clock or SystemClock(),
             elapsed=elapsed or RealElapsed(),
             wall=wall_clock or SystemClock().now,
         )
@@ -110,7 +110,8 @@ class Worker:
 
     @property
     def clock(self) -> Clock:
-        """The due clock."""
+        """The due clock (a wall clock given is read set on the store's clock: 'Clock skew' in
+        ARCHITECTURE.md)."""
         return self.time.due
 
     @property
@@ -142,6 +143,11 @@ class Worker:
             raise RuntimeError("the worker's session is open on another event loop")
         self._session_loop = loop
         self._resources.open()
+        try:
+            await self._maintenance.align()  # before anything is claimed or registered
+        except Exception:
+            # The store decides claims, leases and rescues by its own clock regardless.
+            log.exception("worker %s: measuring the clock's skew failed", self.worker_id)
         self._sleeper.open()
         self._buffer.open()
         self._ledger.idle = asyncio.Event()

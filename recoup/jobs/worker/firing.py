@@ -40,6 +40,7 @@ class Firing:
         elapsed: Elapsed,
         start: Callable[[Held], None],
         gate: Callable[[], int | None] | None = None,
+        store_clock: bool = False,
     ) -> None:
         self._store = store
         self._call = call
@@ -50,6 +51,8 @@ class Firing:
         self._elapsed = elapsed
         self._start = start
         self._gate = gate  # the session's epoch, None while it is down (`SessionKeeper.gate`)
+        # On the wall clock: what is due and the leases by the store's clock (`ClaimParams`).
+        self._store_clock = store_clock
         self._buckets: dict[datetime, list[Held]] = {}
         self._timers: dict[datetime, Timer] = {}
         self._giving_back: set[asyncio.Task[None]] = set()
@@ -111,6 +114,7 @@ class Firing:
             horizon=horizon,
             lease=self._config.lease,
             limit=limit,
+            store_clock=self._store_clock,
         )
         began = self._elapsed.monotonic()
         jobs = await self._call(self._store.claim_due, params)

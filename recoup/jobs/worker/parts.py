@@ -5,10 +5,11 @@ runner, the session keeper, the firing loop, the lease keeper and the maintenanc
 
 from __future__ import annotations
 
+import logging
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import aiohttp
 
@@ -17,18 +18,23 @@ from recoup.jobs.model import Completion, Job, Run
 from recoup.jobs.processes import this_process
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.store import SchedulerStore
-from recoup.jobs.worker.clocks import WorkerClock
+from recoup.jobs.worker.clocks import WorkerClock, align
 from recoup.jobs.worker.completions import CompletionBuffer
 from recoup.jobs.worker.config import SESSION_MARGIN, WorkerConfig
 from recoup.jobs.worker.firing import Firing
 from recoup.jobs.worker.leases import LeaseKeeper
 from recoup.jobs.worker.ledger import Ledger, WorkerStats
 from recoup.jobs.worker.maintenance import Maintenance
-from recoup.jobs.worker.resources import Resources
+from recoup.jobs.worker.resources import Resources, StoreCall
 from recoup.jobs.worker.running import Runner
 from recoup.jobs.worker.secret_cache import SecretCache
 from recoup.jobs.worker.sessions import SessionKeeper
 from recoup.jobs.worker.sleeping import Sleeper
+from recoup.timekeeping.clock import OffsetClock
+
+log = logging.getLogger("recoup.worker")
+
+SKEW_WARNING = timedelta(seconds=1)  # a skew larger than this is logged at each measurement
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,6 +73,7 @@ def assemble(
         max_connections=config.concurrency,
     )
     call = resources.call
+    store_clock = time.on_store_clock
     sleeper = Sleeper(
         now=now,
         elapsed=elapsed,
@@ -127,12 +134,17 @@ def assemble(
         elapsed=elapsed,
         start=runner.start,
         gate=sessions.gate,
+        store_clock=store_clock,
     )
     runner.late = firing.give_back_late
 
     async def heartbeat(
         ids: Sequence[str], attempts: Sequence[int], lease_until: datetime
     ) -> list[str]:
+        if store_clock:  # a lease past the store's clock: ours may be minutes off
+            return await call(
+                store.heartbeat, config.worker_id, ids, lease_for=config.lease, attempts=attempts
+            )
         return await call(
             store.heartbeat,
             config.worker_id,
@@ -160,6 +172,8 @@ def assemble(
         now=now,
         elapsed=elapsed,
         wake=sleeper.wake,
+        align=None if time.aligned is None else _aligning(time.aligned, store, call, config),
+        store_clock=store_clock,
     )
     return Parts(
         ledger=ledger,
@@ -172,3 +186,26 @@ def assemble(
         leases=leases,
         maintenance=maintenance,
     )
+
+
+def _aligning(
+    clock: OffsetClock, store: SchedulerStore, call: StoreCall, config: WorkerConfig
+) -> Callable[[], Awaitable[None]]:
+    """The maintenance step that sets `clock` on the store's clock (`align`), saying so when
+    the machine's clock is off by more than `SKEW_WARNING` (again when that changes by more)."""
+    told = timedelta(0)
+
+    async def step() -> None:
+        nonlocal told
+        offset = await call(align, clock, store.read_clock)
+        if abs(offset) > SKEW_WARNING and abs(offset - told) > SKEW_WARNING:
+            told = offset
+            log.warning(
+                "worker %s: this machine's clock is %.3f s %s the database's; the worker goes "
+                "by the database's",
+                config.worker_id,
+                abs(offset.total_seconds()),
+                "behind" if offset > timedelta(0) else "ahead of",
+            )
+
+    return step

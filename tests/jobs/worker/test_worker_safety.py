@@ -293,9 +293,9 @@ def test_a_saturated_worker_leaves_due_jobs_to_other_workers(jobstore: Any) -> N
 
     turns: list[datetime] = []  # the main loop's turns, seen through its rescue calls
 
-    def rescue(*, now: datetime, limit: int) -> list[str]:
+    def rescue(*, now: datetime, limit: int, store_clock: bool = False) -> list[str]:
         turns.append(now)
-        rescued: list[str] = jobstore.rescue_expired(now=now, limit=limit)
+        rescued: list[str] = jobstore.rescue_expired(now=now, limit=limit, store_clock=store_clock)
         return rescued
 
     clock = VirtualClock(START)
@@ -421,9 +421,9 @@ def test_rescue_passes_its_limit_and_goes_on_while_batches_are_full(
     monkeypatch.setattr(worker_module, "RESCUE_LIMIT", 2)
     limits: list[int] = []
 
-    def rescue(*, now: datetime, limit: int) -> list[str]:
+    def rescue(*, now: datetime, limit: int, store_clock: bool = False) -> list[str]:
         limits.append(limit)
-        rescued: list[str] = jobstore.rescue_expired(now=now, limit=limit)
+        rescued: list[str] = jobstore.rescue_expired(now=now, limit=limit, store_clock=store_clock)
         return rescued
 
     clock = VirtualClock(START)
