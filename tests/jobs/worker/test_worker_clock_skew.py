@@ -29,7 +29,7 @@ OPEN = SsrfGuard(allow_private=True)
 ONE_US = timedelta(microseconds=1)
 SKEW = timedelta(minutes=5)
 LEASE = timedelta(seconds=1)
-FAST = {
+FAST: dict[str, Any] = {
     "session_beat": timedelta(seconds=0.1),
     "dead_check_interval": timedelta(seconds=0.05),
     "rescue_interval": timedelta(seconds=0.05),
