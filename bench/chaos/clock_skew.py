@@ -193,17 +193,22 @@ def _workers(
 
 
 def _stall(store: Store, jobs: list[NewJob]) -> list[str]:
+    """Insert `jobs` and claim them as the stalled claimer, one at a time 37 ms apart, so that
+    their leases expire at instants of their own (each recovery its own sample)."""
     ids = [store.insert(job, now=_now()).id for job in jobs]
-    params = ClaimParams(
-        worker_id="stalled",
-        now=_now(),
-        horizon=timedelta(0),
-        lease=STALLED_LEASE,
-        limit=len(ids),
-        store_clock=True,
-    )
-    claimed = {job.id for job in store.claim_due(params)}
-    return [job_id for job_id in ids if job_id in claimed]
+    claimed: list[str] = []
+    for _ in ids:
+        params = ClaimParams(
+            worker_id="stalled",
+            now=_now(),
+            horizon=timedelta(0),
+            lease=STALLED_LEASE,
+            limit=1,
+            store_clock=True,
+        )
+        claimed += [job.id for job in store.claim_due(params)]
+        time.sleep(0.037)
+    return claimed
 
 
 def _check(
