@@ -71,6 +71,7 @@ class SkewFigures:
     stalled: int = 0
     taken_early: int = 0  # stalled leases taken back before their expiry
     recovery_s: list[float] = field(default_factory=list)  # stalled lease expiry → restart
+    drain_s: float = 0.0  # from the jobs' enqueue to the last one succeeded
     seconds: float = 0.0
 
     @property
@@ -99,11 +100,11 @@ class Recorder:
 
     def __init__(self) -> None:
         self.starts: list[Start] = []
-        self._lock = threading.Lock()
+        self.lock = threading.Lock()
 
     def add(self, ctx: HandlerContext, worker: str) -> None:
         start = Start(ctx.job_id, ctx.attempt, worker, datetime.now(UTC), ctx.run_at)
-        with self._lock:
+        with self.lock:
             self.starts.append(start)
 
     def handlers(self, worker: str) -> HandlerRegistry:
@@ -151,7 +152,7 @@ def run_skew(
         ]
         expiries = {
             job_id: job.lease_expires_at
-            for job_id in _stall(store, frozen)
+            for job_id in stall_claims(store, frozen)
             if (job := store.get(TENANT, job_id)) is not None
         }
         with _workers(store, offsets, recorder, guard):
@@ -165,6 +166,7 @@ def run_skew(
             ]
             held = [NewJob(run_at=real, target=PythonTarget(handler="long")) for _ in range(long)]
             true.enqueue_many(short + held)
+            enqueued = time.monotonic()
             expected = jobs + long + stalled
             deadline = time.monotonic() + SPREAD + 30
             while time.monotonic() < deadline:
@@ -172,7 +174,8 @@ def run_skew(
                 if done >= expected:
                     break
                 time.sleep(0.05)
-        _check(figures, store, recorder, expiries, expected, {job.id for job in short})
+            figures.drain_s = round(time.monotonic() - enqueued, 2)
+        check_figures(figures, store, recorder, expiries, expected, {job.id for job in short})
     figures.seconds = round(time.monotonic() - began, 2)
     return figures
 
@@ -192,7 +195,9 @@ def _workers(
         yield
 
 
-def _stall(store: Store, jobs: list[NewJob]) -> list[str]:
+def stall_claims(
+    store: Store, jobs: list[NewJob], *, lease: timedelta = STALLED_LEASE
+) -> list[str]:
     """Insert `jobs` and claim them as the stalled claimer, one at a time 37 ms apart, so that
     their leases expire at instants of their own (each recovery its own sample)."""
     ids = [store.insert(job, now=_now()).id for job in jobs]
@@ -202,7 +207,7 @@ def _stall(store: Store, jobs: list[NewJob]) -> list[str]:
             worker_id="stalled",
             now=_now(),
             horizon=timedelta(0),
-            lease=STALLED_LEASE,
+            lease=lease,
             limit=1,
             store_clock=True,
         )
@@ -211,7 +216,7 @@ def _stall(store: Store, jobs: list[NewJob]) -> list[str]:
     return claimed
 
 
-def _check(
+def check_figures(
     figures: SkewFigures,
     store: Store,
     recorder: Recorder,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from bench.chaos.clock_skew import SkewFigures, run_skew
+from bench.chaos.skew_processes import NoFaketime, run_skew_processes
 
 
 def assert_held(figures: SkewFigures) -> None:
@@ -28,3 +29,18 @@ def test_sqlite_holds_through_clock_skew() -> None:
 @pytest.mark.postgres
 def test_postgres_holds_through_clock_skew(postgres_url: str) -> None:
     assert_held(run_skew("postgres", jobs=60, long=3, stalled=3, postgres_url=postgres_url))
+
+
+@pytest.mark.postgres
+def test_postgres_holds_with_worker_processes_under_libfaketime(postgres_url: str) -> None:
+    """The same with `recoup worker` processes whose whole clock is faked (libfaketime), so
+    the system clock itself is what is wrong; skipped where libfaketime is not installed."""
+    try:
+        figures = run_skew_processes(jobs=60, long=3, stalled=3, postgres_url=postgres_url)
+    except NoFaketime as exc:
+        pytest.skip(str(exc))
+    assert figures.passed, figures
+    assert figures.succeeded == figures.jobs == 60 + 3 + 3
+    # Each skewed process measured its skew against the database's clock, and logged it.
+    assert abs(figures.workers["ahead"] - 300) < 1 and abs(figures.workers["behind"] + 300) < 1
+    assert max(figures.recovery_s) < 3.0, figures.recovery_s
