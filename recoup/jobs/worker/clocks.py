@@ -2,8 +2,9 @@
 never mixed (ARCHITECTURE.md, 'Time in the worker').
 
 - **Due time** is the injected `Clock`: what is due, a job's `run_at`, claims, backoff instants,
-  the `now` of every store call (lease expiry included: the store compares it with the `now` of
-  whoever rescues). A `VirtualClock` jumps when told; the worker never waits on it.
+  the `now` of every store call (lease expiry included: on a virtual clock the store compares
+  it with the `now` of whoever rescues; on a wall clock the store's own clock decides, below).
+  A `VirtualClock` jumps when told; the worker never waits on it.
 - **Elapsed time** is an `Elapsed`: monotonic seconds and timers on them. Everything the worker
   waits for is elapsed time: heartbeats and the lease watchdog, attempt timeouts on consumers,
   maintenance intervals, idle sleeps, the flusher's pauses, the shutdown grace, and the timer

@@ -20,7 +20,8 @@ Heartbeat = Callable[[Sequence[str], Sequence[int], datetime], Awaitable[Sequenc
 class LeaseKeeper:
     """Every job the worker holds (claimed, not yet reported) is heartbeat in one store call
     every `heartbeat_every` seconds of elapsed time, attempt by attempt, to `lease` past the
-    due clock's now (the store keeps lease expiry in due time, as it does every instant).
+    due clock's now (the store keeps lease expiry in due time, as it does every instant; on a
+    wall clock, `lease` past the store's own clock: the heartbeat `assemble` wires).
     A job the store says we no longer hold (cancelled, rescued after a stall, or claimed again
     since) is revoked: dropped if not started, its attempt interrupted if running.
 

@@ -34,7 +34,7 @@ from recoup.timekeeping.clock import OffsetClock
 
 log = logging.getLogger("recoup.worker")
 
-SKEW_WARNING = timedelta(seconds=1)  # a skew larger than this is logged at each measurement
+SKEW_WARNING = timedelta(seconds=1)  # a skew larger than this is logged (again when it moves)
 
 
 @dataclass(frozen=True, kw_only=True)
