@@ -12,4 +12,6 @@ machine. See `__main__` for the command and `run` for how a run goes.
     invariants   the checks
     run          one run, end to end
     report       the figures as text
+    clock_skew   workers minutes ahead and behind (injected clocks), both backends
+    skew_processes  the same with worker processes under libfaketime (PostgreSQL)
 """
