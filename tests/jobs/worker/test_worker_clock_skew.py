@@ -10,6 +10,7 @@ one kernel clock, as every process on a SQLite file does."""
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -21,9 +22,12 @@ from recoup.jobs.handlers import HandlerContext, HandlerRegistry
 from recoup.jobs.model import JobState, NewJob, PythonTarget, RunOutcome
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
-from recoup.jobs.worker.clocks import ALIGN_SAMPLES, WorkerClock, align
+from recoup.jobs.worker.clocks import ALIGN_EVERY, ALIGN_SAMPLES, WorkerClock, align
+from recoup.jobs.worker.config import WorkerConfig
+from recoup.jobs.worker.ledger import WorkerStats
+from recoup.jobs.worker.maintenance import Maintenance
 from recoup.timekeeping.clock import OffsetClock, SystemClock, VirtualClock, reads_wall_time
-from tests.support import wait_until
+from tests.support import ManualElapsed, wait_until
 
 OPEN = SsrfGuard(allow_private=True)
 ONE_US = timedelta(microseconds=1)
@@ -169,3 +173,44 @@ def test_a_worker_ahead_takes_no_live_lease_of_a_long_attempt(jobstore: Any) -> 
     assert events == ["start 1", "end 1"]  # once, never taken over
     runs = [(r.attempt, r.outcome) for r in jobstore.runs(job.tenant, job.id)]
     assert runs == [(1, RunOutcome.SUCCEEDED)]
+
+
+def test_the_skew_is_measured_again_every_interval_and_never_on_a_virtual_clock(
+    jobstore: Any,
+) -> None:
+    elapsed = ManualElapsed()
+    measured: list[float] = []
+
+    async def measure() -> None:
+        measured.append(elapsed.now)
+
+    async def call(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    def maintenance(align: Any) -> Maintenance:
+        return Maintenance(
+            store=jobstore,
+            schedules=None,
+            call=call,
+            config=WorkerConfig(prune_interval=None),
+            stats=WorkerStats(),
+            now=SystemClock().now,
+            elapsed=elapsed,
+            wake=lambda: None,
+            align=align,
+            store_clock=align is not None,
+        )
+
+    wall, virtual = maintenance(measure), maintenance(None)
+
+    async def scenario() -> None:
+        for at in (0.0, ALIGN_EVERY - 0.1, ALIGN_EVERY, 1.5 * ALIGN_EVERY, 2 * ALIGN_EVERY):
+            elapsed.now = at
+            await wall.run_due()
+            await virtual.run_due()
+
+    asyncio.run(scenario())
+    # The session's opening measured at 0 (`Worker.session`); the steps then every interval.
+    assert measured == [ALIGN_EVERY, 2 * ALIGN_EVERY]
+    assert wall.next_deadline() <= 3 * ALIGN_EVERY
+    assert virtual.next_deadline() < math.inf  # its other steps go on, without a measurement
