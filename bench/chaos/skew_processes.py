@@ -42,7 +42,8 @@ from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.storage import Store, open_store
 
-LIBFAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
+# Where Debian's `faketime` puts it, for the machine's architecture (None: not installed).
+LIBFAKETIME = next(iter(sorted(Path("/usr/lib").glob("*/faketime/libfaketime.so.1"))), None)
 LEASE_SECONDS = 1.5
 SPREAD = 4.0  # seconds over which the short jobs fall due
 START_TIMEOUT = 30.0
@@ -142,8 +143,8 @@ def run_skew_processes(
     postgres_url: str = DEFAULT_POSTGRES_URL,
     seed: int = 7,
 ) -> SkewFigures:
-    if not LIBFAKETIME.exists():
-        raise NoFaketime(f"{LIBFAKETIME} is missing (Debian: apt-get install faketime)")
+    if LIBFAKETIME is None:
+        raise NoFaketime("libfaketime is not installed (Debian: apt-get install faketime)")
     began = time.monotonic()
     figures = SkewFigures(backend="postgres (libfaketime)", skew_minutes=skew_minutes)
     offsets = {"true": 0.0, "ahead": skew_minutes, "behind": -skew_minutes}
