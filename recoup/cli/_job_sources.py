@@ -70,6 +70,7 @@ class Jobs(Protocol):
         cursor: str | None,
     ) -> ScheduleListOut: ...
     def get_schedule(self, schedule_id: str) -> ScheduleOut: ...
+    def schedule_named(self, name: str) -> ScheduleOut: ...
     def upcoming(self, schedule: ScheduleOut, count: int) -> list[datetime]: ...
     def set_paused(self, schedule_id: str, paused: bool) -> ScheduleOut: ...
 
@@ -167,6 +168,12 @@ class LocalJobs:
             raise NotFound(f"no schedule {schedule_id!r}")
         return ScheduleOut.of(schedule)
 
+    def schedule_named(self, name: str) -> ScheduleOut:
+        named = self.scheduler.list_schedules(tenant=self.tenant, name=name, limit=1).schedules
+        if not named:
+            raise NotFound(f"no schedule named {name!r}")
+        return ScheduleOut.of(named[0])
+
     def upcoming(self, schedule: ScheduleOut, count: int) -> list[datetime]:
         stored = self.scheduler.get_schedule(schedule.id, tenant=self.tenant)
         return self.scheduler.upcoming(stored, count)
@@ -201,7 +208,7 @@ class RemoteJobs:
         """The live job of that name, else the most recent one (as the scheduler's)."""
         named = self.client.list_jobs(name=name, limit=100).jobs  # newest first
         if not named:
-            raise NotFound(f"no job named {name!r}")
+            raise _not_found(f"no job named {name!r}")
         live = [j for j in named if not j.state.is_final]
         return live[0] if live else named[0]
 
@@ -250,12 +257,25 @@ class RemoteJobs:
     def get_schedule(self, schedule_id: str) -> ScheduleOut:
         return self.client.get_schedule(schedule_id)
 
+    def schedule_named(self, name: str) -> ScheduleOut:
+        named = self.client.schedules_page(name=name, limit=1).schedules
+        if not named:
+            raise _not_found(f"no schedule named {name!r}")
+        return named[0]
+
     def upcoming(self, schedule: ScheduleOut, count: int) -> list[datetime]:
         return self.client.upcoming(schedule.id, count)
 
     def set_paused(self, schedule_id: str, paused: bool) -> ScheduleOut:
         change = self.client.pause_schedule if paused else self.client.resume_schedule
         return change(schedule_id)
+
+
+def _not_found(detail: str) -> Exception:
+    """What the server would answer for an id: a 404 (exit 2, as every 4xx through it)."""
+    from recoup.client import NotFoundError
+
+    return NotFoundError(404, detail)
 
 
 __all__ = ["JobQuery", "Jobs", "LocalJobs", "RemoteJobs", "opened_jobs"]

@@ -45,7 +45,7 @@ from recoup.cli._records import (
     target_text,
 )
 from recoup.cli._where import DbOption, TenantOption, TokenOption, UrlOption, Where, where
-from recoup.errors import InvalidInput, NotFound
+from recoup.errors import InvalidInput
 from recoup.jobs.schedules.model import ScheduleState
 
 if TYPE_CHECKING:
@@ -185,10 +185,7 @@ def _find(jobs: Jobs, schedule_id: str | None, name: str | None) -> ScheduleOut:
         "which schedule", SCHEDULE_ID=schedule_id, **{"--name": checked_text("--name", name)}
     )
     if name is not None:
-        page = jobs.list_schedules(state=None, name=name, metadata=None, limit=1, cursor=None)
-        if not page.schedules:
-            raise NotFound(f"no schedule named {name!r}")
-        return page.schedules[0]
+        return jobs.schedule_named(name)
     assert schedule_id is not None
     return jobs.get_schedule(schedule_id)
 
