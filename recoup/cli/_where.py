@@ -67,6 +67,23 @@ TokenOption = Annotated[
 ]
 
 
+def _local_only(ctx: typer.Context, value: str | None) -> None:
+    if value is not None:
+        fail(
+            f"`recoup {ctx.command_path.removeprefix('recoup ')}` runs here, on a database: "
+            "--url is for the read and operation commands (jobs, schedules, invoices, "
+            "customers, report)"
+        )
+
+
+# The commands that only make sense on this machine (migrate, serve, worker, demo, secrets)
+# take `--url` only to refuse it in words, rather than as an unknown option.
+LocalOnlyUrlOption = Annotated[
+    str | None,
+    typer.Option("--url", hidden=True, callback=_local_only, show_default=False),
+]
+
+
 @dataclass(frozen=True)
 class Where:
     """A database for one tenant (`url` None), or a remote server and its token."""
@@ -161,6 +178,7 @@ def _scrubbed(message: str, place: Where) -> str:
 __all__ = [
     "DEFAULT_DB",
     "DbOption",
+    "LocalOnlyUrlOption",
     "TenantOption",
     "TokenOption",
     "UrlOption",
