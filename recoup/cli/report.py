@@ -19,12 +19,13 @@ the option, exit 2.
 
 With `--url URL --token T` (or RECOUP_URL, RECOUP_TOKEN) instead of `--db`, a remote `recoup
 serve` builds the report of the token's tenant (GET /v1/dunning/report) on its own clock:
-`--json` prints the same document, `--html FILE` writes its page; the terminal tables, `--now`
-and `--attempts` need the database.
+the same tables, `--json` the same document, `--html FILE` its page; `--now` and `--attempts`
+need the database.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -111,16 +112,20 @@ def report(
             if path is not None:
                 typer.echo(str(path))
     else:
-        from rich.console import Console
+        _print_report(tenant_id, span.since, span.until, built)
 
-        from recoup.analytics.recovery import render_terminal
 
-        console = Console()
-        console.print(
-            f"Recovery report of {tenant_id}: failures in [{span.since:%Y-%m-%d %H:%M}, "
-            f"{span.until:%Y-%m-%d %H:%M}) UTC, as of {span.now:%Y-%m-%d %H:%M} UTC"
-        )
-        render_terminal(built, console)
+def _print_report(tenant: str, since: datetime, until: datetime, built: Any) -> None:
+    from rich.console import Console
+
+    from recoup.analytics.recovery import render_terminal
+
+    console = Console()
+    console.print(
+        f"Recovery report of {tenant}: failures in [{since:%Y-%m-%d %H:%M}, "
+        f"{until:%Y-%m-%d %H:%M}) UTC, as of {built.options.now:%Y-%m-%d %H:%M} UTC"
+    )
+    render_terminal(built, console)
 
 
 def _remote_report(
@@ -133,17 +138,24 @@ def _remote_report(
     html: Path | None,
     log: Path | None,
 ) -> None:
-    """The report of a remote server (GET /v1/dunning/report): its JSON, or its HTML page
-    written to `html`. The server's clock is the report's now, and it serves no attempt log."""
+    """The report of a remote server (GET /v1/dunning/report): its JSON, its HTML page
+    written to `html`, or its tables (read back from the JSON). The server's clock is the
+    report's now, and it serves no attempt log."""
     if now is not None:
         raise InvalidInput("--now", now, "the server's clock is the report's now with --url")
     if log is not None:
         raise InvalidInput("--attempts", str(log), "a database's attempt log: --db, not --url")
-    if not json and html is None:
-        raise InvalidInput("--url", place.url, "expected --json or --html FILE with it")
-    with opened_client(place) as (client, _):
-        document = client.recovery_report(min_volume=min_volume, **window) if json else None
+    with opened_client(place) as (client, tenant):
+        tables = not json and html is None
+        wanted = json or tables
+        document = client.recovery_report(min_volume=min_volume, **window) if wanted else None
         page = client.recovery_report_html(min_volume=min_volume, **window) if html else None
+    if tables and document is not None:
+        from recoup.analytics.recovery.json_reading import report_from_json
+
+        since, until = (datetime.fromisoformat(document[end]) for end in ("since", "until"))
+        _print_report(tenant, since, until, report_from_json(document))
+        return
     if page is not None and html is not None:
         try:
             html.write_text(page, encoding="utf-8")
