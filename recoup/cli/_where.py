@@ -36,14 +36,14 @@ DbOption = Annotated[
     typer.Option(
         "--db",
         envvar="RECOUP_DB",
-        help=f"Database URL (sqlite:///… or postgresql://…) [default: {DEFAULT_DB}].",
+        help=f"Database URL, sqlite:///… or postgresql://… (default: {DEFAULT_DB}).",
         show_default=False,
     ),
 ]
 TenantOption = Annotated[
     str | None,
     typer.Option(
-        help="The tenant [default: `default`, the embedded one; with --url, the token's].",
+        help="The tenant (default: `default`, the embedded one; with --url, the token's).",
         show_default=False,
     ),
 ]
