@@ -143,12 +143,15 @@ def opened_store(place: Where) -> Iterator[tuple[Store, str]]:
 def opened_client(place: Where) -> Iterator[tuple[Client, str]]:
     """A client of a remote `place` and the token's tenant (checked against a `--tenant`
     given), closed afterwards; every error answer inside becomes one line and its exit code."""
-    from recoup.client import ApiError, Client
+    from recoup.client import ApiError, Client, NotFoundError
 
     assert place.url is not None
     client = Client(place.url, place.token, retries=CLI_RETRIES)
     try:
-        tenant = client.tenant()
+        try:
+            tenant = client.tenant()
+        except NotFoundError:  # authenticated, yet no such route: not a server of this kind
+            fail(f"{place.url} answers no GET /v1/tenant: is it a `recoup serve` as recent?")
         if place.tenant is not None and place.tenant != tenant:
             raise InvalidInput("--tenant", place.tenant, f"the token acts for {tenant!r}")
         yield client, tenant

@@ -17,7 +17,7 @@ from recoup.timekeeping.clock import SystemClock
 from tests.cli.remote_server import Served, Tenant, served
 from tests.cli.test_cli import run
 from tests.storage.test_store_contract import claim, report
-from tests.support import free_socket
+from tests.support import ServerThread, free_socket
 
 __all__ = ["served"]
 
@@ -178,6 +178,30 @@ def test_an_unreachable_server_is_named_with_exit_1(capsys: pytest.CaptureFixtur
         nowhere = Tenant("t", "rcp_secret", [], ["--url", url, "--token", "rcp_secret"])
         err = refused(capsys, nowhere, "jobs", "list", code=1)
     assert f"cannot reach {url}" in err
+
+
+async def failing_server(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """An ASGI app answering every request with a 503 problem (a server whose database is
+    down), or 404 for the tenant route of an old server when asked at /old."""
+    if scope["type"] != "http":
+        return
+    old = scope["path"].startswith("/old")
+    status, detail = (404, b"Not Found") if old else (503, b"the database is unreachable")
+    body = b'{"type": "about:blank", "status": %d, "detail": "%s"}' % (status, detail)
+    headers = [(b"content-type", b"application/problem+json")]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def test_a_server_error_is_one_line_with_exit_1_and_an_old_server_is_named(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with ServerThread(failing_server, lifespan="off") as server:
+        down = Tenant("t", "rcp_secret", [], ["--url", server.url, "--token", "rcp_secret"])
+        err = refused(capsys, down, "jobs", "list", code=1)
+        assert "503" in err and "the database is unreachable" in err
+        old = Tenant("t", "rcp_secret", [], ["--url", f"{server.url}/old", "--token", "rcp_secret"])
+        assert "answers no GET /v1/tenant" in refused(capsys, old, "schedules", "list")
 
 
 def test_the_url_and_token_come_from_the_environment_too(
