@@ -11,6 +11,7 @@ The token is never printed, in an answer or an error.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, NoReturn
@@ -147,6 +148,10 @@ def opened_client(place: Where) -> Iterator[tuple[Client, str]]:
 
     assert place.url is not None
     client = Client(place.url, place.token, retries=CLI_RETRIES)
+    # httpx logs each request at INFO: where a command runs with logging set up (a worker's
+    # process, an embedding program) those lines would join its output and its one-line
+    # refusals; the command says itself what happened.
+    quiet = _QuietHttpx()
     try:
         try:
             tenant = client.tenant()
@@ -159,6 +164,20 @@ def opened_client(place: Where) -> Iterator[tuple[Client, str]]:
         _refused(exc, place)
     finally:
         client.close()
+        quiet.restore()
+
+
+class _QuietHttpx:
+    """The loggers of httpx and its transport at WARNING until `restore`."""
+
+    def __init__(self) -> None:
+        self.levels = {name: logging.getLogger(name).level for name in ("httpx", "httpcore")}
+        for name, level in self.levels.items():
+            logging.getLogger(name).setLevel(max(level, logging.WARNING))
+
+    def restore(self) -> None:
+        for name, level in self.levels.items():
+            logging.getLogger(name).setLevel(level)
 
 
 def _refused(exc: ApiError, place: Where) -> NoReturn:

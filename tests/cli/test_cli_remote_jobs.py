@@ -6,6 +6,8 @@ with `--db`, acts on the server's store, and turns the server's refusals into on
 from __future__ import annotations
 
 import json
+import logging
+import sys
 from datetime import timedelta
 from typing import Any
 
@@ -160,6 +162,23 @@ def test_an_unknown_job_is_the_servers_404_in_one_line(
             capsys, tenant, *argv
         )
     assert "no job named 'ghost'" in refused(capsys, tenant, "jobs", "show", "--name", "ghost")
+
+
+def test_the_clients_request_log_never_joins_the_refusal(
+    served: Served, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A process with logging set up at DEBUG on stderr (a worker's, an embedding program's).
+    handler = logging.StreamHandler(sys.stderr)
+    root = logging.getLogger()
+    level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    try:
+        err = refused(capsys, served.tenant(), "jobs", "show", "no-such-job")
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+    assert "HTTP Request" not in err and "no-such-job" in err
 
 
 def test_a_bad_token_is_the_servers_401_and_is_never_printed(
