@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, NoReturn
@@ -114,11 +115,11 @@ def where(
             raise InvalidInput("--token", "…", "expected --url with it (the server it is for)")
         return Where(db=db or DEFAULT_DB, schema=schema, tenant=tenant)
     if db is not None:
-        raise InvalidInput("--url", url, "expected --url or --db (RECOUP_DB), not both")
+        raise InvalidInput("--url", shown_url(url), "expected --url or --db (RECOUP_DB), not both")
     if schema is not None:
         raise InvalidInput("--schema", schema, "a database's option: not with --url")
     if not url.startswith(("http://", "https://")):
-        raise InvalidInput("--url", url, "expected http://host:port or https://host")
+        raise InvalidInput("--url", shown_url(url), "expected http://host:port or https://host")
     if not token:
         raise InvalidInput("--token", "", "expected the API token for --url (or RECOUP_TOKEN)")
     return Where(url=url, token=token, tenant=tenant)
@@ -156,7 +157,8 @@ def opened_client(place: Where) -> Iterator[tuple[Client, str]]:
         try:
             tenant = client.tenant()
         except NotFoundError:  # authenticated, yet no such route: not a server of this kind
-            fail(f"{place.url} answers no GET /v1/tenant: is it a `recoup serve` as recent?")
+            shown = shown_url(place.url)
+            fail(f"{shown} answers no GET /v1/tenant: is it a `recoup serve` as recent?")
         if place.tenant is not None and place.tenant != tenant:
             raise InvalidInput("--tenant", place.tenant, f"the token acts for {tenant!r}")
         yield client, tenant
@@ -186,9 +188,14 @@ def _refused(exc: ApiError, place: Where) -> NoReturn:
     if isinstance(exc, TransportFailure):
         cause = exc.__cause__
         why = str(cause) if cause is not None and str(cause) else type(cause).__name__
-        fail(_scrubbed(f"cannot reach {place.url} ({why})", place), code=1)
+        fail(_scrubbed(f"cannot reach {shown_url(place.url or '')} ({why})", place), code=1)
     status = exc.status or 500
     fail(_scrubbed(str(exc), place), code=EXIT_USAGE if status < 500 else 1)
+
+
+def shown_url(url: str) -> str:
+    """`url` for a message: a password in it (`https://user:secret@host`) left out."""
+    return re.sub(r"^([a-z]+://[^/@:]*):[^/@]*@", r"\1:…@", url)
 
 
 def _scrubbed(message: str, place: Where) -> str:

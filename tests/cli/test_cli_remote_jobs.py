@@ -223,6 +223,16 @@ def test_a_server_error_is_one_line_with_exit_1_and_an_old_server_is_named(
         assert "answers no GET /v1/tenant" in refused(capsys, old, "schedules", "list")
 
 
+def test_a_password_in_the_url_is_never_printed(capsys: pytest.CaptureFixture[str]) -> None:
+    with free_socket() as sock:
+        url = f"http://ops:hunter2@127.0.0.1:{sock.getsockname()[1]}"
+        nowhere = Tenant("t", "rcp_secret", [], ["--url", url, "--token", "rcp_secret"])
+        err = refused(capsys, nowhere, "jobs", "list", code=1)
+    assert "hunter2" not in err and "cannot reach http://ops:…@127.0.0.1:" in err
+    code, _, err = run(capsys, "jobs", "list", "--url", url, "--token", "t", "--db", "x.db")
+    assert code == 2 and "hunter2" not in err
+
+
 def test_the_url_and_token_come_from_the_environment_too(
     served: Served, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
