@@ -52,7 +52,8 @@ ALLOWED: dict[str, set[str]] = {
     | {"dunning", "jobs", "idempotency", "payments", "analytics", "tenancy", "recovery"}
     | {"storage", "api", "demo", "logs", "sealed", "messages"}  # `recoup serve` serves …
     | {"receiver"}  # `recoup listen` checks signatures as a user's receiver would
-    | {"wire"},  # commands that print what the API answers print it in the API's shapes
+    | {"wire"}  # commands that print what the API answers print it in the API's shapes
+    | {"client"},  # `--url`: the read and operation commands against a remote server
     "__main__": {"cli"},
     "__init__": {"jobs", "storage", "dunning", "recovery", "timekeeping", "errors"},
 }
@@ -65,6 +66,7 @@ EDGE_EXCEPTIONS: dict[tuple[str, str], str] = {
     ("cli", "api"): "`recoup serve` serves the app",
     ("cli", "demo"): "`recoup demo` runs the demo",
     ("cli", "receiver"): "`recoup listen` checks signatures as a user's receiver would",
+    ("cli", "client"): "`--url` runs the read and operation commands on a remote server's API",
     ("contrib", "receiver"): "the framework integrations are the receiver inside a framework",
     ("contrib", "client"): "`access_of` asks Recoup's API through the Python client",
 }

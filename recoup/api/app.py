@@ -30,6 +30,7 @@ from recoup.api.routes import jobs as job_routes
 from recoup.api.routes import operations as operation_routes
 from recoup.api.routes import reports as report_routes
 from recoup.api.routes import schedules as schedule_routes
+from recoup.api.routes import tenant as tenant_routes
 from recoup.api.services import ApiTables, Services
 from recoup.api.state import ApiSettings, ApiState
 from recoup.errors import RecoupError
@@ -143,6 +144,7 @@ def create_app(
     app.include_router(customer_routes.router)
     app.include_router(report_routes.router)
     app.include_router(intake_routes.router)
+    app.include_router(tenant_routes.router)  # whose the token is (`recoup --url`)
     app.include_router(qstash_router)  # the QStash-compatible API (`recoup.api.qstash`)
     if test_clock is not None:
         app.include_router(clock_routes.router)

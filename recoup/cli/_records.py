@@ -1,7 +1,6 @@
-"""What `recoup jobs …` and `recoup schedules …` share: the scheduler over `--db` for one
-tenant, their common options, the checks of their text options, and their records as JSON
-(the API's field names, built here so that the core install, without the web stack, prints
-them too)."""
+"""What `recoup jobs …` and `recoup schedules …` share: their common options, the checks of
+their text options, and their records as JSON, built from the API's models (`recoup.wire`)
+that both a local database and a remote server (`--url`) answer in, so both print alike."""
 
 from __future__ import annotations
 
@@ -13,18 +12,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from recoup.cli._app import store_options
-from recoup.errors import InvalidInput, NotFound
+from recoup.errors import InvalidInput
 from recoup.jobs.metadata import check_filter
-from recoup.jobs.model import DEFAULT_TENANT, HttpTarget, Job, Run, Target
-from recoup.jobs.schedules.model import CronRule, Schedule
 from recoup.jobs.store import MAX_PAGE
 from recoup.timekeeping.instants import format_utc
 
 if TYPE_CHECKING:
     from rich.text import Text
 
-    from recoup.jobs.scheduler import Scheduler
+    from recoup.wire.schemas import JobOut, RunOut, ScheduleOut, TargetOut
+    from recoup.wire.schemas.callbacks import CallbacksOut
 
 MAX_NAME = 200  # characters of a name filter, as the API's
 
@@ -35,23 +32,6 @@ LimitOption = Annotated[int, typer.Option(help=f"Records per page (1–{MAX_PAGE
 CursorOption = Annotated[
     str | None, typer.Option(help="`next_cursor` of the previous page.", show_default=False)
 ]
-
-
-@contextlib.contextmanager
-def opened_scheduler(db: str, schema: str | None, tenant: str) -> Iterator[Scheduler]:
-    """A `Scheduler` over the store of `--db`, closed afterwards; `NotFound` naming the tenant
-    unless it exists (`default`, the embedded tenant, always does)."""
-    from recoup.jobs.scheduler import Scheduler
-    from recoup.storage import open_store
-    from recoup.timekeeping.clock import SystemClock
-
-    store = open_store(db, **store_options(schema, db))
-    try:
-        if tenant != DEFAULT_TENANT and store.get_tenant(tenant) is None:
-            raise NotFound(f"no tenant {tenant!r}; `recoup tenants list` shows them")
-        yield Scheduler(store, clock=SystemClock())
-    finally:
-        store.close()
 
 
 def checked_text(option: str, value: str | None) -> str | None:
@@ -136,32 +116,33 @@ def instant(value: datetime | None) -> str | None:
     return None if value is None else format_utc(value)
 
 
-def target_text(target: Target) -> str:
+def target_text(target: TargetOut) -> str:
     """A target for people: `POST https://…` or `python:handler` (headers, which may carry
     credentials, are never printed)."""
-    if isinstance(target, HttpTarget):
-        return f"{target.method.upper()} {target.url}"
+    if target.kind == "http":
+        return f"{(target.method or '').upper()} {target.url}"
     return f"python:{target.handler}"
 
 
-def _target_json(target: Target) -> dict[str, Any]:
-    if isinstance(target, HttpTarget):
-        found: dict[str, Any] = {"kind": "http", "method": target.method.upper(), "url": target.url}
-        if target.callback is not None:
-            found["callback"] = target.callback
-        if target.failure_callback is not None:
-            found["failure_callback"] = target.failure_callback
+def _target_json(target: TargetOut, callbacks: CallbacksOut) -> dict[str, Any]:
+    if target.kind == "http":
+        method = (target.method or "").upper()
+        found: dict[str, Any] = {"kind": "http", "method": method, "url": target.url}
+        if callbacks.callback is not None:
+            found["callback"] = callbacks.callback
+        if callbacks.failure_callback is not None:
+            found["failure_callback"] = callbacks.failure_callback
         return found
     return {"kind": "python", "handler": target.handler}
 
 
-def job_json(job: Job) -> dict[str, Any]:
+def job_json(job: JobOut) -> dict[str, Any]:
     return {
         "id": job.id,
         "name": job.name,
         "state": job.state.value,
         "run_at": instant(job.run_at),
-        "target": _target_json(job.target),
+        "target": _target_json(job.target, job),
         "attempts": job.attempts,
         "max_attempts": job.retry.max_attempts,
         "last_error": job.last_error,
@@ -174,45 +155,37 @@ def job_json(job: Job) -> dict[str, Any]:
     }
 
 
-def run_json(run: Run) -> dict[str, Any]:
+def run_json(run: RunOut) -> dict[str, Any]:
     return {
         "attempt": run.attempt,
         "started_at": instant(run.started_at),
         "finished_at": instant(run.finished_at),
         "duration_ms": run.duration_ms,
-        "outcome": str(run.outcome),
+        "outcome": run.outcome,
         "status_code": run.status_code,
         "error": run.error,
         "response_excerpt": run.response_excerpt,
     }
 
 
-def rule_text(schedule: Schedule) -> str:
-    rule = schedule.rule
-    if isinstance(rule, CronRule):
-        return f"cron {rule.expression} ({rule.timezone})"
-    every = rule.every if rule.interval == 1 else f"{rule.interval} {rule.every}"
-    return f"every {every} from {rule.local.isoformat()} ({rule.timezone})"
+def rule_text(schedule: ScheduleOut) -> str:
+    anchor = schedule.anchor
+    if anchor is None:
+        return f"cron {schedule.cron} ({schedule.timezone})"
+    every = anchor.every if anchor.interval == 1 else f"{anchor.interval} {anchor.every}"
+    return f"every {every} from {anchor.local} ({anchor.timezone})"
 
 
-def schedule_json(schedule: Schedule) -> dict[str, Any]:
-    rule = schedule.rule
+def schedule_json(schedule: ScheduleOut) -> dict[str, Any]:
+    anchor = schedule.anchor
     return {
         "id": schedule.id,
         "name": schedule.name,
-        "cron": rule.expression if isinstance(rule, CronRule) else None,
-        "timezone": rule.timezone,
-        "anchor": None
-        if isinstance(rule, CronRule)
-        else {
-            "local": rule.local.isoformat(),
-            "timezone": rule.timezone,
-            "every": rule.every,
-            "interval": rule.interval,
-            "end_of_month": rule.end_of_month,
-        },
-        "target": _target_json(schedule.target),
-        "missed": str(schedule.missed),
+        "cron": schedule.cron,
+        "timezone": schedule.timezone,
+        "anchor": None if anchor is None else anchor.model_dump(mode="json"),
+        "target": _target_json(schedule.target, schedule),
+        "missed": schedule.missed,
         "paused": schedule.paused,
         "state": schedule.state.value,
         "next_fire_at": instant(schedule.next_fire_at),
@@ -235,7 +208,6 @@ __all__ = [
     "instant",
     "job_json",
     "metadata_filter",
-    "opened_scheduler",
     "rule_text",
     "run_json",
     "schedule_json",

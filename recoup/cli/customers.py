@@ -10,21 +10,37 @@ Contract:
 
 `set` changes what it is given and keeps the rest (a new address clears a suppression of the
 old one); a bad address or locale exits 2 naming the option. `show` of a customer Recoup does
-not know: exit 1. The JSON is `GET /v1/dunning/customers/{id}`'s.
+not know: exit 1. The JSON is `GET /v1/dunning/customers/{id}`'s. With `--url URL --token T`
+(or RECOUP_URL, RECOUP_TOKEN) instead of `--db`, they read and change the customer on a remote
+`recoup serve`; its refusals are one line, exit 2 (a 4xx) or 1.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from recoup.cli._app import DbOption, JsonOption, SchemaOption, app, print_json, store_options
-from recoup.cli._records import TenantOption
-from recoup.errors import InvalidInput, NotFound
-from recoup.jobs.model import DEFAULT_TENANT
-from recoup.recovery.customer_store import Customer
+from recoup.cli._app import JsonOption, SchemaOption, app, print_json
+from recoup.cli._records import instant
+from recoup.cli._where import (
+    DbOption,
+    TenantOption,
+    TokenOption,
+    UrlOption,
+    Where,
+    opened_client,
+    opened_store,
+    where,
+)
+from recoup.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from recoup.client import Client
+    from recoup.recovery.customer_store import Customer
+    from recoup.recovery.customers import CustomerBook
+    from recoup.wire.dunning import CustomerOut
 
 customers_app = typer.Typer(
     help="Customers: who Recoup writes to, and their access state.", no_args_is_help=True
@@ -34,29 +50,28 @@ app.add_typer(customers_app, name="customers")
 CustomerArgument = Annotated[str, typer.Argument(help="The customer's id (the provider's).")]
 
 
-def _book(db: str, schema: str | None, tenant: str, act: Any) -> Customer:
+def _customer(
+    place: Where,
+    local: Callable[[CustomerBook, str], Customer],
+    remote: Callable[[Client], CustomerOut],
+) -> CustomerOut:
+    """The customer as the API answers it: `local` on the book of a database's tenant, or
+    `remote` through the server's client."""
+    if place.remote:
+        with opened_client(place) as (client, _):
+            return remote(client)
     from recoup.jobs.scheduler import Scheduler
     from recoup.recovery.customers import CustomerBook
     from recoup.recovery.service import Dunning
-    from recoup.storage import open_store
     from recoup.timekeeping.clock import SystemClock
+    from recoup.wire.dunning import CustomerOut
 
-    store = open_store(db, **store_options(schema, db))
-    try:
-        if tenant != DEFAULT_TENANT and store.get_tenant(tenant) is None:
-            raise NotFound(f"no tenant {tenant!r}; `recoup tenants list` shows them")
-        found: Customer = act(CustomerBook(Dunning(Scheduler(store, clock=SystemClock()), store)))
-        return found
-    finally:
-        store.close()
+    with opened_store(place) as (store, tenant):
+        book = CustomerBook(Dunning(Scheduler(store, clock=SystemClock()), store))
+        return CustomerOut.of(local(book, tenant))
 
 
-def _show(customer: Customer, json: bool) -> None:
-    from recoup.timekeeping.instants import format_utc
-
-    def instant(value: datetime | None) -> str | None:
-        return None if value is None else format_utc(value)
-
+def _show(customer: CustomerOut, json: bool) -> None:
     row = {  # GET /v1/dunning/customers/{id}'s shape
         "customer_id": customer.customer_id,
         "email": customer.email,
@@ -64,7 +79,7 @@ def _show(customer: Customer, json: bool) -> None:
         "locale": customer.locale,
         "access": customer.access.value,
         "access_changed_at": instant(customer.access_changed_at),
-        "suppressed": customer.is_suppressed,
+        "suppressed": customer.suppressed,
         "suppressed_at": instant(customer.suppressed_at),
         "suppressed_reason": customer.suppressed_reason,
         "updated_at": instant(customer.updated_at),
@@ -80,13 +95,21 @@ def _show(customer: Customer, json: bool) -> None:
 @customers_app.command("show")
 def show_customer(
     customer_id: CustomerArgument,
-    tenant: TenantOption = DEFAULT_TENANT,
-    db: DbOption = "sqlite:///recoup.db",
+    tenant: TenantOption = None,
+    db: DbOption = None,
     schema: SchemaOption = None,
+    url: UrlOption = None,
+    token: TokenOption = None,
     json: JsonOption = False,
 ) -> None:
     """Who Recoup writes to, and the customer's access as their invoices give it."""
-    _show(_book(db, schema, tenant, lambda book: book.get(tenant, customer_id)), json)
+    place = where(db=db, schema=schema, tenant=tenant, url=url, token=token)
+    found = _customer(
+        place,
+        lambda book, tenant: book.get(tenant, customer_id),
+        lambda client: client.get_customer(customer_id),
+    )
+    _show(found, json)
 
 
 @customers_app.command("set")
@@ -97,23 +120,28 @@ def set_customer(
     locale: Annotated[
         str | None, typer.Option(help="The customer's language: de-DE, en_US, …")
     ] = None,
-    tenant: TenantOption = DEFAULT_TENANT,
-    db: DbOption = "sqlite:///recoup.db",
+    tenant: TenantOption = None,
+    db: DbOption = None,
     schema: SchemaOption = None,
+    url: UrlOption = None,
+    token: TokenOption = None,
     json: JsonOption = False,
 ) -> None:
     """Set the customer's address, name or locale (what is left out is kept)."""
 
-    def change(book: Any) -> Customer:
+    def change(book: CustomerBook, tenant: str) -> Customer:
         try:
-            found: Customer = book.update(
-                tenant, customer_id, email=email, name=name, locale=locale
-            )
+            return book.update(tenant, customer_id, email=email, name=name, locale=locale)
         except InvalidInput as exc:  # named as the option the user typed
             raise InvalidInput(f"--{exc.field}", exc.value, exc.allowed) from None
-        return found
 
-    _show(_book(db, schema, tenant, change), json)
+    place = where(db=db, schema=schema, tenant=tenant, url=url, token=token)
+    found = _customer(
+        place,
+        change,
+        lambda client: client.put_customer(customer_id, email=email, name=name, locale=locale),
+    )
+    _show(found, json)
 
 
 __all__ = ["customers_app"]

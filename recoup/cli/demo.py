@@ -38,6 +38,7 @@ import typer
 from recoup.cli._app import app, print_json
 from recoup.cli._policy import PolicyOption, load_policy
 from recoup.cli._scenarios import read_scenario_file
+from recoup.cli._where import LocalOnlyUrlOption
 from recoup.dunning.policy import DEFAULT_PRESET
 from recoup.errors import InvalidInput, RecoupError
 
@@ -71,6 +72,7 @@ def demo_command(
         Path | None,
         typer.Option(help="A scenario file (recoup gateway --scenarios) whose world to follow."),
     ] = None,
+    url: LocalOnlyUrlOption = None,
 ) -> int:
     """Recover a month of failed renewals through the real path, on a test clock, in seconds."""
     _check_installed()

@@ -22,6 +22,10 @@ Contract:
           budget of attempts it was created with; an audit line on the `recoup.audit` logger
           (who: cli:<user>); declining the confirmation redrives nothing (exit 1)
 
+Every command takes `--url URL --token T` (or RECOUP_URL, RECOUP_TOKEN) instead of `--db`: it
+then acts on a remote `recoup serve` through its API, for the token's tenant, and prints the
+same; a server's refusal is one line, exit 2 (a 4xx) or 1 (a 5xx, or no answer).
+
 `default` is the embedded tenant. Bad input: one line naming the option, the value and what is
 allowed, exit 2; an unknown job or tenant: one line, exit 1.
 """
@@ -32,29 +36,28 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from recoup.cli._app import DbOption, JsonOption, SchemaOption, app, fail, print_json
+from recoup.cli._app import JsonOption, SchemaOption, app, fail, print_json
+from recoup.cli._job_sources import JobQuery, Jobs, opened_jobs
 from recoup.cli._records import (
     CursorOption,
     LimitOption,
     MetadataOption,
-    TenantOption,
     checked_text,
     exactly_one,
     instant,
     job_json,
     metadata_filter,
-    opened_scheduler,
     run_json,
     shown_row,
     spelled_as_typed,
     target_text,
 )
-from recoup.jobs.model import DEFAULT_TENANT, JobState
+from recoup.cli._where import DbOption, TenantOption, TokenOption, UrlOption, where
+from recoup.jobs.model import JobState
 from recoup.timekeeping.instants import parse_instant
 
 if TYPE_CHECKING:
-    from recoup.jobs.model import Job, Run
-    from recoup.jobs.scheduler import Scheduler
+    from recoup.wire.schemas import JobOut, RunOut
 
 jobs_app = typer.Typer(
     help="A tenant's jobs: list, show, their run log, cancel, retry.", no_args_is_help=True
@@ -73,7 +76,7 @@ _SPELLED = {"cursor": "--cursor", "limit": "--limit"}
 
 @jobs_app.command("list")
 def list_jobs(
-    tenant: TenantOption = DEFAULT_TENANT,
+    tenant: TenantOption = None,
     state: Annotated[JobState | None, typer.Option(help="Only jobs in this state.")] = None,
     name: Annotated[str | None, typer.Option(help="Only jobs of exactly this name.")] = None,
     name_prefix: Annotated[
@@ -83,28 +86,31 @@ def list_jobs(
     metadata: MetadataOption = None,
     limit: LimitOption = 50,
     cursor: CursorOption = None,
-    db: DbOption = "sqlite:///recoup.db",
+    db: DbOption = None,
     schema: SchemaOption = None,
+    url: UrlOption = None,
+    token: TokenOption = None,
     json: JsonOption = False,
 ) -> None:
     """The tenant's jobs, newest first, a page at a time; filters combine."""
-    with opened_scheduler(db, schema, tenant) as scheduler, spelled_as_typed(_SPELLED):
-        page = scheduler.list_jobs(
-            tenant=tenant,
-            state=state,
-            name=checked_text("--name", name),
-            name_prefix=checked_text("--name-prefix", name_prefix),
-            group=checked_text("--group", group),
-            metadata=metadata_filter(metadata),
-            limit=limit,
-            cursor=cursor,
-        )
+    query = JobQuery(
+        state=state,
+        name=checked_text("--name", name),
+        name_prefix=checked_text("--name-prefix", name_prefix),
+        group=checked_text("--group", group),
+        metadata=metadata_filter(metadata),
+        limit=limit,
+        cursor=cursor,
+    )
+    place = where(db=db, schema=schema, tenant=tenant, url=url, token=token)
+    with opened_jobs(place) as jobs, spelled_as_typed(_SPELLED):
+        page = jobs.list_jobs(query)
     if json:
         print_json({"jobs": [job_json(j) for j in page.jobs], "next_cursor": page.next_cursor})
         return
     # A group's jobs (an invoice's attempts) read in the order they run: attempt 1 first.
     shown = sorted(page.jobs, key=lambda j: (j.run_at, j.name or "")) if group else page.jobs
-    _print_jobs(shown, f"Jobs of {tenant}")
+    _print_jobs(shown, f"Jobs of {jobs.tenant}")
     _print_next(page.next_cursor)
 
 
@@ -112,16 +118,19 @@ def list_jobs(
 def show_job(
     job_id: JobIdArgument = None,
     name: ByNameOption = None,
-    tenant: TenantOption = DEFAULT_TENANT,
-    db: DbOption = "sqlite:///recoup.db",
+    tenant: TenantOption = None,
+    db: DbOption = None,
     schema: SchemaOption = None,
+    url: UrlOption = None,
+    token: TokenOption = None,
     json: JsonOption = False,
 ) -> None:
     """One job and its whole run log; by name, the live job of that name, else the latest."""
     exactly_one("which job", JOB_ID=job_id, **{"--name": checked_text("--name", name)})
-    with opened_scheduler(db, schema, tenant) as scheduler:
-        job = _find(scheduler, tenant, job_id, name)
-        runs = scheduler.runs(job.id, tenant=tenant)
+    place = where(db=db, schema=schema, tenant=tenant, url=url, token=token)
+    with opened_jobs(place) as jobs:
+        job = _find(jobs, job_id, name)
+        runs = jobs.runs(job.id)
     if json:
         print_json({"job": job_json(job), "runs": [run_json(r) for r in runs]})
         return
@@ -132,16 +141,19 @@ def show_job(
 @jobs_app.command("runs")
 def job_runs(
     job_id: Annotated[str, typer.Argument(help="The job's id.")],
-    tenant: TenantOption = DEFAULT_TENANT,
+    tenant: TenantOption = None,
     limit: LimitOption = 50,
     cursor: CursorOption = None,
-    db: DbOption = "sqlite:///recoup.db",
+    db: DbOption = None,
     schema: SchemaOption = None,
+    url: UrlOption = None,
+    token: TokenOption = None,
     json: JsonOption = False,
 ) -> None:
     """The job's run log, first attempt first, a page at a time."""
-    with opened_scheduler(db, schema, tenant) as scheduler, spelled_as_typed(_SPELLED):
-        page = scheduler.list_runs(job_id, tenant=tenant, limit=limit, cursor=cursor)
+    place = where(db=db, schema=schema, tenant=tenant, url=url, token=token)
+    with opened_jobs(place) as jobs, spelled_as_typed(_SPELLED):
+        page = jobs.list_runs(job_id, limit, cursor)
     if json:
         print_json({"runs": [run_json(r) for r in page.runs], "next_cursor": page.next_cursor})
         return
@@ -158,25 +170,28 @@ def cancel_job(
             "--name", help="Cancel the live job of this name instead.", show_default=False
         ),
     ] = None,
-    tenant: TenantOption = DEFAULT_TENANT,
-    db: DbOption = "sqlite:///recoup.db",
+    tenant: TenantOption = None,
+    db: DbOption = None,
     schema: SchemaOption = None,
+    url: UrlOption = None,
+    token: TokenOption = None,
     json: JsonOption = False,
 ) -> None:
     """Cancel a job by id (one that already ended is left as it is), or the live job of a
     name. An attempt in flight is stopped by its worker at its next heartbeat."""
     exactly_one("which job", JOB_ID=job_id, **{"--name": checked_text("--name", name)})
-    with opened_scheduler(db, schema, tenant) as scheduler:
+    place = where(db=db, schema=schema, tenant=tenant, url=url, token=token)
+    with opened_jobs(place) as jobs:
         if name is not None:
-            cancelled = scheduler.cancel_by_name(name, tenant=tenant)
+            cancelled = jobs.cancel_by_name(name)
             if json:
                 print_json({"cancelled": cancelled})
             else:
                 typer.echo(f"cancelled {cancelled} live job(s) named {name!r}")
             return
         assert job_id is not None
-        before = scheduler.get(job_id, tenant=tenant)
-        job = scheduler.cancel(job_id, tenant=tenant)
+        before = jobs.get(job_id)
+        job = jobs.cancel(job_id)
     if json:
         print_json(job_json(job))
     elif before.state.is_final:
@@ -188,16 +203,19 @@ def cancel_job(
 @jobs_app.command("retry")
 def retry_job(
     job_id: Annotated[str, typer.Argument(help="The failed job's id.", show_default=False)],
-    tenant: TenantOption = DEFAULT_TENANT,
-    db: DbOption = "sqlite:///recoup.db",
+    tenant: TenantOption = None,
+    db: DbOption = None,
     schema: SchemaOption = None,
+    url: UrlOption = None,
+    token: TokenOption = None,
     json: JsonOption = False,
 ) -> None:
     """Redrive a job that failed for good (`recoup jobs list --state failed`): scheduled
     again now with a fresh budget of attempts, its run log kept. Refused (exit 1) unless it
     failed."""
-    with opened_scheduler(db, schema, tenant) as scheduler:
-        job = scheduler.redrive(job_id, tenant=tenant)
+    place = where(db=db, schema=schema, tenant=tenant, url=url, token=token)
+    with opened_jobs(place) as jobs:
+        job = jobs.redrive(job_id)
     if json:
         print_json(job_json(job))
     else:
@@ -209,7 +227,7 @@ def retry_job(
 
 @jobs_app.command("redrive")
 def redrive_jobs(
-    tenant: TenantOption = DEFAULT_TENANT,
+    tenant: TenantOption = None,
     group: Annotated[str | None, typer.Option(help="Failed jobs of exactly this group.")] = None,
     name_prefix: Annotated[
         str | None, typer.Option(help="Failed jobs whose name starts with this (literally).")
@@ -223,57 +241,51 @@ def redrive_jobs(
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Count them; redrive none.")] = False,
     yes: Annotated[bool, typer.Option("--yes", help="Redrive without asking.")] = False,
-    db: DbOption = "sqlite:///recoup.db",
+    db: DbOption = None,
     schema: SchemaOption = None,
+    url: UrlOption = None,
+    token: TokenOption = None,
     json: JsonOption = False,
 ) -> None:
     """Redrive the failed jobs a filter names, counted first: each scheduled again now with
     the budget of attempts it was created with. Asks before redriving unless --yes."""
-    import getpass
+    from recoup.jobs.redrive import FailedFilter
 
-    from recoup.jobs.redrive import FailedFilter, Redrive
-
+    place = where(db=db, schema=schema, tenant=tenant, url=url, token=token)
     spelling = {"group": "--group", "name_prefix": "--name-prefix", "error": "--error"}
     spelling |= {"since": "--since", "until": "--until"}
-    with spelled_as_typed(spelling):
-        found = FailedFilter(
-            tenant=tenant,
-            group=group,
-            name_prefix=name_prefix,
-            since=None if since is None else parse_instant("--since", since),
-            until=None if until is None else parse_instant("--until", until),
-            error=error,
-        )
-    who = f"cli:{getpass.getuser()}"
-    with opened_scheduler(db, schema, tenant) as scheduler:
-        counted = scheduler.redrive_failed(found, who=who, dry_run=True)
-        outcome = counted if dry_run else Redrive(matched=0, redriven=0, dry_run=False)
+    window = {
+        "since": None if since is None else parse_instant("--since", since),
+        "until": None if until is None else parse_instant("--until", until),
+    }
+    with opened_jobs(place) as jobs:
+        with spelled_as_typed(spelling):
+            found = FailedFilter(
+                tenant=jobs.tenant, group=group, name_prefix=name_prefix, error=error, **window
+            )
+        counted = jobs.redrive_failed(found, dry_run=True)
+        outcome = counted if dry_run else None
         if not dry_run and counted.matched:
             if not yes and not typer.confirm(
-                f"redrive {counted.matched} failed job(s) of {tenant}?", err=True
+                f"redrive {counted.matched} failed job(s) of {jobs.tenant}?", err=True
             ):
                 fail("nothing redriven", code=1)
-            outcome = scheduler.redrive_failed(found, who=who)
+            outcome = jobs.redrive_failed(found, dry_run=False)
+    if outcome is None:  # nothing matched: nothing to redrive
+        outcome = counted.model_copy(update={"dry_run": False})
     if json:
-        print_json(
-            {
-                "matched": outcome.matched,
-                "redriven": outcome.redriven,
-                "dry_run": outcome.dry_run,
-                "filter": found.as_json(),
-            }
-        )
+        print_json(outcome.model_dump(mode="json"))
     elif outcome.dry_run:
         typer.echo(f"{outcome.matched} failed job(s) match; none redriven (dry run)")
     else:
         typer.echo(f"{outcome.redriven} of {outcome.matched} failed job(s) redriven")
 
 
-def _find(scheduler: Scheduler, tenant: str, job_id: str | None, name: str | None) -> Job:
+def _find(jobs: Jobs, job_id: str | None, name: str | None) -> JobOut:
     if name is not None:
-        return scheduler.get_by_name(name, tenant=tenant)
+        return jobs.get_by_name(name)
     assert job_id is not None
-    return scheduler.get(job_id, tenant=tenant)
+    return jobs.get(job_id)
 
 
 def _print_next(cursor: str | None) -> None:
@@ -281,7 +293,7 @@ def _print_next(cursor: str | None) -> None:
         typer.echo(f"more: --cursor {cursor}")
 
 
-def _print_jobs(jobs: list[Job], title: str) -> None:
+def _print_jobs(jobs: list[JobOut], title: str) -> None:
     from rich.table import Table
 
     from recoup.cli._output import console
@@ -303,7 +315,7 @@ def _print_jobs(jobs: list[Job], title: str) -> None:
     console().print(table)
 
 
-def _print_job(job: Job) -> None:
+def _print_job(job: JobOut) -> None:
     from rich.table import Table
 
     from recoup.cli._output import console
@@ -328,7 +340,7 @@ def _print_job(job: Job) -> None:
     console().print(table)
 
 
-def _print_runs(runs: list[Run], title: str) -> None:
+def _print_runs(runs: list[RunOut], title: str) -> None:
     from rich.table import Table
 
     from recoup.cli._output import console
@@ -341,7 +353,7 @@ def _print_runs(runs: list[Run], title: str) -> None:
             *shown_row(
                 str(run.attempt),
                 instant(run.started_at),
-                str(run.outcome),
+                run.outcome,
                 "" if run.status_code is None else str(run.status_code),
                 f"{run.duration_ms:.0f}",
                 run.error or "",

@@ -18,6 +18,7 @@ from typing import Any
 import typer
 
 from recoup.cli._app import DbOption, JsonOption, SchemaOption, app, print_json, store_options
+from recoup.cli._where import LocalOnlyUrlOption
 from recoup.storage import DEFAULT_DB_URL, open_store, redact_url
 
 
@@ -26,6 +27,7 @@ def migrate_command(
     db: DbOption = DEFAULT_DB_URL,
     schema: SchemaOption = None,
     as_json: JsonOption = False,
+    url: LocalOnlyUrlOption = None,
 ) -> None:
     """Apply pending schema migrations to the database."""
     options: dict[str, Any] = {"migrate": False, **store_options(schema, db)}

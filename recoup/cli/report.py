@@ -16,17 +16,33 @@ The report covers the invoices whose failure is in [since, until): `--until` def
 (default: the system clock) is what counts as still running and where the judging windows
 end; give it for a database filled on a test clock (`recoup demo`). Bad input: one line naming
 the option, exit 2.
+
+With `--url URL --token T` (or RECOUP_URL, RECOUP_TOKEN) instead of `--db`, a remote `recoup
+serve` builds the report of the token's tenant (GET /v1/dunning/report) on its own clock:
+the same tables, `--json` the same document, `--html FILE` its page; `--now` and `--attempts`
+need the database.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from recoup.cli._app import DbOption, JsonOption, SchemaOption, app, fail, print_json
-from recoup.jobs.model import DEFAULT_TENANT
+from recoup.cli._app import JsonOption, SchemaOption, app, fail, print_json
+from recoup.cli._where import (
+    DbOption,
+    TenantOption,
+    TokenOption,
+    UrlOption,
+    Where,
+    opened_client,
+    opened_store,
+    where,
+)
+from recoup.errors import InvalidInput
 from recoup.timekeeping.instants import parse_instant
 
 
@@ -36,11 +52,11 @@ def _instant(option: str, text: str | None) -> Any:
 
 @app.command("report")
 def report(
-    db: DbOption = "sqlite:///recoup.db",
+    db: DbOption = None,
     schema: SchemaOption = None,
-    tenant: Annotated[
-        str, typer.Option(help="Whose invoices (`default`: the embedded tenant).")
-    ] = DEFAULT_TENANT,
+    url: UrlOption = None,
+    token: TokenOption = None,
+    tenant: TenantOption = None,
     since: Annotated[
         str | None,
         typer.Option(metavar="ISO", help="Earliest failure (default: as far back as needed)."),
@@ -68,16 +84,19 @@ def report(
     """The recovery report: rates with intervals by attempt, hour, weekday, decline code,
     gateway, merchant id and cohort; spikes, the review queue, load shape, double charges and
     the policy experiment."""
-    from recoup.cli._tenant_store import opened_store
+    window = {"since": _instant("--since", since), "until": _instant("--until", until)}
+    as_of = _instant("--now", now)
+    place = where(db=db, schema=schema, tenant=tenant, url=url, token=token)
+    if place.remote:
+        _remote_report(place, window, min_volume, now=now, json=json, html=html, log=attempts)
+        return
     from recoup.recovery.reporting import Reports
     from recoup.timekeeping.clock import SystemClock
 
-    window = {"since": _instant("--since", since), "until": _instant("--until", until)}
-    as_of = _instant("--now", now)
-    with opened_store(db, schema, tenant) as store:
+    with opened_store(place) as (store, tenant_id):
         reports = Reports(store, SystemClock())
-        built, span = reports.build(tenant, min_volume=min_volume, now=as_of, **window)
-        log = reports.attempt_log(tenant, span) if attempts is not None else []
+        built, span = reports.build(tenant_id, min_volume=min_volume, now=as_of, **window)
+        log = reports.attempt_log(tenant_id, span) if attempts is not None else []
     if attempts is not None:
         _write_attempts(log, attempts)
     if html is not None:
@@ -93,16 +112,59 @@ def report(
             if path is not None:
                 typer.echo(str(path))
     else:
-        from rich.console import Console
+        _print_report(tenant_id, span.since, span.until, built)
 
-        from recoup.analytics.recovery import render_terminal
 
-        console = Console()
-        console.print(
-            f"Recovery report of {tenant}: failures in [{span.since:%Y-%m-%d %H:%M}, "
-            f"{span.until:%Y-%m-%d %H:%M}) UTC, as of {span.now:%Y-%m-%d %H:%M} UTC"
-        )
-        render_terminal(built, console)
+def _print_report(tenant: str, since: datetime, until: datetime, built: Any) -> None:
+    from rich.console import Console
+
+    from recoup.analytics.recovery import render_terminal
+
+    console = Console()
+    console.print(
+        f"Recovery report of {tenant}: failures in [{since:%Y-%m-%d %H:%M}, "
+        f"{until:%Y-%m-%d %H:%M}) UTC, as of {built.options.now:%Y-%m-%d %H:%M} UTC"
+    )
+    render_terminal(built, console)
+
+
+def _remote_report(
+    place: Where,
+    window: dict[str, Any],
+    min_volume: int | None,
+    *,
+    now: str | None,
+    json: bool,
+    html: Path | None,
+    log: Path | None,
+) -> None:
+    """The report of a remote server (GET /v1/dunning/report): its JSON, its HTML page
+    written to `html`, or its tables (read back from the JSON). The server's clock is the
+    report's now, and it serves no attempt log."""
+    if now is not None:
+        raise InvalidInput("--now", now, "the server's clock is the report's now with --url")
+    if log is not None:
+        raise InvalidInput("--attempts", str(log), "a database's attempt log: --db, not --url")
+    with opened_client(place) as (client, tenant):
+        tables = not json and html is None
+        wanted = json or tables
+        document = client.recovery_report(min_volume=min_volume, **window) if wanted else None
+        page = client.recovery_report_html(min_volume=min_volume, **window) if html else None
+    if tables and document is not None:
+        from recoup.analytics.recovery.json_reading import report_from_json
+
+        since, until = (datetime.fromisoformat(document[end]) for end in ("since", "until"))
+        _print_report(tenant, since, until, report_from_json(document))
+        return
+    if page is not None and html is not None:
+        try:
+            html.write_text(page, encoding="utf-8")
+        except OSError as exc:
+            fail(f"--html {html}: cannot write ({exc.strerror})")
+    if document is not None:
+        print_json(document)
+    elif html is not None:
+        typer.echo(str(html))
 
 
 def _write_attempts(log: list[Any], path: Path) -> None:

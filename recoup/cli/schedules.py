@@ -11,6 +11,10 @@ Contract:
     recoup schedules resume (SCHEDULE_ID | --name N) [--tenant T] [--json]
         → the schedule (pausing a paused one, or resuming an active one, is harmless)
 
+Every command takes `--url URL --token T` (or RECOUP_URL, RECOUP_TOKEN) instead of `--db`: it
+then acts on a remote `recoup serve` through its API, for the token's tenant, and prints the
+same; a server's refusal is one line, exit 2 (a 4xx) or 1 (a 5xx, or no answer).
+
 A deleted schedule is unknown here, as it is to the API. `default` is the embedded tenant.
 Bad input: one line naming the option, the value and what is allowed, exit 2; an unknown
 schedule or tenant: one line, exit 1.
@@ -23,17 +27,16 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from recoup.cli._app import DbOption, JsonOption, SchemaOption, app, print_json
+from recoup.cli._app import JsonOption, SchemaOption, app, print_json
+from recoup.cli._job_sources import Jobs, opened_jobs
 from recoup.cli._records import (
     CursorOption,
     LimitOption,
     MetadataOption,
-    TenantOption,
     checked_text,
     exactly_one,
     instant,
     metadata_filter,
-    opened_scheduler,
     rule_text,
     schedule_json,
     shown,
@@ -41,13 +44,12 @@ from recoup.cli._records import (
     spelled_as_typed,
     target_text,
 )
-from recoup.errors import InvalidInput, NotFound
-from recoup.jobs.model import DEFAULT_TENANT
+from recoup.cli._where import DbOption, TenantOption, TokenOption, UrlOption, Where, where
+from recoup.errors import InvalidInput
 from recoup.jobs.schedules.model import ScheduleState
 
 if TYPE_CHECKING:
-    from recoup.jobs.scheduler import Scheduler
-    from recoup.jobs.schedules.model import Schedule
+    from recoup.wire.schemas import ScheduleOut
 
 schedules_app = typer.Typer(
     help="A tenant's recurring schedules: list, show, pause, resume.", no_args_is_help=True
@@ -68,7 +70,7 @@ MAX_COUNT = 100  # occurrences `show` prints, as GET /v1/schedules/{id}/upcoming
 
 @schedules_app.command("list")
 def list_schedules(
-    tenant: TenantOption = DEFAULT_TENANT,
+    tenant: TenantOption = None,
     state: Annotated[
         ScheduleState | None,
         typer.Option(help="Only active, paused or ended (no occurrence left) schedules."),
@@ -79,22 +81,18 @@ def list_schedules(
     ] = None,
     limit: LimitOption = 50,
     cursor: CursorOption = None,
-    db: DbOption = "sqlite:///recoup.db",
+    db: DbOption = None,
     schema: SchemaOption = None,
+    url: UrlOption = None,
+    token: TokenOption = None,
     json: JsonOption = False,
 ) -> None:
     """The tenant's schedules by name, a page at a time."""
-    with opened_scheduler(db, schema, tenant) as scheduler, spelled_as_typed(_SPELLED):
-        page = scheduler.list_schedules(
-            tenant=tenant,
-            paused=None
-            if state is None or state is ScheduleState.ENDED
-            else state is ScheduleState.PAUSED,
-            ended=None if state is None else state is ScheduleState.ENDED,
-            metadata=metadata_filter(metadata),
-            name=checked_text("--name", name),
-            limit=limit,
-            cursor=checked_text("--cursor", cursor),
+    checked = {"name": checked_text("--name", name), "cursor": checked_text("--cursor", cursor)}
+    place = where(db=db, schema=schema, tenant=tenant, url=url, token=token)
+    with opened_jobs(place) as jobs, spelled_as_typed(_SPELLED):
+        page = jobs.list_schedules(
+            state=state, metadata=metadata_filter(metadata), limit=limit, **checked
         )
     if json:
         print_json(
@@ -104,7 +102,7 @@ def list_schedules(
             }
         )
         return
-    _print_schedules(page.schedules, f"Schedules of {tenant}")
+    _print_schedules(page.schedules, f"Schedules of {jobs.tenant}")
     if page.next_cursor is not None:
         typer.echo(f"more: --cursor {page.next_cursor}")
 
@@ -114,18 +112,21 @@ def show_schedule(
     schedule_id: ScheduleIdArgument = None,
     name: ByNameOption = None,
     count: Annotated[int, typer.Option(help=f"How many next occurrences (1–{MAX_COUNT}).")] = 5,
-    tenant: TenantOption = DEFAULT_TENANT,
-    db: DbOption = "sqlite:///recoup.db",
+    tenant: TenantOption = None,
+    db: DbOption = None,
     schema: SchemaOption = None,
+    url: UrlOption = None,
+    token: TokenOption = None,
     json: JsonOption = False,
 ) -> None:
     """One schedule and its next occurrences after now (a paused one's too: what it would
     fire once resumed)."""
     if not 1 <= count <= MAX_COUNT:
         raise InvalidInput("--count", count, f"expected 1–{MAX_COUNT}")
-    with opened_scheduler(db, schema, tenant) as scheduler:
-        schedule = _find(scheduler, tenant, schedule_id, name)
-        upcoming = scheduler.upcoming(schedule, count)
+    place = where(db=db, schema=schema, tenant=tenant, url=url, token=token)
+    with opened_jobs(place) as jobs:
+        schedule = _find(jobs, schedule_id, name)
+        upcoming = jobs.upcoming(schedule, count)
     if json:
         print_json(
             {"schedule": schedule_json(schedule), "upcoming": [instant(u) for u in upcoming]}
@@ -138,42 +139,39 @@ def show_schedule(
 def pause_schedule(
     schedule_id: ScheduleIdArgument = None,
     name: ByNameOption = None,
-    tenant: TenantOption = DEFAULT_TENANT,
-    db: DbOption = "sqlite:///recoup.db",
+    tenant: TenantOption = None,
+    db: DbOption = None,
     schema: SchemaOption = None,
+    url: UrlOption = None,
+    token: TokenOption = None,
     json: JsonOption = False,
 ) -> None:
     """Stop materialising occurrences (jobs already materialised stay)."""
-    _set_paused(schedule_id, name, tenant, db, schema, json, paused=True)
+    place = where(db=db, schema=schema, tenant=tenant, url=url, token=token)
+    _set_paused(schedule_id, name, place, json, paused=True)
 
 
 @schedules_app.command("resume")
 def resume_schedule(
     schedule_id: ScheduleIdArgument = None,
     name: ByNameOption = None,
-    tenant: TenantOption = DEFAULT_TENANT,
-    db: DbOption = "sqlite:///recoup.db",
+    tenant: TenantOption = None,
+    db: DbOption = None,
     schema: SchemaOption = None,
+    url: UrlOption = None,
+    token: TokenOption = None,
     json: JsonOption = False,
 ) -> None:
     """Materialise again from the first occurrence after now (the paused ones are skipped)."""
-    _set_paused(schedule_id, name, tenant, db, schema, json, paused=False)
+    place = where(db=db, schema=schema, tenant=tenant, url=url, token=token)
+    _set_paused(schedule_id, name, place, json, paused=False)
 
 
 def _set_paused(
-    schedule_id: str | None,
-    name: str | None,
-    tenant: str,
-    db: str,
-    schema: str | None,
-    json: bool,
-    *,
-    paused: bool,
+    schedule_id: str | None, name: str | None, place: Where, json: bool, *, paused: bool
 ) -> None:
-    with opened_scheduler(db, schema, tenant) as scheduler:
-        found = _find(scheduler, tenant, schedule_id, name)
-        change = scheduler.pause if paused else scheduler.resume
-        schedule = change(found.id, tenant=tenant)
+    with opened_jobs(place) as jobs:
+        schedule = jobs.set_paused(_find(jobs, schedule_id, name).id, paused)
     if json:
         print_json(schedule_json(schedule))
         return
@@ -181,24 +179,18 @@ def _set_paused(
     typer.echo(f"schedule {shown(schedule.name).plain} ({schedule.id}): {state}")
 
 
-def _find(scheduler: Scheduler, tenant: str, schedule_id: str | None, name: str | None) -> Schedule:
+def _find(jobs: Jobs, schedule_id: str | None, name: str | None) -> ScheduleOut:
     """The live schedule of that id or name; `NotFound` for a deleted one, as in the API."""
     exactly_one(
         "which schedule", SCHEDULE_ID=schedule_id, **{"--name": checked_text("--name", name)}
     )
     if name is not None:
-        named = scheduler.list_schedules(tenant=tenant, name=name, limit=1).schedules
-        if not named:
-            raise NotFound(f"no schedule named {name!r}")
-        return named[0]
+        return jobs.schedule_named(name)
     assert schedule_id is not None
-    schedule = scheduler.get_schedule(schedule_id, tenant=tenant)
-    if schedule.deleted:
-        raise NotFound(f"no schedule {schedule_id!r}")
-    return schedule
+    return jobs.get_schedule(schedule_id)
 
 
-def _print_schedules(schedules: list[Schedule], title: str) -> None:
+def _print_schedules(schedules: list[ScheduleOut], title: str) -> None:
     from rich.table import Table
 
     from recoup.cli._output import console
@@ -213,7 +205,7 @@ def _print_schedules(schedules: list[Schedule], title: str) -> None:
     console().print(table)
 
 
-def _print_schedule(schedule: Schedule, upcoming: list[datetime]) -> None:
+def _print_schedule(schedule: ScheduleOut, upcoming: list[datetime]) -> None:
     from rich.table import Table
 
     from recoup.cli._output import console
@@ -226,7 +218,7 @@ def _print_schedule(schedule: Schedule, upcoming: list[datetime]) -> None:
         ("rule", rule_text(schedule)),
         ("target", target_text(schedule.target)),
         ("state", schedule.state.value),
-        ("missed", str(schedule.missed)),
+        ("missed", schedule.missed),
         ("next (UTC)", instant(schedule.next_fire_at) or ""),
         ("created (UTC)", instant(schedule.created_at) or ""),
     ]
@@ -236,9 +228,9 @@ def _print_schedule(schedule: Schedule, upcoming: list[datetime]) -> None:
     out.print(table)
     nexts = Table(title=f"Next {len(upcoming)} occurrences", title_justify="left")
     nexts.add_column("UTC")
-    nexts.add_column(schedule.rule.timezone)
+    nexts.add_column(schedule.timezone)
     for at in upcoming:
-        nexts.add_row(*shown_row(instant(at) or "", _local(at, schedule.rule.timezone)))
+        nexts.add_row(*shown_row(instant(at) or "", _local(at, schedule.timezone)))
     out.print(nexts)
 
 

@@ -17,13 +17,14 @@ from __future__ import annotations
 import typer
 
 from recoup.cli._app import DbOption, JsonOption, SchemaOption, app, print_json, store_options
+from recoup.cli._where import LocalOnlyUrlOption
 
 secrets_app = typer.Typer(help="The key that seals provider secrets at rest.", no_args_is_help=True)
 app.add_typer(secrets_app, name="secrets")
 
 
 @secrets_app.command("new-key")
-def new_key() -> None:
+def new_key(url: LocalOnlyUrlOption = None) -> None:
     """Print a new secret key (for RECOUP_SECRET_KEY)."""
     from recoup.sealed import new_key as make
 
@@ -35,6 +36,7 @@ def rotate(
     db: DbOption = "sqlite:///recoup.db",
     schema: SchemaOption = None,
     json: JsonOption = False,
+    url: LocalOnlyUrlOption = None,
 ) -> None:
     """Seal every stored secret again with the current key (the first of RECOUP_SECRET_KEY)."""
     from recoup.cli._secrets import secret_box

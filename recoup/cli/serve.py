@@ -51,6 +51,7 @@ from recoup.cli._app import (
     store_options,
 )
 from recoup.cli._tracing import OtelOption, otel_tracing
+from recoup.cli._where import LocalOnlyUrlOption
 from recoup.errors import InvalidInput
 from recoup.storage import DEFAULT_DB_URL
 from recoup.timekeeping.clock import VirtualClock
@@ -103,6 +104,7 @@ def serve_command(
     otel: OtelOption = False,
     log_level: LogLevelOption = "info",
     log_format: LogFormatOption = "text",
+    url: LocalOnlyUrlOption = None,
 ) -> None:
     """Serve the HTTP API (and, unless --no-worker, run due jobs) until SIGTERM/SIGINT."""
     import uvicorn

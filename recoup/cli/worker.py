@@ -45,6 +45,7 @@ from recoup.cli._app import (
     store_options,
 )
 from recoup.cli._tracing import OtelOption, otel_tracing
+from recoup.cli._where import LocalOnlyUrlOption
 from recoup.errors import InvalidInput, RecoupError
 from recoup.jobs.handlers import HandlerRegistry
 from recoup.jobs.worker import Worker, WorkerConfig, default_worker_id
@@ -99,6 +100,7 @@ def worker_command(
     otel: OtelOption = False,
     log_level: LogLevelOption = "info",
     log_format: LogFormatOption = "text",
+    url: LocalOnlyUrlOption = None,
 ) -> None:
     """Run due jobs until SIGTERM/SIGINT, then shut down gracefully."""
     from recoup.cli._secrets import secret_box, stripe_accounts

@@ -56,6 +56,8 @@ from recoup.wire.schemas import (
     ScheduleOut,
     UpcomingOut,
 )
+from recoup.wire.schemas.common import TenantOut
+from recoup.wire.schemas.redrive import RedriveOut
 
 __all__ = [
     "ApiError",
@@ -219,6 +221,13 @@ class Client(DunningCalls, ChangeCalls):
                 return found
             cursor = page.next_cursor
 
+    def list_runs(
+        self, job_id: str, *, limit: int | None = None, cursor: str | None = None
+    ) -> RunsOut:
+        """A page of the job's run log, first attempt first."""
+        params = {"limit": limit, "cursor": cursor}
+        return self._get(RunsOut, f"/v1/jobs/{seg(job_id)}/runs", params)
+
     def cancel_job(self, job_id: str) -> JobOut:
         """Cancel a job (idempotent: a job that already ended comes back as it is)."""
         return JobOut.model_validate(self._send("DELETE", f"/v1/jobs/{seg(job_id)}").json())
@@ -241,6 +250,27 @@ class Client(DunningCalls, ChangeCalls):
         payload: dict[str, Any] = {}
         put(payload, name=name, name_prefix=name_prefix, group=group)
         return self._post(CancelledOut, "/v1/jobs/cancel", payload, idempotency_key).cancelled
+
+    def redrive_jobs(
+        self,
+        *,
+        group: str | None = None,
+        name_prefix: str | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        error: str | None = None,
+        dry_run: bool = False,
+        idempotency_key: str | None = None,
+    ) -> RedriveOut:
+        """Redrive the failed jobs the filter names (each given field must match; none: every
+        failed job), or with `dry_run` only count them."""
+        payload: dict[str, Any] = {"dry_run": dry_run}
+        put(payload, group=group, name_prefix=name_prefix, error=error)
+        if since is not None:
+            payload["since"] = instant("since", since)
+        if until is not None:
+            payload["until"] = instant("until", until)
+        return self._post(RedriveOut, "/v1/jobs/redrive", payload, idempotency_key)
 
     # Schedules
 
@@ -290,13 +320,27 @@ class Client(DunningCalls, ChangeCalls):
         found: list[ScheduleOut] = []
         cursor: str | None = None
         while True:
-            params = {"state": state, "name": name, "limit": MAX_PAGE_SIZE, "cursor": cursor}
-            params.update(metadata_params(metadata))
-            page = self._get(ScheduleListOut, "/v1/schedules", params)
+            page = self.schedules_page(
+                state=state, name=name, metadata=metadata, limit=MAX_PAGE_SIZE, cursor=cursor
+            )
             found.extend(page.schedules)
             if page.next_cursor is None:
                 return found
             cursor = page.next_cursor
+
+    def schedules_page(
+        self,
+        *,
+        state: str | None = None,
+        name: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> ScheduleListOut:
+        """A page of the tenant's schedules by name."""
+        params = {"state": state, "name": name, "limit": limit, "cursor": cursor}
+        params.update(metadata_params(metadata))
+        return self._get(ScheduleListOut, "/v1/schedules", params)
 
     def delete_schedule(self, schedule_id: str) -> None:
         self._send("DELETE", f"/v1/schedules/{seg(schedule_id)}")
@@ -318,6 +362,10 @@ class Client(DunningCalls, ChangeCalls):
         return self._get(UpcomingOut, path, {"count": count}).upcoming
 
     # Operations
+
+    def tenant(self) -> str:
+        """The tenant the token acts for."""
+        return self._get(TenantOut, "/v1/tenant").id
 
     def ready(self) -> bool:
         """Whether the server answers and reaches its database."""

@@ -59,6 +59,24 @@ def test_the_client_covers_every_endpoint(api: Api) -> None:
         assert recoup.ready()
 
 
+def test_the_calls_the_command_line_needs_of_a_server(api: Api) -> None:
+    caller = api.tenant()
+    with Client(api.url, caller.token) as recoup:
+        assert recoup.tenant() == caller.tenant
+        job = recoup.create_job(TARGET, delay_seconds=3600, name="a")
+        page = recoup.list_runs(job.id, limit=1)
+        assert (page.runs, page.next_cursor) == ([], None)
+        for name in ("s-1", "s-2"):
+            recoup.create_schedule(TARGET, cron="0 9 * * *", timezone="UTC", name=name)
+        first = recoup.schedules_page(limit=1)
+        assert [s.name for s in first.schedules] == ["s-1"] and first.next_cursor is not None
+        rest = recoup.schedules_page(limit=1, cursor=first.next_cursor)
+        assert [s.name for s in rest.schedules] == ["s-2"]
+        counted = recoup.redrive_jobs(name_prefix="a", since="2020-01-01T00:00:00Z", dry_run=True)
+        assert (counted.matched, counted.redriven, counted.dry_run) == (0, 0, True)
+        assert counted.filter["name_prefix"] == "a"
+
+
 def test_errors_are_typed_and_carry_the_problem(api: Api) -> None:
     with Client(api.url, api.tenant().token) as recoup:
         with pytest.raises(NotFoundError) as missing:

@@ -390,6 +390,12 @@ class Health(BaseModel):
     status: Literal["ok"]
 
 
+class TenantOut(BaseModel):
+    """Whose the bearer token is: what `recoup --url` prints and checks `--tenant` against."""
+
+    id: str = Field(description="The tenant the token acts for (its name).")
+
+
 __all__ = [
     "MIN_TIMEOUT_SECONDS",
     "Cron",
@@ -409,5 +415,6 @@ __all__ = [
     "StrictModel",
     "TargetIn",
     "TargetOut",
+    "TenantOut",
     "Text",
 ]
