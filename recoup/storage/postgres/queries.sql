@@ -577,11 +577,12 @@ WHERE ctid = ANY(ARRAY(SELECT ctid FROM runs WHERE finished_at < %(before)s
 -- insert_schedule --
 INSERT INTO schedules (id, tenant, name, rule, target, payload, max_attempts, min_backoff_s,
                        max_backoff_s, jitter, timeout_s, missed, paused, next_fire_at,
-                       created_at, updated_at, metadata, start_at, end_at, flow)
+                       created_at, updated_at, metadata, start_at, end_at, flow,
+                       traceparent, tracestate)
 VALUES (%(id)s, %(tenant)s, %(name)s, %(rule)s::jsonb, %(target)s::jsonb, %(payload)s::jsonb,
         %(max_attempts)s, %(min_backoff_s)s, %(max_backoff_s)s, %(jitter)s, %(timeout_s)s,
         %(missed)s, false, %(next_fire_at)s, %(now)s, %(now)s, %(metadata)s::jsonb,
-        %(start_at)s, %(end_at)s, %(flow)s::jsonb)
+        %(start_at)s, %(end_at)s, %(flow)s::jsonb, %(traceparent)s, %(tracestate)s)
 ON CONFLICT DO NOTHING
 RETURNING {schedule_columns}
 

@@ -467,10 +467,11 @@ WHERE rowid IN (SELECT rowid FROM runs WHERE finished_at < :before ORDER BY fini
 -- insert_schedule --
 INSERT INTO schedules (id, tenant, name, rule, target, payload, max_attempts, min_backoff_s,
                        max_backoff_s, jitter, timeout_s, missed, paused, next_fire_at,
-                       created_at, updated_at, metadata, start_at, end_at, flow)
+                       created_at, updated_at, metadata, start_at, end_at, flow,
+                       traceparent, tracestate)
 VALUES (:id, :tenant, :name, :rule, :target, :payload, :max_attempts, :min_backoff_s,
         :max_backoff_s, :jitter, :timeout_s, :missed, 0, :next_fire_at, :now, :now, :metadata,
-        :start_at, :end_at, :flow)
+        :start_at, :end_at, :flow, :traceparent, :tracestate)
 ON CONFLICT DO NOTHING
 RETURNING {schedule_columns}
 
