@@ -142,16 +142,25 @@ SELECT set_config('enable_bitmapscan', 'off', true),
        set_config('enable_mergejoin', 'off', true)
 
 -- flow_keys_due --
--- The flow keys with jobs due by :until (ARCHITECTURE.md, 'Flow control'), the earliest due
--- first, each with whether its row in flow_keys exists yet.
-SELECT h.tenant, h.flow_key,
-       EXISTS (SELECT 1 FROM flow_keys f WHERE f.tenant = h.tenant AND f.flow_key = h.flow_key)
+-- The flow keys with jobs due by %(until)s (ARCHITECTURE.md, 'Flow control'), the earliest due
+-- first, each with whether its row in flow_keys exists yet. A key that cannot start a job
+-- within the horizon is left out, so that it never takes the place of one that can: its next
+-- slot is later (a rate), or every due job of it has a parallelism, the largest of which its
+-- running jobs fill (the claim would take none of them either way).
+SELECT h.tenant, h.flow_key, f.flow_key IS NOT NULL
 FROM (
-    SELECT tenant, flow_key, min(run_at) AS first_at FROM jobs
+    SELECT tenant, flow_key, min(run_at) AS first_at,
+           CASE WHEN count(*) = count(flow_parallelism) THEN max(flow_parallelism) END AS most
+    FROM jobs
     WHERE state = 'scheduled' AND NOT held AND flow_key IS NOT NULL AND run_at <= %(until)s
       AND {_enabled_tenant}
     GROUP BY tenant, flow_key
 ) AS h
+LEFT JOIN flow_keys f ON f.tenant = h.tenant AND f.flow_key = h.flow_key
+WHERE (f.next_start_at IS NULL OR f.next_start_at <= %(until)s)
+  AND (h.most IS NULL OR h.most > (
+      SELECT count(*) FROM jobs r
+      WHERE r.tenant = h.tenant AND r.flow_key = h.flow_key AND r.state = 'running'))
 ORDER BY h.first_at
 LIMIT %(keys)s
 
