@@ -34,6 +34,8 @@ def test_a_policy_reads_a_flow_table() -> None:
         ({"by": "gateway", "parallelism": True}, "flow.parallelism"),
         ({"by": "gateway", "rate": 1, "burst": 2}, "flow.burst"),
         ("fast", "flow"),
+        # One key per attempt job: a gateway's limit and a merchant's at once are refused.
+        ({"by": ["gateway", "merchant"], "rate": 1}, "flow.by"),
     ],
 )
 def test_bad_flow_tables_are_refused_naming_the_field(value: object, field: str) -> None:
