@@ -11,6 +11,7 @@ from datetime import timedelta
 from recoup.jobs.flow import START_TOLERANCE, spacing
 from recoup.jobs.model import Completion, Job, Run, RunOutcome
 from recoup.storage.flow_claims import KEYS_PER_CLAIM
+from recoup.tenancy import new_tenant
 from tests.storage.conftest import Store
 from tests.storage.test_store_contract import SECOND, T0, claim, job
 
@@ -190,3 +191,24 @@ def test_keys_a_claim_cannot_serve_yet_leave_room_for_the_others(store: Store) -
         assert all(j.flow_key not in running for j in taken)  # one at a time per key
         running |= {j.flow_key for j in taken}
     assert running == {f"p{n}" for n in range(keys)}
+
+
+def test_a_claim_finds_every_tenants_keys_however_long_their_lines(store: Store) -> None:
+    # The claim walks the keys' lines one key at a time (a loose index scan): a long backlog
+    # of one key is not read, and the keys after it, in its tenant and the next, are reached.
+    for tenant in ("t-a", "t-b", "t-c"):
+        store.ensure_tenant(new_tenant(tenant, now=T0))
+    store.insert_many(
+        [job(tenant="t-a", flow_key="a0", flow_rate=1) for _ in range(300)]
+        + [job(tenant=t, flow_key=k, flow_parallelism=1) for t in ("t-a", "t-b") for k in "xy"]
+        + [job(tenant="t-c", flow_key="z", flow_rate=1, run_at=T0 + 10 * SECOND)],  # not due
+        now=T0,
+    )
+    taken = claim(store, now=T0, horizon=SECOND, limit=100)
+    assert sorted((j.tenant, j.flow_key) for j in taken) == [
+        ("t-a", "a0"),
+        ("t-a", "x"),
+        ("t-a", "y"),
+        ("t-b", "x"),
+        ("t-b", "y"),
+    ]
