@@ -9,7 +9,12 @@ processes on one database,
   log's start and end instants;
 - **cost**: the throughput of `--plain` jobs without a key, alone (after a warm-up batch) and
   then beside a throttled key's backlog (as many jobs, limited to `--throttled-rate` a second,
-  due at the same moment): jobs a second from the first start to the last end.
+  due at the same moment): jobs a second from the first start to the last end;
+- **many keys**: `--keys` keys (2,000) of `--per-key` jobs each, every key limited to one start
+  per `--key-period` seconds, all due at once: how long they take (ideally about
+  `(per-key - 1) × key-period`), how many keys started within the first period (ideally all:
+  no key waits behind the throttled others), and the most starts of one key in any period
+  (must be ≤ 1). `--keys 0` leaves it out.
 
     .venv/bin/python bench/bench_flow.py [--backends sqlite,postgresql] [--dsn …]
 
@@ -66,6 +71,23 @@ class Db:
 
     def open(self) -> Any:
         return open_store(self.url, **({} if self.schema is None else {"schema": self.schema}))
+
+    def keyed_starts(self, group: str) -> list[tuple[str, datetime]]:
+        """(flow_key, started_at) of every run of the jobs of `group`."""
+        query = (
+            "SELECT j.flow_key, r.started_at FROM runs r JOIN jobs j ON j.id = r.job_id "
+            "WHERE j.job_group = {p}"
+        )
+        if self.backend == "sqlite":
+            path = self.url.removeprefix("sqlite:///")
+            with sqlite3.connect(path) as conn:
+                rows = conn.execute(query.format(p="?"), (group,)).fetchall()
+            return [(key, from_micros(at)) for key, at in rows]
+        import psycopg
+
+        with psycopg.connect(self.url) as conn:
+            conn.execute(f'SET search_path TO "{self.schema}"')
+            return list(conn.execute(query.format(p="%s"), (group,)).fetchall())
 
     def intervals(self, group: str) -> list[tuple[datetime, datetime]]:
         """(started_at, finished_at) of every run of the jobs of `group`."""
@@ -226,6 +248,8 @@ def run_backend(
             found["par_runs"] = len(spans)
             found["par_max"] = most_at_once(spans)
             found["par_throughput"] = throughput(spans)
+            if args.keys > 0:
+                found.update(measure_keys(db, store, scheduler, args))
         store.close()
     return found
 
@@ -262,6 +286,37 @@ def measure_cost(
     return found
 
 
+def measure_keys(
+    db: Db, store: Any, scheduler: Scheduler, args: argparse.Namespace
+) -> dict[str, Any]:
+    """Many throttled keys at once: their time, the keys started within the first period, and
+    the most starts of one key in any period."""
+    period = timedelta(seconds=args.key_period)
+    now = datetime.now(UTC)
+    batch = [
+        job
+        for n in range(args.keys)
+        for job in jobs(
+            args.per_key, "noop", "keys", now, flow_key=f"k{n}", flow_rate=1, flow_period=period
+        )
+    ]
+    began = time.monotonic()
+    scheduler.enqueue_many(batch)
+    wait_done(store, len(batch))
+    seconds = time.monotonic() - began
+    starts = db.keyed_starts("keys")
+    first = min(at for _, at in starts)
+    by_key: dict[str, list[datetime]] = {}
+    for key, at in starts:
+        by_key.setdefault(key, []).append(at)
+    return {
+        "keys_seconds": seconds,
+        "keys_runs": len(starts),
+        "keys_first_period": sum(1 for ats in by_key.values() if min(ats) < first + period),
+        "keys_max_window": max(most_in_window(ats, period) for ats in by_key.values()),
+    }
+
+
 def defaults() -> argparse.Namespace:
     return parser().parse_args([])
 
@@ -276,6 +331,10 @@ def parser() -> argparse.ArgumentParser:
     found.add_argument("--par-jobs", type=int, default=400)
     found.add_argument("--parallelism", type=int, default=5)
     found.add_argument("--plain", type=int, default=5_000, help="jobs without a key")
+    found.add_argument("--keys", type=int, default=2_000, help="keys of the many-keys run")
+    found.add_argument("--per-key", type=int, default=3, help="jobs of each of those keys")
+    found.add_argument("--key-period", type=float, default=2.0, help="seconds per start")
+    found.add_argument("--no-cost", action="store_true", help="leave out the throughput comparison")
     return found
 
 
@@ -287,13 +346,14 @@ def main() -> None:
     )
     for backend in args.backends.split(","):
         name = "sqlite" if backend == "sqlite" else "postgres"
-        r = run_backend(name, args)
-        loss = 1 - r["beside"] / r["alone"]
-        print(
-            f"{name:9} plain alone {r['alone']:8.0f} jobs/s, beside a throttled key "
-            f"{r['beside']:8.0f} jobs/s ({loss:+.1%} lost; {r['throttled_during']} throttled "
-            f"ran meanwhile)"
-        )
+        r = run_backend(name, args, cost=not args.no_cost)
+        if not args.no_cost:
+            loss = 1 - r["beside"] / r["alone"]
+            print(
+                f"{name:9} plain alone {r['alone']:8.0f} jobs/s, beside a throttled key "
+                f"{r['beside']:8.0f} jobs/s ({loss:+.1%} lost; {r['throttled_during']} "
+                f"throttled ran meanwhile)"
+            )
         print(
             f"{name:9} rate {args.rate}/s: {r['rate_runs']} runs in {r['rate_seconds']:.1f} s, "
             f"most in any 1 s window {r['rate_max_window']} (≤ {args.rate}: "
@@ -305,6 +365,14 @@ def main() -> None:
             f"{'ok' if r['par_max'] <= args.parallelism else 'EXCEEDED'}), "
             f"{r['par_throughput']:.0f} jobs/s"
         )
+        if args.keys > 0:
+            print(
+                f"{name:9} {args.keys} keys of {args.per_key} jobs at 1 per {args.key_period}s: "
+                f"{r['keys_runs']} runs in {r['keys_seconds']:.1f} s, "
+                f"{r['keys_first_period']} keys started in the first period (of {args.keys}), "
+                f"most of one key in any period {r['keys_max_window']} (≤ 1: "
+                f"{'ok' if r['keys_max_window'] <= 1 else 'EXCEEDED'})"
+            )
 
 
 if __name__ == "__main__":

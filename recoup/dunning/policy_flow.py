@@ -54,6 +54,13 @@ def parse_flow(value: Any) -> FlowLimit | None:
         raise ConfigError("flow", value, "expected a table")
     fields.no_extra(value, _KEYS, prefix="flow.")
     by = value.get("by")
+    if isinstance(by, list):
+        raise ConfigError(
+            "flow.by",
+            by,
+            f"expected one of {list(SCOPES)}: an attempt job is under one flow key "
+            '("gateway+merchant" limits each pair of them)',
+        )
     if by not in SCOPES:
         raise ConfigError("flow.by", by, f"expected one of {list(SCOPES)}")
     rate = value.get("rate")

@@ -2,6 +2,11 @@
 period and/or a parallelism of N running at once), checked as they are made, and the start
 slots a claim reserves for a key's jobs (ARCHITECTURE.md, 'Flow control').
 
+A job is under one key, which may carry both a rate and a parallelism (as QStash's
+`Upstash-Flow-Control-Key` names one key with both); two keys on one job (a rate per gateway
+and another per merchant at once) are refused, each edge saying so (ARCHITECTURE.md, 'Flow
+control', "One key per job").
+
 A rate is held as spacing: the starts of a key are at least `(period + START_TOLERANCE) / N`
 apart, and a job may start no later than `START_TOLERANCE` after its slot (the worker gives a
 later one back for a new slot), so N + 1 starts never fall within one period, however the
@@ -60,7 +65,10 @@ def check_ordering(ordering_key: str | None, flow_key: str | None, parallelism: 
         return
     if flow_key is not None:
         raise InvalidInput(
-            "ordering_key", ordering_key, "expected flow_key or ordering_key, not both"
+            "ordering_key",
+            ordering_key,
+            f"expected one key per job: flow_key {flow_key!r} or ordering_key, not both (an "
+            "ordering key takes a rate of its own: give the flow under the same key)",
         )
     if parallelism not in (None, 1):
         raise InvalidInput(
@@ -108,8 +116,10 @@ class FlowLimits:
 
 
 def spacing(rate: int, period: timedelta) -> timedelta:
-    """The least time between two starts of a key limited to `rate` per `period`."""
-    return (period + START_TOLERANCE) / rate
+    """The least time between two starts of a key limited to `rate` per `period`, rounded up
+    to the microsecond (a `timedelta`'s resolution): rounded to the nearest, `rate` steps could
+    span a microsecond less than `period + START_TOLERANCE`, and N + 1 starts fit a period."""
+    return -(-(period + START_TOLERANCE) // rate)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -24,6 +24,9 @@ _TRACEPARENT = re.compile(
     r"(?P<version>[0-9a-f]{2})-(?P<trace_id>[0-9a-f]{32})-(?P<parent_id>[0-9a-f]{16})"
     r"-(?P<flags>[0-9a-f]{2})(?P<rest>-.*)?"
 )
+# Every stored `traceparent` matches this, in the dialect JSON Schema and Python's `re` share
+# (`[^\n]` is what `.` means to `re`): what the API's answers state of the field.
+TRACEPARENT_PATTERN: Final = r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}(?:-[^\n]*)?$"
 _KEY = re.compile(
     r"[a-z][_0-9a-z\-*/]{0,255}|[a-z0-9][_0-9a-z\-*/]{0,240}@[a-z][_0-9a-z\-*/]{0,13}"
 )
@@ -107,4 +110,11 @@ def trace_context(traceparent: str | None, tracestate: str | None = None) -> Tra
     return TraceContext(parent, state)
 
 
-__all__ = ["TraceContext", "trace_context"]
+__all__ = [
+    "TRACEPARENT_ALLOWED",
+    "TRACEPARENT_PATTERN",
+    "TRACESTATE_ALLOWED",
+    "TRACESTATE_MAX",
+    "TraceContext",
+    "trace_context",
+]

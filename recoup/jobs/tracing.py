@@ -5,6 +5,11 @@ and each attempt (`recoup.job.attempt`, a CONSUMER span: the first attempt a chi
 job's stored context, every retry a root of its own linked to it, as OpenTelemetry's
 messaging conventions ask for a consumer that runs a message more than once).
 
+A schedule's creation is a span too (`recoup.schedule.create`, PRODUCER, child of the creating
+request's `traceparent`); its context is what the schedule stores and gives every job it fires.
+An occurrence's attempts are each a root of their own linked to it (`recoup.link: schedule`):
+a schedule runs for months, and one trace per occurrence keeps each trace to one run.
+
 Attempt spans are written from a `Worker`'s `on_attempt(job, run)` hook, with the run's own
 start and end, so the worker's hot path is untouched; a job created without a trace context
 has attempt spans of their own. `recoup serve --otel` and `recoup worker --otel` export them
@@ -19,6 +24,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from recoup.jobs.model import Job, NewJob, Run, RunOutcome
+from recoup.jobs.schedules.model import NewSchedule
 from recoup.jobs.trace_context import TraceContext
 
 if TYPE_CHECKING:
@@ -27,6 +33,7 @@ if TYPE_CHECKING:
 INSTRUMENTATION: Final = "recoup"
 CREATE_SPAN: Final = "recoup.job.create"
 ATTEMPT_SPAN: Final = "recoup.job.attempt"
+SCHEDULE_SPAN: Final = "recoup.schedule.create"
 
 
 def _ns(instant: datetime) -> int:
@@ -67,16 +74,38 @@ class Tracing:
         finally:
             span.end()
 
+    def schedule_created(self, schedule: NewSchedule) -> NewSchedule:
+        """The schedule with the context of its creation span (child of the request's), ended
+        now: what each of its occurrences carries."""
+        attributes: dict[str, Any] = {
+            "recoup.schedule.id": schedule.id,
+            "recoup.tenant": schedule.tenant,
+            "recoup.schedule.name": schedule.name,
+        }
+        span = self._tracer.start_span(
+            SCHEDULE_SPAN,
+            context=self._context(schedule.trace),
+            kind=self._trace.SpanKind.PRODUCER,
+            attributes=attributes,
+        )
+        try:
+            return replace(schedule, trace=self._carrier(span))
+        finally:
+            span.end()
+
     def attempt(self, job: Job, run: Run) -> None:
         """One attempt's span, from its run: a child of the job's context on the first
-        attempt, linked to it on a retry; its status an error unless it succeeded."""
+        attempt, linked to it on a retry; a schedule's occurrence linked to the schedule's
+        context on every attempt; its status an error unless it succeeded."""
         from opentelemetry.trace import Link, Status, StatusCode
 
-        parent = self._context(job.trace if run.attempt <= 1 else None)
+        occurrence = job.schedule_id is not None
+        child = run.attempt <= 1 and not occurrence
+        parent = self._context(job.trace if child else None)
         links = []
-        if run.attempt > 1 and job.trace is not None:
+        if not child and job.trace is not None:
             linked = self._trace.get_current_span(self._context(job.trace)).get_span_context()
-            links.append(Link(linked, {"recoup.link": "producer"}))
+            links.append(Link(linked, {"recoup.link": "schedule" if occurrence else "producer"}))
         attributes = _attributes(job.id, job.tenant, job.name)
         attributes["recoup.attempt"] = run.attempt
         attributes["recoup.outcome"] = run.outcome.value
@@ -132,4 +161,11 @@ def observing(
     return observe
 
 
-__all__ = ["ATTEMPT_SPAN", "CREATE_SPAN", "Tracing", "observing", "otlp_tracing"]
+__all__ = [
+    "ATTEMPT_SPAN",
+    "CREATE_SPAN",
+    "SCHEDULE_SPAN",
+    "Tracing",
+    "observing",
+    "otlp_tracing",
+]

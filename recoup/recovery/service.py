@@ -522,7 +522,10 @@ class Dunning:
             if invoice is None:
                 continue
             if ref.attempt.state is AttemptState.SCHEDULED:
-                self.store.insert(attempt_job(invoice, ref.attempt.attempt), now=now)
+                # The same flow key and limits as at its first creation (`_carry_out`): the
+                # policy the invoice is planned by, per gateway or merchant.
+                flow = self.policies(invoice.tenant).for_invoice(invoice.policy).flow
+                self.store.insert(attempt_job(invoice, ref.attempt.attempt, flow=flow), now=now)
             else:
                 self.store.cancel(ref.tenant, ref.attempt.job_id, now=now, begun=False)
             fixed += 1

@@ -116,6 +116,8 @@ SCHEDULE_COLUMNS = (
     "end_at",
     "revision",
     "flow",
+    "traceparent",
+    "tracestate",
 )
 
 RUN_COLUMNS = (
@@ -377,4 +379,6 @@ def schedule_values(
         "start_at": None if schedule.start_at is None else instant(schedule.start_at),
         "end_at": None if schedule.end_at is None else instant(schedule.end_at),
         "flow": None if schedule.flow is None else dumps(schedule.flow.to_dict()),
+        "traceparent": None if schedule.trace is None else schedule.trace.traceparent,
+        "tracestate": None if schedule.trace is None else schedule.trace.tracestate,
     }

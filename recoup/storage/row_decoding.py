@@ -285,6 +285,8 @@ def schedule_from_row(row: Sequence[Any], instant: DecodeInstant) -> Schedule:
         end_at,
         revision,
         flow,
+        traceparent,
+        tracestate,
     ) = row
     return Schedule(
         id=id_,
@@ -306,4 +308,5 @@ def schedule_from_row(row: Sequence[Any], instant: DecodeInstant) -> Schedule:
         end_at=None if end_at is None else instant(end_at),
         revision=revision,
         flow=None if flow is None else FlowLimits.from_dict(_loads(flow)),
+        trace=None if traceparent is None else TraceContext(traceparent, tracestate),
     )

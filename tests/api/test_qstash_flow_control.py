@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from starlette.datastructures import Headers
 
 from recoup.api.problems import ApiProblem
 from recoup.api.qstash.flow_control import FlowControl, flow_control, flow_control_value
@@ -68,3 +69,25 @@ def test_what_is_written_back_reads_the_same(
     period = timedelta(seconds=seconds) if rate is not None else timedelta(seconds=1)
     found = FlowControl("k", parallelism, rate, period)
     assert read(flow_control_value(found), "k") == found
+
+
+def test_a_message_under_two_keys_is_refused_naming_the_header() -> None:
+    # One key per message, as QStash has it: a second key is refused, never dropped unseen.
+    for name, values in (
+        (KEY, [("acct-1", "rate=3"), ("acct-2", None)]),
+        (VALUE, [("acct-1", "rate=3"), (None, "parallelism=2")]),
+    ):
+        raw = [
+            (header.encode(), value.encode())
+            for key, value_ in values
+            for header, value in ((KEY, key), (VALUE, value_))
+            if value is not None
+        ]
+        with pytest.raises(ApiProblem) as refused:
+            flow_control(Headers(raw=raw))
+        assert refused.value.http_status == 400
+        [error] = refused.value.problem.errors
+        assert error.field.lower() == name
+        assert "one per message" in error.message
+    both = Headers(raw=[(KEY.encode(), b"acct-1"), (VALUE.encode(), b"rate=3, parallelism=2")])
+    assert flow_control(both) == FlowControl("acct-1", 2, 3, timedelta(seconds=1))

@@ -26,7 +26,7 @@ from recoup.jobs.model import HttpTarget, JobState
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.trace_context import TraceContext
-from recoup.jobs.tracing import ATTEMPT_SPAN, CREATE_SPAN, Tracing
+from recoup.jobs.tracing import ATTEMPT_SPAN, CREATE_SPAN, SCHEDULE_SPAN, Tracing
 from recoup.storage import Store, open_api_tables
 from recoup.tenancy import issue_token, new_tenant
 from recoup.timekeeping.clock import VirtualClock
@@ -201,3 +201,118 @@ def test_without_tracing_the_producers_context_is_stored_and_sent(traced: Traced
     traced.scheduler.worker(rng=random.Random(0)).drain()
     assert traced.flaky.headers[0]["traceparent"] == TRACEPARENT
     assert "tracestate" not in traced.flaky.headers[0]
+
+
+def get(traced: Traced, path: str) -> httpx.Response:
+    return httpx.get(f"{traced.url}{path}", headers={"Authorization": f"Bearer {traced.token}"})
+
+
+def test_a_jobs_answers_show_the_trace_context_it_carries(traced: Traced) -> None:
+    answer = traced.post(
+        "/v1/jobs",
+        json={"target": {"url": traced.flaky.url}, "delay_seconds": 60},
+        headers={"traceparent": TRACEPARENT, "tracestate": TRACESTATE},
+    )
+    assert answer.status_code == 201, answer.text
+    [created] = by_name(traced.spans.get_finished_spans(), CREATE_SPAN)
+    stored = f"00-{TRACE_ID}-{format(created.context.span_id, '016x')}-01"
+    shown = get(traced, f"/v1/jobs/{answer.json()['id']}").json()
+    assert (answer.json()["traceparent"], answer.json()["tracestate"]) == (stored, TRACESTATE)
+    assert (shown["traceparent"], shown["tracestate"]) == (stored, TRACESTATE)
+    untraced = traced.post(
+        "/v1/jobs", json={"target": {"url": traced.flaky.url}, "delay_seconds": 60}
+    ).json()
+    # Without a traceparent, the creation span is the root of a trace of its own.
+    assert untraced["traceparent"] is not None
+    assert untraced["traceparent"].split("-")[1] != TRACE_ID
+    assert untraced["tracestate"] is None
+
+
+def check_occurrences(traced: Traced, schedule_id: str) -> None:
+    """Two occurrences of a schedule made with the producer's trace context: each job carries
+    the schedule's creation span context, every delivery sends it, and each attempt is a root
+    span linked to the schedule's creation."""
+    spans = traced.spans.get_finished_spans()
+    [created] = by_name(spans, SCHEDULE_SPAN)
+    assert created.kind is SpanKind.PRODUCER
+    assert created.parent is not None and created.parent.span_id == int(PRODUCER_SPAN, 16)
+    assert created.context.trace_id == int(TRACE_ID, 16)
+    assert created.attributes is not None
+    assert created.attributes["recoup.schedule.id"] == schedule_id
+    sent = f"00-{TRACE_ID}-{format(created.context.span_id, '016x')}-01"
+    assert traced.scheduler.get_schedule(schedule_id, tenant="acme").trace == TraceContext(
+        sent, TRACESTATE
+    )
+    worker = traced.scheduler.worker(rng=random.Random(0), on_attempt=traced.tracing.attempt)
+    for _ in range(2):
+        traced.clock.advance(timedelta(minutes=1))
+        worker.drain()
+    jobs = traced.scheduler.list_jobs(tenant="acme", schedule_id=schedule_id).jobs
+    assert len(jobs) >= 2
+    assert {j.trace for j in jobs} == {TraceContext(sent, TRACESTATE)}
+    assert len(traced.flaky.headers) >= 2
+    assert {(h["traceparent"], h["tracestate"]) for h in traced.flaky.headers} == {
+        (sent, TRACESTATE)
+    }
+    attempts = by_name(traced.spans.get_finished_spans(), ATTEMPT_SPAN)
+    assert len(attempts) == len(traced.flaky.headers)
+    assert {a.context.trace_id for a in attempts}.isdisjoint({int(TRACE_ID, 16)})
+    assert len({a.context.trace_id for a in attempts}) == len(attempts)
+    for attempt in attempts:
+        assert attempt.parent is None
+        assert [link.context.span_id for link in attempt.links] == [created.context.span_id]
+        assert attempt.links[0].attributes == {"recoup.link": "schedule"}
+    for job in jobs:
+        shown = get(traced, f"/v1/jobs/{job.id}").json()
+        assert (shown["traceparent"], shown["tracestate"]) == (sent, TRACESTATE)
+
+
+def test_a_v1_schedule_gives_its_trace_context_to_every_occurrence(traced: Traced) -> None:
+    answer = traced.post(
+        "/v1/schedules",
+        json={
+            "name": "nightly",
+            "cron": "* * * * *",
+            "timezone": "UTC",
+            "target": {"url": traced.flaky.url},
+        },
+        headers={"traceparent": TRACEPARENT, "tracestate": TRACESTATE},
+    )
+    assert answer.status_code == 201, answer.text
+    assert answer.json()["traceparent"].startswith(f"00-{TRACE_ID}-")
+    assert answer.json()["tracestate"] == TRACESTATE
+    check_occurrences(traced, answer.json()["id"])
+
+
+def test_a_qstash_schedule_gives_its_trace_context_to_every_occurrence(traced: Traced) -> None:
+    answer = traced.post(
+        f"/qstash/v2/schedules/{traced.flaky.url}",
+        content="x",
+        headers={
+            "Upstash-Cron": "* * * * *",
+            "traceparent": TRACEPARENT,
+            "tracestate": TRACESTATE,
+        },
+    )
+    assert answer.status_code == 201, answer.text
+    check_occurrences(traced, answer.json()["scheduleId"])
+
+
+def test_a_schedules_malformed_trace_context_is_refused_naming_the_header(
+    traced: Traced,
+) -> None:
+    answer = traced.post(
+        "/v1/schedules",
+        json={"cron": "* * * * *", "timezone": "UTC", "target": {"url": traced.flaky.url}},
+        headers={"traceparent": "00-zz"},
+    )
+    assert answer.status_code in (400, 422)
+    assert [e["field"] for e in answer.json()["errors"]] == ["traceparent"]
+    answer = traced.post(
+        f"/qstash/v2/schedules/{traced.flaky.url}",
+        content="x",
+        headers={"Upstash-Cron": "* * * * *", "tracestate": TRACESTATE},
+    )
+    assert answer.status_code == 400
+    assert [e["field"] for e in answer.json()["errors"]] == ["tracestate"]
+    assert traced.scheduler.list_schedules(tenant="acme").schedules == []

@@ -9,9 +9,11 @@ from datetime import timedelta
 import pytest
 
 from recoup.dunning import parse_policy
+from recoup.dunning.lifecycle import Opening, open_invoice
+from recoup.dunning.planner import plan_retries
 from recoup.dunning.policy_flow import FlowLimit, parse_flow
 from recoup.errors import ConfigError
-from tests.recovery.conftest import Runtime
+from tests.recovery.conftest import START, Runtime
 
 GAPS = "gaps = [{ days = 1 }, { days = 3 }]\n"
 
@@ -32,6 +34,8 @@ def test_a_policy_reads_a_flow_table() -> None:
         ({"by": "gateway", "parallelism": True}, "flow.parallelism"),
         ({"by": "gateway", "rate": 1, "burst": 2}, "flow.burst"),
         ("fast", "flow"),
+        # One key per attempt job: a gateway's limit and a merchant's at once are refused.
+        ({"by": ["gateway", "merchant"], "rate": 1}, "flow.by"),
     ],
 )
 def test_bad_flow_tables_are_refused_naming_the_field(value: object, field: str) -> None:
@@ -60,3 +64,44 @@ def test_the_runtimes_attempt_jobs_carry_the_policys_flow_key(runtime: Runtime) 
         2,
         timedelta(seconds=60),
     )
+
+
+def test_attempt_jobs_resync_recreates_keep_the_policys_flow_key(runtime: Runtime) -> None:
+    # As if the process died between storing the invoice and writing its attempt jobs: resync
+    # makes them, and they are limited per gateway as the first ones would have been.
+    runtime.dunning.configure(
+        "default",
+        policy_toml=GAPS + '[flow]\nby = "gateway"\nrate = 3\nparallelism = 2\n',
+    )
+    policy = runtime.dunning.policy("default")
+    opening = Opening(
+        tenant="default",
+        invoice_id="inv_r",
+        customer_id="cus_r",
+        amount=1999,
+        currency="usd",
+        failed_at=START,
+        timezone="Europe/Paris",
+        country="FR",
+        decline_code="insufficient_funds",
+        advice_code=None,
+        card_fingerprint="fp_r",
+        card_network="visa",
+        gateway="adyen",
+        merchant_id="acct_1",
+        charge_url=runtime.charge_url,
+        policy=policy,
+    )
+    invoice, first = open_invoice(opening, plan_retries(opening.failure(), policy), now=START)
+    runtime.store.create_invoice(invoice, first.events)
+    assert invoice.attempts
+    assert all(runtime.store.get("default", a.job_id) is None for a in invoice.attempts)
+    runtime.dunning.resync()
+    for attempt in invoice.attempts:
+        job = runtime.store.get("default", attempt.job_id)
+        assert job is not None
+        assert (job.flow_key, job.flow_rate, job.flow_parallelism) == (
+            "dunning:gateway:adyen",
+            3,
+            2,
+        )

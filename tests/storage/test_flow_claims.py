@@ -10,6 +10,8 @@ from datetime import timedelta
 
 from recoup.jobs.flow import START_TOLERANCE, spacing
 from recoup.jobs.model import Completion, Job, Run, RunOutcome
+from recoup.storage.flow_claims import KEYS_PER_CLAIM
+from recoup.tenancy import new_tenant
 from tests.storage.conftest import Store
 from tests.storage.test_store_contract import SECOND, T0, claim, job
 
@@ -160,3 +162,53 @@ def test_an_ordering_key_that_skips_lets_the_next_job_pass_a_retrying_one(store:
     _retry(store, taken, T0, T0 + 10 * SECOND)
     (passed,) = claim(store, now=T0 + SECOND, limit=10)
     assert passed.id == second.id and passed.ordering_skip_failed
+
+
+def test_keys_a_claim_cannot_serve_yet_leave_room_for_the_others(store: Store) -> None:
+    # More throttled keys than one claim serves (KEYS_PER_CLAIM), all due at once: the keys
+    # whose next slot is past the horizon, or whose parallelism is full, are passed over, so
+    # every key starts its first job within a few claims, not once the first keys drain.
+    keys = KEYS_PER_CLAIM + 40
+    store.insert_many(
+        [job(flow_key=f"r{n}", flow_rate=1, flow_period=timedelta(hours=1)) for n in range(keys)]
+        + [job(flow_key=f"r{n}", flow_rate=1, flow_period=timedelta(hours=1)) for n in range(keys)],
+        now=T0,
+    )
+    started: set[str | None] = set()
+    for turn in range(3):
+        taken = claim(store, now=T0 + turn * SECOND, horizon=SECOND, limit=500)
+        assert all(j.flow_key not in started for j in taken)  # one start per key per hour
+        started |= {j.flow_key for j in taken}
+    assert started == {f"r{n}" for n in range(keys)}
+
+    store.insert_many(
+        [job(flow_key=f"p{n}", flow_parallelism=1) for n in range(keys) for _ in range(2)],
+        now=T0 + 3 * SECOND,
+    )
+    running: set[str | None] = set()
+    for turn in range(3):
+        taken = claim(store, now=T0 + (3 + turn) * SECOND, horizon=SECOND, limit=500)
+        assert all(j.flow_key not in running for j in taken)  # one at a time per key
+        running |= {j.flow_key for j in taken}
+    assert running == {f"p{n}" for n in range(keys)}
+
+
+def test_a_claim_finds_every_tenants_keys_however_long_their_lines(store: Store) -> None:
+    # The claim walks the keys' lines one key at a time (a loose index scan): a long backlog
+    # of one key is not read, and the keys after it, in its tenant and the next, are reached.
+    for tenant in ("t-a", "t-b", "t-c"):
+        store.ensure_tenant(new_tenant(tenant, now=T0))
+    store.insert_many(
+        [job(tenant="t-a", flow_key="a0", flow_rate=1) for _ in range(300)]
+        + [job(tenant=t, flow_key=k, flow_parallelism=1) for t in ("t-a", "t-b") for k in "xy"]
+        + [job(tenant="t-c", flow_key="z", flow_rate=1, run_at=T0 + 10 * SECOND)],  # not due
+        now=T0,
+    )
+    taken = claim(store, now=T0, horizon=SECOND, limit=100)
+    assert sorted((j.tenant, j.flow_key) for j in taken) == [
+        ("t-a", "a0"),
+        ("t-a", "x"),
+        ("t-a", "y"),
+        ("t-b", "x"),
+        ("t-b", "y"),
+    ]

@@ -1242,6 +1242,8 @@ DECLARED_COLUMNS = {
         "end_at",  # 0009
         "revision",  # 0009
         "flow",  # 0013
+        "traceparent",  # 0019
+        "tracestate",  # 0019
     },
     # 0003: the dunning store's tables
     "invoices": {

@@ -53,9 +53,24 @@ def _limit(part: str, text: str, whole: str) -> int:
     return int(text)
 
 
+def _all(headers: Mapping[str, str], name: str) -> list[str]:
+    """Every value of a header given more than once (Starlette's `getlist`), else the one."""
+    getlist = getattr(headers, "getlist", None)
+    if getlist is not None:
+        return list(getlist(name))
+    found = headers.get(name)
+    return [] if found is None else [found]
+
+
 def flow_control(headers: Mapping[str, str]) -> FlowControl | None:
     """The request's flow control, or None without `Upstash-Flow-Control-Key`. A value without
     a key, a key without a value, an unknown or repeated part, a period without a rate: 400."""
+    for name in (KEY_HEADER, VALUE_HEADER):
+        values = _all(headers, name.lower())
+        if len(values) > 1:
+            # QStash puts a message under one key (its value may hold a rate and a
+            # parallelism): a second key would be dropped unseen, so it is refused.
+            raise refuse(name, ", ".join(values), "expected one per message (one flow key)")
     key = headers.get(KEY_HEADER.lower())
     value = headers.get(VALUE_HEADER.lower())
     if key is None and value is None:

@@ -24,9 +24,11 @@ from recoup.api.qstash.shapes import (
     schedule_json,
 )
 from recoup.api.services import Services
+from recoup.api.trace_headers import traced_schedule
 from recoup.errors import InvalidInput, NotFound
 from recoup.jobs.model import new_id
 from recoup.jobs.schedules.model import CronRule, NewSchedule, Schedule
+from recoup.jobs.trace_context import trace_context
 
 router = APIRouter()
 
@@ -99,7 +101,9 @@ async def create_schedule(destination: str, request: Request, tenant: Tenant, ap
             retry=upstash.retry_policy(given),
             timeout=upstash.timeout(given),
             flow=schedule_limits(flow_control(given)),
+            trace=trace_context(given.get("traceparent"), given.get("tracestate")),
         )
+        schedule = traced_schedule(schedule, api)
         stored = await run_in_threadpool(api.scheduler.create_schedule, schedule)
     except InvalidInput as exc:
         field = "Upstash-Cron" if exc.field in ("cron", "timezone") else exc.field

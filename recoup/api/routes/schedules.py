@@ -15,6 +15,7 @@ from recoup.api.problems import Problem
 from recoup.api.routes.common import CHECKED, ERRORS, ExactName, Id, Limit, ScheduleCursor, link
 from recoup.api.routes.jobs import METADATA_FILTER, MetadataFilter
 from recoup.api.state import ApiState
+from recoup.api.trace_headers import Trace, traced_schedule
 from recoup.errors import NotFound
 from recoup.jobs.model import new_id
 from recoup.jobs.schedules.model import MissedPolicy, NewSchedule
@@ -47,8 +48,9 @@ SCHEDULE_LINKS = {
     response_model=ScheduleOut,
     responses={201: {"description": "The schedule.", "links": SCHEDULE_LINKS}},
 )
-def create_schedule(body: ScheduleIn, ctx: Post, api: Api) -> Response:
-    """A recurring schedule: `cron` in `timezone`, or a billing `anchor`."""
+def create_schedule(body: ScheduleIn, ctx: Post, api: Api, trace: Trace) -> Response:
+    """A recurring schedule: `cron` in `timezone`, or a billing `anchor`. A `traceparent` (and
+    `tracestate`) header is stored with the schedule and given to every job it fires."""
     rule = body.rule()
     api.services.check_rule(rule)
     # Under a key, the id is derived from the request: a retry after a 5xx (which frees the key)
@@ -67,8 +69,10 @@ def create_schedule(body: ScheduleIn, ctx: Post, api: Api) -> Response:
         start_at=body.start_at,
         end_at=body.end_at,
         flow=None if body.flow is None else body.flow.limits(),
+        trace=trace,
         id=schedule_id,
     )
+    schedule = traced_schedule(schedule, api)
     return ctx.run(
         201,
         lambda: ScheduleOut.of(

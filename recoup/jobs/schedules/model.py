@@ -12,6 +12,7 @@ from recoup.errors import InvalidInput
 from recoup.jobs.flow import FlowLimits
 from recoup.jobs.metadata import Metadata, check_metadata
 from recoup.jobs.model import DEFAULT_TENANT, BackoffPolicy, Target, check_timeout, new_id
+from recoup.jobs.trace_context import TraceContext
 from recoup.timekeeping.instants import require_aware, to_utc
 
 
@@ -78,6 +79,9 @@ class NewSchedule:
     start_at: datetime | None = None
     end_at: datetime | None = None
     flow: FlowLimits | None = None  # given to every job it fires (`recoup.jobs.flow`)
+    # The creating request's trace context (`recoup.jobs.trace_context`), given to every job
+    # it fires: each occurrence is traced as linked to the schedule's creation.
+    trace: TraceContext | None = None
     id: str = field(default_factory=new_id)
 
     def __post_init__(self) -> None:
@@ -110,6 +114,7 @@ class Schedule:
     # planned from an older revision is refused.
     revision: int = 0
     flow: FlowLimits | None = None
+    trace: TraceContext | None = None
 
     @property
     def state(self) -> ScheduleState:

@@ -159,6 +159,7 @@ def occurrence_job(schedule: Schedule, at: datetime) -> NewJob:
         timeout=schedule.timeout,
         schedule_id=schedule.id,
         metadata=dict(schedule.metadata),
+        trace=schedule.trace,
         **({} if schedule.flow is None else schedule.flow.job_fields()),
     )
 

@@ -142,17 +142,48 @@ SELECT set_config('enable_bitmapscan', 'off', true),
        set_config('enable_mergejoin', 'off', true)
 
 -- flow_keys_due --
--- The flow keys with jobs due by :until (ARCHITECTURE.md, 'Flow control'), the earliest due
--- first, each with whether its row in flow_keys exists yet.
-SELECT h.tenant, h.flow_key,
-       EXISTS (SELECT 1 FROM flow_keys f WHERE f.tenant = h.tenant AND f.flow_key = h.flow_key)
-FROM (
-    SELECT tenant, flow_key, min(run_at) AS first_at FROM jobs
-    WHERE state = 'scheduled' AND NOT held AND flow_key IS NOT NULL AND run_at <= %(until)s
-      AND {_enabled_tenant}
-    GROUP BY tenant, flow_key
-) AS h
-ORDER BY h.first_at
+-- The flow keys whose next job in line is due by %(until)s (ARCHITECTURE.md, 'Flow control'), the
+-- earliest first, each with whether its row in flow_keys exists yet. `heads` walks the index
+-- of keys' lines (jobs_flow_due) from one key's first job to the next key's (a loose index
+-- scan), so a claim reads one row per key, however long the keys' backlogs. A key that cannot
+-- start its next job within the horizon is left out, so that it never takes the place of one
+-- that can: its next slot is later (a rate), or its running jobs fill the parallelism its
+-- next job carries (the claim would take nothing of it either way).
+WITH RECURSIVE heads (tenant, flow_key, id) AS (
+    SELECT * FROM (
+        SELECT tenant, flow_key, id FROM jobs
+        WHERE state = 'scheduled' AND NOT held AND flow_key IS NOT NULL
+        ORDER BY tenant, flow_key, coalesce(flow_order_at, run_at), created_at, id
+        LIMIT 1
+    ) AS first
+    UNION ALL
+    SELECT n.tenant, n.flow_key, n.id
+    FROM heads AS h
+    -- The next key of the same tenant, else the first of the next tenant: each one seek of
+    -- the index (a row-value comparison would scan the rest of the tenant's entries).
+    JOIN jobs AS n ON n.id = coalesce(
+        (SELECT id FROM jobs
+         WHERE state = 'scheduled' AND NOT held AND flow_key IS NOT NULL
+           AND tenant = h.tenant AND flow_key > h.flow_key
+         ORDER BY tenant, flow_key, coalesce(flow_order_at, run_at), created_at, id
+         LIMIT 1),
+        (SELECT id FROM jobs
+         WHERE state = 'scheduled' AND NOT held AND flow_key IS NOT NULL AND tenant > h.tenant
+         ORDER BY tenant, flow_key, coalesce(flow_order_at, run_at), created_at, id
+         LIMIT 1)
+    )
+)
+SELECT j.tenant, j.flow_key, f.flow_key IS NOT NULL
+FROM heads AS h
+JOIN jobs AS j ON j.id = h.id
+LEFT JOIN flow_keys AS f ON f.tenant = j.tenant AND f.flow_key = j.flow_key
+WHERE j.run_at <= %(until)s
+  AND (f.next_start_at IS NULL OR f.next_start_at <= %(until)s)
+  AND (j.flow_parallelism IS NULL OR j.flow_parallelism > (
+      SELECT count(*) FROM jobs AS r
+      WHERE r.tenant = j.tenant AND r.flow_key = j.flow_key AND r.state = 'running'))
+  AND j.tenant NOT IN (SELECT id FROM tenants WHERE disabled_at IS NOT NULL)
+ORDER BY coalesce(j.flow_order_at, j.run_at), j.tenant, j.flow_key
 LIMIT %(keys)s
 
 -- flow_key_made --
@@ -583,11 +614,12 @@ WHERE ctid = ANY(ARRAY(SELECT ctid FROM runs WHERE finished_at < %(before)s
 -- insert_schedule --
 INSERT INTO schedules (id, tenant, name, rule, target, payload, max_attempts, min_backoff_s,
                        max_backoff_s, jitter, timeout_s, missed, paused, next_fire_at,
-                       created_at, updated_at, metadata, start_at, end_at, flow)
+                       created_at, updated_at, metadata, start_at, end_at, flow,
+                       traceparent, tracestate)
 VALUES (%(id)s, %(tenant)s, %(name)s, %(rule)s::jsonb, %(target)s::jsonb, %(payload)s::jsonb,
         %(max_attempts)s, %(min_backoff_s)s, %(max_backoff_s)s, %(jitter)s, %(timeout_s)s,
         %(missed)s, false, %(next_fire_at)s, %(now)s, %(now)s, %(metadata)s::jsonb,
-        %(start_at)s, %(end_at)s, %(flow)s::jsonb)
+        %(start_at)s, %(end_at)s, %(flow)s::jsonb, %(traceparent)s, %(tracestate)s)
 ON CONFLICT DO NOTHING
 RETURNING {schedule_columns}
 

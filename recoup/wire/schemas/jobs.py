@@ -36,6 +36,7 @@ from recoup.wire.schemas.metadata import (
     MetadataPatch,
 )
 from recoup.wire.schemas.stated import Stated, one_of
+from recoup.wire.schemas.trace import TracedOut
 
 MAX_DELAY_SECONDS = 10 * 366 * 86_400  # ten years: further out is a typo, not a plan
 # How far in the past a `run_at` may be without `allow_past`. A client that computes "now"
@@ -198,7 +199,7 @@ class CancelIn(StrictModel):
     group: Group | None = Field(default=None, min_length=1, max_length=200)
 
 
-class JobOut(JobCallbacksOut):
+class JobOut(JobCallbacksOut, TracedOut):
     id: str
     name: str | None
     state: JobState
@@ -257,6 +258,7 @@ class JobOut(JobCallbacksOut):
             ordering_on_failure=None
             if job.ordering_key is None
             else ("skip" if job.ordering_skip_failed else "hold"),
+            **cls.trace_of(job.trace),
             **cls.job_callbacks_of(job.id, job.target),
         )
 

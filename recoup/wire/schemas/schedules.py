@@ -39,6 +39,7 @@ from recoup.wire.schemas.metadata import (
     MetadataPatch,
 )
 from recoup.wire.schemas.stated import one_of
+from recoup.wire.schemas.trace import TracedOut
 
 # The days every month has (1 to `recurrence.RESTRICT_MAX_DAY`), as a day-of-month pattern.
 EVERY_MONTHS_DAY = "(?:" + "|".join(f"{d:02d}" for d in range(1, RESTRICT_MAX_DAY + 1)) + ")"
@@ -217,7 +218,7 @@ class AnchorOut(BaseModel):
     end_of_month: str
 
 
-class ScheduleOut(CallbacksOut):
+class ScheduleOut(CallbacksOut, TracedOut):
     id: str
     name: str
     cron: str | None
@@ -273,6 +274,7 @@ class ScheduleOut(CallbacksOut):
             created_at=schedule.created_at,
             updated_at=schedule.updated_at,
             flow=FlowOut.of_limits(schedule.flow),
+            **cls.trace_of(schedule.trace),
             **cls.callbacks_of(schedule.target),
         )
 

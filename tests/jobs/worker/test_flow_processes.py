@@ -15,6 +15,7 @@ def bounded_run(backend: str, dsn: str | None = None) -> dict[str, object]:
     args = defaults()
     args.jobs, args.rate = 300, 100
     args.par_jobs, args.parallelism = 40, 3
+    args.keys = 0
     return run_backend(backend, args, cost=False, dsn=dsn)
 
 
