@@ -81,7 +81,8 @@ def get_report(
 ) -> Response:
     """The recovery report of the invoices that failed in [since, until): until defaults to
     now, since to as far back as the report's judgements look (150 days by default)."""
-    report, window = _reports(api).build(tenant, since=since, until=until, min_volume=min_volume)
+    reports = _reports(api)
+    report, window = reports.build(tenant, since=since, until=until, min_volume=min_volume)
     if format == "html":
         try:
             return HTMLResponse(render_html(report))
@@ -91,11 +92,13 @@ def get_report(
                 format,
                 f"expected json: this server lacks {exc.name} (pip install 'recoup[plot]')",
             ) from None
-    # The window first: the report's own options say `now`, not which invoices it covers.
+    # The window first: the report's own options say `now`, not which invoices it covers; then
+    # the amounts of those invoices by currency and kind, in minor units, as /metrics sums them.
     document: dict[str, Any] = {
         "since": window.since.isoformat(),
         "until": window.until.isoformat(),
         **report_json(report),
+        "amounts": reports.money(tenant, window),
     }
     return Response(json.dumps(document, ensure_ascii=False), media_type="application/json")
 
