@@ -118,7 +118,8 @@ def action_sentence(action: OperatorAction) -> str:
     """An operator's action as a sentence naming who did it, with its detail (a stop's
     reason, the bulk action it was part of)."""
     words = _ACTION_WORDS.get(action.action, action.action + " by {who}").format(who=action.who)
-    return _sentence(f"{words} ({action.detail})" if action.detail else words)
+    said = _sentence(f"{words} ({action.detail})" if action.detail else words)
+    return said[:1].upper() + said[1:]
 
 
 def run_log(job: Job, runs: Sequence[Run], actions: Sequence[OperatorAction] = ()) -> list[LogLine]:
