@@ -78,6 +78,7 @@ def report(
         reports = Reports(store, SystemClock())
         built, span = reports.build(tenant, min_volume=min_volume, now=as_of, **window)
         log = reports.attempt_log(tenant, span) if attempts is not None else []
+        money = reports.money(tenant, span) if json else {}
     if attempts is not None:
         _write_attempts(log, attempts)
     if html is not None:
@@ -85,9 +86,8 @@ def report(
     if json:
         from recoup.analytics.recovery import report_json
 
-        print_json(
-            {"since": span.since.isoformat(), "until": span.until.isoformat()} | report_json(built)
-        )
+        window_json = {"since": span.since.isoformat(), "until": span.until.isoformat()}
+        print_json(window_json | report_json(built) | {"amounts": money})
     elif html is not None or attempts is not None:
         for path in (html, attempts):
             if path is not None:
