@@ -36,7 +36,12 @@ surface for it):
   signs. Workers cache the keys for a minute (`SECRET_TTL`): the new signature appears within
   it. A secret is shown when it is made (creation, rotation) and never listed afterwards.
 
-`TenantStore` and `TokenStore` are implemented by every storage backend (`recoup.storage`).
+What a person holding a token does by hand from the dashboard (retry or cancel a job, stop an
+invoice's dunning, mark it paid) is kept as an `OperatorAction`, naming the token (its label,
+else its prefix), so a run log and an invoice's timeline say who did it.
+
+`TenantStore`, `TokenStore` and `ActionLog` are implemented by every storage backend
+(`recoup.storage`).
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ import hashlib
 import secrets
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from enum import StrEnum
 from typing import Protocol
 
 from recoup.errors import InvalidInput
@@ -99,6 +105,44 @@ class TokenOwner:
 
     tenant: str
     disabled: bool
+
+
+class ActionSubject(StrEnum):
+    """What an operator's action was taken on."""
+
+    JOB = "job"
+    INVOICE = "invoice"
+
+
+@dataclass(frozen=True, kw_only=True)
+class OperatorAction:
+    """Something a person holding one of the tenant's tokens did by hand (from the dashboard):
+    retried or cancelled a job, stopped an invoice's dunning, marked it paid. `who` names the
+    token that signed in (its label, else its prefix: never the secret); `detail` says the
+    rest in words (a stop's reason, the bulk action it was part of)."""
+
+    tenant: str
+    subject: ActionSubject
+    subject_id: str
+    action: str  # "retry", "cancel", "stop", "paid"
+    who: str
+    at: datetime
+    detail: str = ""
+
+    def __post_init__(self) -> None:
+        require_aware("at", self.at)
+
+
+class ActionLog(Protocol):
+    """The operators' actions, kept beside the API's tokens (`recoup.storage.ApiTables`)."""
+
+    def record_action(self, action: OperatorAction) -> None: ...
+
+    def actions_on(
+        self, tenant: str, subject: ActionSubject, subject_id: str
+    ) -> list[OperatorAction]:
+        """The actions taken on one job or invoice of `tenant`, oldest first."""
+        ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -294,7 +338,10 @@ __all__ = [
     "TOKEN_BYTES",
     "TOKEN_MAX_LENGTH",
     "TOKEN_PREFIX",
+    "ActionLog",
+    "ActionSubject",
     "IssuedToken",
+    "OperatorAction",
     "Tenant",
     "TenantInfo",
     "TenantStore",

@@ -97,6 +97,7 @@ def report(
         reports = Reports(store, SystemClock())
         built, span = reports.build(tenant_id, min_volume=min_volume, now=as_of, **window)
         log = reports.attempt_log(tenant_id, span) if attempts is not None else []
+        money = reports.money(tenant_id, span) if json else {}
     if attempts is not None:
         _write_attempts(log, attempts)
     if html is not None:
@@ -104,9 +105,8 @@ def report(
     if json:
         from recoup.analytics.recovery import report_json
 
-        print_json(
-            {"since": span.since.isoformat(), "until": span.until.isoformat()} | report_json(built)
-        )
+        window_json = {"since": span.since.isoformat(), "until": span.until.isoformat()}
+        print_json(window_json | report_json(built) | {"amounts": money})
     elif html is not None or attempts is not None:
         for path in (html, attempts):
             if path is not None:

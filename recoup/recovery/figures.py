@@ -46,6 +46,20 @@ class TenantFigures:
 
 DunningFigures = dict[str, TenantFigures]  # tenant → its figures
 
+# The kinds a page shows, in the order it shows them (every currency gets each, 0 included).
+MONEY_KINDS = ("recovered", "at_risk", "lost", "stopped")
+
+
+def money_by_currency(figures: TenantFigures) -> dict[str, dict[str, int]]:
+    """A tenant's amounts as currency → kind → minor units, each kind of `MONEY_KINDS` present
+    (0 when none), currencies in alphabetical order: the totals of the dashboard's invoices page
+    and of the recovery report, the same sums as `/metrics`' `recoup_dunning_amount_minor`."""
+    currencies = sorted({currency for _, currency in figures.amounts})
+    return {
+        currency: {kind: figures.amounts.get((kind, currency), 0) for kind in MONEY_KINDS}
+        for currency in currencies
+    }
+
 
 def figures_from_rows(
     invoices: Iterable[tuple[str, str, str, int, int]],
@@ -81,9 +95,11 @@ def bounded(figures: DunningFigures, limit: int) -> DunningFigures:
 
 __all__ = [
     "AMOUNT_KINDS",
+    "MONEY_KINDS",
     "OTHER",
     "DunningFigures",
     "TenantFigures",
     "bounded",
     "figures_from_rows",
+    "money_by_currency",
 ]

@@ -25,6 +25,7 @@ from recoup.analytics.recovery import (
     build_report,
 )
 from recoup.errors import InvalidInput
+from recoup.recovery.figures import money_by_currency
 from recoup.recovery.policies import tenant_policies
 from recoup.recovery.store import DunningStore
 from recoup.timekeeping.clock import Clock
@@ -118,6 +119,12 @@ class Reports:
             double_charges=double_charges,
         )
         return report, window
+
+    def money(self, tenant: str, window: ReportWindow) -> dict[str, dict[str, int]]:
+        """The amounts of the tenant's invoices that failed in the window, as currency → kind
+        (recovered, at_risk, lost, stopped) → minor units (`figures.money_by_currency`)."""
+        figures = self.store.dunning_amounts(tenant, since=window.since, until=window.until)
+        return money_by_currency(figures)
 
     def attempt_log(self, tenant: str, window: ReportWindow) -> list[AttemptLogEntry]:
         """Every attempt of the tenant's invoices that failed in the window, with its inputs."""

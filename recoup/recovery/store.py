@@ -27,7 +27,7 @@ from recoup.errors import InvalidInput
 from recoup.timekeeping.instants import require_aware
 
 if TYPE_CHECKING:
-    from recoup.recovery.figures import DunningFigures
+    from recoup.recovery.figures import DunningFigures, TenantFigures
 
 MAX_EXPERIMENT_NAME = 100
 
@@ -212,6 +212,12 @@ class DunningStore(Protocol):
     def dunning_figures(self) -> DunningFigures:
         """Every tenant's invoices by state, amounts by state and currency, attempts by state
         and double charges (for /metrics: three grouped statements in one snapshot)."""
+        ...
+
+    def dunning_amounts(self, tenant: str, *, since: datetime, until: datetime) -> TenantFigures:
+        """The tenant's invoices that failed in [since, until) (the report's window), counted
+        by state and their amounts summed by kind and currency, as `dunning_figures` counts
+        every invoice (its `attempts` and `double_charges` left empty)."""
         ...
 
     def put_merchant_tag(self, tenant: str, tag: MerchantTag) -> MerchantTag:

@@ -1,8 +1,8 @@
-"""The API tables (idempotency keys and API tokens, migration 0002) on both backends, written
-once over the dialect: the mapping between token records and rows, and every operation
-(`SqlApiTables`, what `Store.api_tables()` returns). Only claiming a key (`begin`) differs by
-backend in more than its SQL: each backend's `key_claims.claim_key`, which `SqlApiTables`
-takes as an argument."""
+"""The API tables (idempotency keys and API tokens, migration 0002; operators' actions, 0017)
+on both backends, written once over the dialect: the mapping between token records and rows,
+and every operation (`SqlApiTables`, what `Store.api_tables()` returns). Only claiming a key
+(`begin`) differs by backend in more than its SQL: each backend's `key_claims.claim_key`, which
+`SqlApiTables` takes as an argument."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from recoup.idempotency.keys import DEFAULT_LOCK_TIMEOUT, Outcome
+from recoup.jobs.model import new_id
 from recoup.storage.dialect import Dialect, ping
 from recoup.storage.job_rows import DecodeInstant
-from recoup.tenancy import TokenInfo, TokenOwner
+from recoup.tenancy import ActionSubject, OperatorAction, TokenInfo, TokenOwner
 
 T = TypeVar("T")
 
@@ -143,6 +144,44 @@ class SqlApiTables:
                 self._sql["prune_ended_sessions"], {"before": before}
             ).rowcount
         return pruned
+
+    # Operators' actions (migration 0017)
+
+    def record_action(self, action: OperatorAction) -> None:
+        with self._dialect.statement_write() as conn:
+            conn.execute(
+                self._sql["record_action"],
+                {
+                    "id": new_id(),
+                    "tenant": action.tenant,
+                    "subject": action.subject.value,
+                    "subject_id": action.subject_id,
+                    "action": action.action,
+                    "who": action.who,
+                    "at": self._dialect.encode_instant(action.at),
+                    "detail": action.detail,
+                },
+            )
+
+    def actions_on(
+        self, tenant: str, subject: ActionSubject, subject_id: str
+    ) -> list[OperatorAction]:
+        params = {"tenant": tenant, "subject": subject.value, "subject_id": subject_id}
+        with self._dialect.statement_read() as conn:
+            rows = conn.execute(self._sql["actions_on"], params).fetchall()
+        instant = self._dialect.decode_instant
+        return [
+            OperatorAction(
+                tenant=row[0],
+                subject=ActionSubject(row[1]),
+                subject_id=row[2],
+                action=row[3],
+                who=row[4],
+                at=instant(row[5]),
+                detail=row[6],
+            )
+            for row in rows
+        ]
 
     # API tokens
 

@@ -17,7 +17,7 @@ from operator import attrgetter
 
 from recoup.dunning.invoice import AttemptRecord, Invoice
 from recoup.errors import InvalidInput
-from recoup.recovery.figures import DunningFigures, figures_from_rows
+from recoup.recovery.figures import DunningFigures, TenantFigures, figures_from_rows
 from recoup.recovery.store import MerchantTag, check_merchant_tag
 from recoup.storage.dialect import Dialect
 from recoup.storage.dunning_rows import (
@@ -71,6 +71,14 @@ class SqlDunningReports:
         with self._dialect.read() as conn:
             row = conn.execute(self._sql["count_events"], params).fetchone()
         return int(row[0])
+
+    def dunning_amounts(self, tenant: str, *, since: datetime, until: datetime) -> TenantFigures:
+        _window(since, until)
+        encode = self._dialect.encode_instant
+        params = {"tenant": tenant, "since": encode(since), "until": encode(until)}
+        with self._dialect.read() as conn:
+            rows = conn.execute(self._sql["dunning_amounts"], params).fetchall()
+        return figures_from_rows(rows, (), ()).get(tenant, TenantFigures())
 
     def dunning_figures(self) -> DunningFigures:
         """Every tenant's dunning figures for /metrics (`recoup.recovery.figures`)."""

@@ -25,7 +25,7 @@ from recoup.recovery.email_store import MessageStore
 from recoup.recovery.hosted_store import HostedChargeStore
 from recoup.recovery.intake_store import IntakeStore
 from recoup.recovery.store import DunningStore
-from recoup.tenancy import TenantStore, TokenStore
+from recoup.tenancy import ActionLog, TenantStore, TokenStore
 
 if TYPE_CHECKING:
     from recoup.storage.sql_files import Migration
@@ -33,9 +33,9 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-class ApiTables(IdempotencyStore, TokenStore, Protocol):
-    """The HTTP API's tables in a store's database: idempotency keys and API tokens, plus a
-    readiness check."""
+class ApiTables(IdempotencyStore, TokenStore, ActionLog, Protocol):
+    """The HTTP API's tables in a store's database: idempotency keys, API tokens and what
+    their holders did from the dashboard, plus a readiness check."""
 
     def end_session(self, nonce: str, *, expires: int) -> None:
         """A dashboard session ended by its logout, remembered until it would have expired."""

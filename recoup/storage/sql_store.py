@@ -188,6 +188,7 @@ class SqlStore:
         self.report_invoices = reports.report_invoices
         self.count_events = reports.count_events
         self.dunning_figures = reports.dunning_figures
+        self.dunning_amounts = reports.dunning_amounts
         self.put_merchant_tag = reports.put_merchant_tag
         self.delete_merchant_tag = reports.delete_merchant_tag
         self.merchant_tags = reports.merchant_tags

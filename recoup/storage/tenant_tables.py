@@ -37,6 +37,7 @@ TENANT_TABLES = (
     "customers",
     "renewals",
     "idempotency_keys",
+    "operator_actions",  # 0017
     "api_tokens",
     "runs",
     "jobs",

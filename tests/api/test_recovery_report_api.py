@@ -162,6 +162,10 @@ def test_the_report_as_one_html_page(served: Served) -> None:
     page = answer.text
     assert page.lstrip().lower().startswith("<!doctype html") and "<svg" in page
     assert "m-small" in page and "<script" not in page
+    amounts = served.http.get("/v1/dunning/report").json()["amounts"]
+    assert amounts and "<h2>Money</h2>" in page
+    for currency, kinds in amounts.items():
+        assert f"{kinds['lost'] / 100:.2f} {currency.upper()}" in page
     with Client(served.api.url, served.caller.token) as client:
         html = client.recovery_report_html(min_volume=5)
         assert "<svg" in html and html != page  # min_volume reached the report

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from recoup.dunning.invoice import InvoiceState
+from recoup.recovery.figures import money_by_currency
 from tests.api.test_recovery_report_api import (
     EVENING,
     NOW,
@@ -68,6 +69,9 @@ def test_report_json_is_the_apis_document(
     assert report["invoices"] == 97 and report["overall"]["recovered"] == 1
     assert report["options"]["min_volume"] == 5
     assert [i["merchant_id"] for i in report["review_queue"]] == ["m-small"]
+    span = {key: datetime.fromisoformat(report[key]) for key in ("since", "until")}
+    assert report["amounts"] == money_by_currency(store.dunning_amounts("default", **span))
+    assert sum(kinds["recovered"] for kinds in report["amounts"].values()) > 0  # "won"
     since = (NOW - 10 * DAY).isoformat()
     code, out, _ = run(capsys, "report", *args, "--since", since, "--until", NOW.isoformat())
     narrow = json.loads(out)

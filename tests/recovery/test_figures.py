@@ -7,7 +7,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from recoup.jobs.tenant_metrics import OTHER as JOBS_OTHER
-from recoup.recovery.figures import OTHER, bounded, figures_from_rows
+from recoup.recovery.figures import (
+    AMOUNT_KINDS,
+    MONEY_KINDS,
+    OTHER,
+    bounded,
+    figures_from_rows,
+    money_by_currency,
+)
 
 STATES = ["retrying", "awaiting_customer", "recovered", "exhausted", "cancelled"]
 
@@ -59,3 +66,20 @@ def test_bounded_keeps_at_most_limit_names_and_every_total(
     assert len([t for t in shown if t != OTHER]) <= limit
     assert sum(sum(f.amounts.values()) for f in shown.values()) == total
     assert sum(sum(f.invoices.values()) for f in shown.values()) == sum(r[3] for r in rows)
+
+
+@given(rows=rows)
+def test_money_by_currency_keeps_every_amount_and_names_every_kind(
+    rows: list[tuple[str, str, str, int, int]],
+) -> None:
+    for tenant, own in figures_from_rows(rows, [], []).items():
+        money = money_by_currency(own)
+        mine = [r for r in rows if r[0] == tenant]
+        assert list(money) == sorted({r[2] for r in mine})  # currencies in order, each once
+        for currency, kinds in money.items():
+            assert tuple(kinds) == MONEY_KINDS  # 0 shown rather than left out
+            for kind in MONEY_KINDS:
+                expected = sum(
+                    r[4] for r in mine if r[2] == currency and AMOUNT_KINDS[r[1]] == kind
+                )
+                assert kinds[kind] == expected

@@ -11,7 +11,15 @@ import pytest
 
 from recoup.idempotency import DEFAULT_LOCK_TIMEOUT, InProgress, Mismatch, New, Replay
 from recoup.storage import ApiTables, Store, open_api_tables
-from recoup.tenancy import TokenOwner, authenticate, hash_token, issue_token, new_tenant
+from recoup.tenancy import (
+    ActionSubject,
+    OperatorAction,
+    TokenOwner,
+    authenticate,
+    hash_token,
+    issue_token,
+    new_tenant,
+)
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -192,3 +200,42 @@ def test_tokens_list_by_tenant(store: Store, tables: ApiTables) -> None:
     assert {t.tenant for t in tables.list_tokens()} == {"a", "b"}
     assert [t.tenant for t in tables.list_tokens("b")] == ["b"]
     assert [t.id for t in store.list_tenants()] == ["a", "b"]  # the store keeps tenants
+
+
+# Operators' actions (migration 0017), on both backends
+
+
+def test_actions_read_back_per_subject_oldest_first_and_per_tenant(
+    store: Store, tables: ApiTables
+) -> None:
+    for tenant in ("acme", "rival"):
+        _tenant(store, tenant)
+
+    def act(tenant: str, subject: ActionSubject, subject_id: str, action: str, minute: int) -> None:
+        tables.record_action(
+            OperatorAction(
+                tenant=tenant,
+                subject=subject,
+                subject_id=subject_id,
+                action=action,
+                who="ops <alice>",
+                at=NOW + timedelta(minutes=minute),
+                detail=f"{action} at {minute}",
+            )
+        )
+
+    act("acme", ActionSubject.JOB, "j1", "cancel", 5)
+    act("acme", ActionSubject.JOB, "j1", "retry", 1)
+    act("acme", ActionSubject.INVOICE, "j1", "paid", 2)  # same id, another kind of subject
+    act("rival", ActionSubject.JOB, "j1", "retry", 3)
+
+    on_job = tables.actions_on("acme", ActionSubject.JOB, "j1")
+    assert [(a.action, a.at) for a in on_job] == [
+        ("retry", NOW + timedelta(minutes=1)),
+        ("cancel", NOW + timedelta(minutes=5)),
+    ]
+    assert on_job[0].who == "ops <alice>" and on_job[0].detail == "retry at 1"
+    assert on_job[0].tenant == "acme" and on_job[0].subject is ActionSubject.JOB
+    assert [a.action for a in tables.actions_on("acme", ActionSubject.INVOICE, "j1")] == ["paid"]
+    assert [a.action for a in tables.actions_on("rival", ActionSubject.JOB, "j1")] == ["retry"]
+    assert tables.actions_on("acme", ActionSubject.JOB, "j2") == []

@@ -1,5 +1,5 @@
-"""Migration 0002 (the API's tables) on both backends: the declared columns and indexes, and
-the invariants its CHECK constraints hold."""
+"""Migrations 0002 and 0017 (the API's tables, operators' actions) on both backends: the
+declared columns and indexes, and the invariants their CHECK constraints hold."""
 
 from __future__ import annotations
 
@@ -15,10 +15,14 @@ DECLARED = {
         "content_type", "body",
     },
     "api_tokens": {"id", "tenant", "token_hash", "prefix", "label", "created_at", "revoked_at"},
+    "operator_actions": {
+        "id", "tenant", "subject", "subject_id", "action", "who", "at", "detail",
+    },  # 0017
 }  # fmt: skip
 DECLARED_INDEXES = {
     "idempotency_keys": {"idempotency_keys_created_at"},
     "api_tokens": {"api_tokens_tenant"},
+    "operator_actions": {"operator_actions_subject"},
 }
 
 
@@ -46,6 +50,12 @@ def test_migrating_gives_the_declared_api_tables(backend: Backend, table: str) -
         # revoked before it was created
         "INSERT INTO api_tokens (id, tenant, token_hash, prefix, created_at, revoked_at)"
         " VALUES ('i', 't', 'h', 'p', {now}, {before})",
+        # an action on something that is neither a job nor an invoice
+        "INSERT INTO operator_actions (id, tenant, subject, subject_id, action, who, at)"
+        " VALUES ('a1', 't', 'schedule', 's', 'cancel', 'ops', {now})",
+        # an action by nobody
+        "INSERT INTO operator_actions (id, tenant, subject, subject_id, action, who, at)"
+        " VALUES ('a2', 't', 'job', 'j', 'cancel', '', {now})",
     ],
 )
 def test_the_api_tables_refuse_impossible_rows(

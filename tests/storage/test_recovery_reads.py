@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from recoup.dunning.invoice import AttemptState, Invoice
+from recoup.dunning.invoice import AttemptState, Invoice, InvoiceState
 from recoup.errors import InvalidInput, StorageError
 from recoup.recovery.store import DunningSettings, MerchantTag
 from recoup.storage.dunning_rows import attempt_values, invoice_values
@@ -117,6 +117,37 @@ def test_report_invoices_are_those_failed_in_the_half_open_window_with_their_att
     assert found[0].attempts == two_attempts
     assert store.report_invoices(TENANT, since=T0, until=T0) == []
     assert [i.tenant for i in store.report_invoices("t2", since=T0, until=T0 + DAY)] == ["t2"]
+
+
+def test_dunning_amounts_sum_the_windows_invoices_by_kind_and_currency(store: Store) -> None:
+    def failed(invoice_id: str, at: datetime, **overrides: Any) -> Invoice:
+        return invoice(invoice_id, failed_at=at, created_at=at, updated_at=at, **overrides)
+
+    made = [
+        failed("before", T0 - HOUR, amount=1),
+        failed("retrying", T0, amount=1000),
+        failed("awaiting", T0 + HOUR, amount=20, state=InvoiceState.AWAITING_CUSTOMER),
+        failed("paid", T0 + HOUR, amount=300, currency="usd", state=InvoiceState.RECOVERED),
+        failed("lost", T0 + 2 * HOUR, amount=4000, state=InvoiceState.EXHAUSTED),
+        failed("stopped", T0 + 2 * HOUR, amount=50000, state=InvoiceState.CANCELLED),
+        failed("at_until", T0 + DAY, amount=7),
+        failed("retrying", T0, amount=99, tenant="t2"),  # another tenant's, same id
+    ]
+    for one in made:
+        store.create_invoice(one, [])
+    own = store.dunning_amounts(TENANT, since=T0, until=T0 + DAY)
+    assert own.amounts == {
+        ("at_risk", "eur"): 1020,
+        ("recovered", "usd"): 300,
+        ("lost", "eur"): 4000,
+        ("stopped", "eur"): 50000,
+    }
+    assert own.invoices == {
+        "retrying": 1, "awaiting_customer": 1, "recovered": 1, "exhausted": 1, "cancelled": 1
+    }  # fmt: skip
+    everything = store.dunning_amounts(TENANT, since=T0 - DAY, until=T0 + 2 * DAY)
+    assert everything.amounts == store.dunning_figures()[TENANT].amounts  # /metrics' sums
+    assert store.dunning_amounts("t3", since=T0, until=T0 + DAY).amounts == {}
 
 
 def test_a_window_that_ends_before_it_starts_is_invalid_input(store: Store) -> None:

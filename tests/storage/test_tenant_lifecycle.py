@@ -24,6 +24,8 @@ from recoup.sealed import SecretBox, new_key
 from recoup.storage import open_api_tables
 from recoup.storage.tenant_tables import TENANT_TABLES
 from recoup.tenancy import (
+    ActionSubject,
+    OperatorAction,
     TokenOwner,
     authenticate,
     delete_tenant,
@@ -220,6 +222,16 @@ def populate(store: Store, tenant_id: str) -> None:
     tables.begin(
         tenant=tenant_id, key="k1", fingerprint="f", method="POST", path="/v1/jobs", now=T0
     )
+    tables.record_action(
+        OperatorAction(
+            tenant=tenant_id,
+            subject=ActionSubject.JOB,
+            subject_id="j1",
+            action="cancel",
+            who="ops",
+            at=T0,
+        )
+    )
     store.create_invoice(
         invoice(
             "inv_1",
@@ -338,6 +350,7 @@ def test_deleting_a_tenant_removes_every_row_of_it_and_nothing_else(store: Store
         "customers": 1,
         "renewals": 1,
         "idempotency_keys": 1,
+        "operator_actions": 1,  # 0017
         "api_tokens": 1,
         "runs": 1,
         "jobs": 2,
@@ -349,6 +362,7 @@ def test_deleting_a_tenant_removes_every_row_of_it_and_nothing_else(store: Store
     assert sum(store.count_by_state("gone").values()) == 0
     assert store.list_schedules(ScheduleFilter(tenant="gone")).schedules == []
     assert tables.list_tokens("gone") == []
+    assert tables.actions_on("gone", ActionSubject.JOB, "j1") == []
     assert store.get_invoice("gone", "inv_1") is None
     assert store.invoice_events("gone", "inv_1") == []
     assert store.get_settings("gone") is None
@@ -362,6 +376,7 @@ def test_deleting_a_tenant_removes_every_row_of_it_and_nothing_else(store: Store
     assert sum(store.count_by_state("kept").values()) == 2
     assert len(store.list_schedules(ScheduleFilter(tenant="kept")).schedules) == 1
     assert tables.list_tokens("kept") == kept_tokens
+    assert len(tables.actions_on("kept", ActionSubject.JOB, "j1")) == 1
     assert store.get_invoice("kept", "inv_1") is not None
     assert store.get_settings("kept") is not None
     assert len(store.merchant_tags("kept")) == 1

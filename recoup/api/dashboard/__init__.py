@@ -1,11 +1,14 @@
 """The dashboard: server-rendered HTML pages at `/`, behind a login with a tenant's API token.
 
-Pages: jobs (search, cursor pages) and a job's run log, schedules with their next
-occurrences, invoices in dunning and their timelines, the recovery report with its charts, the
-review queue, and a preview of the customer emails. Actions (cancel a job, mark an invoice
-paid, tag a merchant id) are POST forms carrying a CSRF token. Every page reads through the
-same services as the /v1 API (`app.state.api`), scoped to the session's tenant: another
-tenant's id is a 404, as it is in the API.
+Pages: jobs (search, cursor pages) and a job's run log, schedules with their next occurrences,
+invoices in dunning with the period's money and their timelines, the recovery report with its
+charts, the review queue, a preview of the customer emails, and a search box that finds an
+invoice, a customer or a job by id or name. Actions (retry or cancel a job, stop an invoice's
+dunning or mark it paid, one at a time or in bulk over a filter after a count and a
+confirmation, tag a merchant id) are POST forms carrying a CSRF token; each records who did it
+(`actions.py`). Pages with running work refresh themselves (`live.py`). Every page reads
+through the same services as the /v1 API (`app.state.api`), scoped to the session's tenant:
+another tenant's id is a 404, as it is in the API.
 
 Sessions (`sessions.py`) are signed cookies holding the token's hash, never the token; the
 hash is checked against the active tokens on every request. The signing key is
@@ -23,7 +26,7 @@ from collections.abc import Callable
 from fastapi import FastAPI
 from starlette.staticfiles import StaticFiles
 
-from recoup.api.dashboard import analytics, auth, emails, invoices, jobs, redrive
+from recoup.api.dashboard import analytics, auth, bulk, emails, invoices, jobs, redrive, search
 from recoup.api.dashboard.rendering import templates
 from recoup.api.dashboard.sessions import Sessions, new_session_key
 from recoup.api.dashboard.web import DashboardState
@@ -55,7 +58,7 @@ def mount(
     `app.state.api` they read). `wall` is the real time sessions expire by."""
     key = session_key or session_key_from_env() or new_session_key()
     app.state.dashboard = DashboardState(sessions=Sessions(key, wall=wall), templates=templates())
-    for module in (auth, jobs, invoices, analytics, emails, redrive):
+    for module in (auth, search, bulk, jobs, invoices, analytics, emails, redrive):
         app.include_router(module.router)
     app.mount(
         "/static",

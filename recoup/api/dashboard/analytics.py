@@ -70,12 +70,14 @@ def analytics_page(
     min_volume: str | None = None,
     empty: str | None = None,
 ) -> Response:
-    """The tenant's recovery report, with charts; buckets with nothing in them are left out
-    of the tables unless `empty=shown`."""
+    """The tenant's recovery report, with charts and the money of its invoices (as GET
+    /v1/dunning/report's `amounts`); buckets with nothing in them are left out of the tables
+    unless `empty=shown`."""
     if empty not in (None, "", "shown", "hidden"):
         raise InvalidInput("empty", empty, "expected shown or hidden")
     keep_empty = empty == "shown"
-    report, window = _reports(api).build(visitor.tenant, min_volume=_min_volume(min_volume))
+    reports = _reports(api)
+    report, window = reports.build(visitor.tenant, min_volume=_min_volume(min_volume))
     try:
         charts, missing = chart_svgs(report), None
     except ModuleNotFoundError as exc:  # matplotlib: the `plot` extra
@@ -89,6 +91,7 @@ def analytics_page(
             "nav": "analytics",
             "r": report,
             "window": window,
+            "money": reports.money(visitor.tenant, window),
             "level": level,
             "charts": charts,
             "missing": missing,

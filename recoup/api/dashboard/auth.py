@@ -11,6 +11,7 @@ address and across addresses (`throttle.py`); a logout ends the session on the s
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
@@ -37,7 +38,7 @@ from recoup.api.dashboard.web import (
     session_cookie,
 )
 from recoup.api.deps import Api
-from recoup.tenancy import TOKEN_MAX_LENGTH, hash_token
+from recoup.tenancy import TOKEN_MAX_LENGTH, TokenInfo, display_prefix, hash_token
 
 router = APIRouter(route_class=HtmlRoute, include_in_schema=False)
 
@@ -59,6 +60,17 @@ def safe_next(url: str | None) -> str:
     ):
         return HOME
     return url
+
+
+def token_name(tokens: Iterable[TokenInfo], token: str) -> str:
+    """What the run log calls the person who signed in with `token`: the token's label (set by
+    `recoup tokens create TENANT --label …`), else its prefix, which `recoup tokens list`
+    shows; never the secret."""
+    prefix = display_prefix(token)
+    for info in tokens:
+        if info.active and info.prefix == prefix and info.label:
+            return f"{info.label} ({prefix}…)"
+    return f"token {prefix}…"
 
 
 def _set_cookie(
@@ -149,7 +161,8 @@ def login(request: Request, api: Api, dash: Dash, form: Form) -> Response:
             status=401,
         )
     dash.throttle.succeeded(address)
-    cookie, _ = dash.sessions.issue(tenant, hash_token(token))
+    who = token_name(api.services.tables.list_tokens(tenant), token)
+    cookie, _ = dash.sessions.issue(tenant, hash_token(token), who=who)
     response = see_other(next_url)
     _set_cookie(response, request, SESSION_COOKIE, cookie, max_age=SESSION_SECONDS, path="/")
     name, path = _login_cookie(request)
@@ -168,4 +181,4 @@ def logout(request: Request, api: Api, action: Acting) -> Response:
     return response
 
 
-__all__ = ["HOME", "router", "safe_next"]
+__all__ = ["HOME", "router", "safe_next", "token_name"]

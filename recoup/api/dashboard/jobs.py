@@ -8,6 +8,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from recoup.api.dashboard import actions
+from recoup.api.dashboard.bulk import JOB_ACTIONS, bulk_done
+from recoup.api.dashboard.live import jobs_running, refresh
 from recoup.api.dashboard.web import (
     Acting,
     HtmlRoute,
@@ -21,6 +24,7 @@ from recoup.api.dashboard.wording import finished_at, run_log, shown_error, star
 from recoup.api.deps import Api
 from recoup.api.routes.common import Id
 from recoup.jobs.model import JobState
+from recoup.tenancy import ActionSubject
 
 router = APIRouter(route_class=HtmlRoute, include_in_schema=False)
 
@@ -38,8 +42,13 @@ def jobs_page(
     state: str | None = None,
     schedule: str | None = None,
     cursor: str | None = None,
+    bulk: str | None = None,
+    changed: str | None = None,
+    skipped: str | None = None,
+    live: str | None = None,
 ) -> Response:
-    """Jobs newest first; `name` matches the start of a job's name, `group` all of it."""
+    """Jobs newest first; `name` matches the start of a job's name, `group` all of it. After a
+    bulk action, what it did; while a listed job runs, the page refreshes itself."""
     search = {
         "name": text_param("name", name) or "",
         "group": text_param("group", group) or "",
@@ -67,17 +76,27 @@ def jobs_page(
             "states": [s.value for s in JobState],
             "next_cursor": page.next_cursor,
             "paged": bool(cursor),
+            "bulk": bulk_done(bulk, changed, skipped, JOB_ACTIONS),
+            "refresh": refresh(request, live, jobs_running(page.jobs, now=api.clock.now())),
         },
     )
 
 
 @router.get("/jobs/{job_id}")
 def job_page(
-    request: Request, visitor: SignedIn, api: Api, job_id: Id, notice: str | None = None
+    request: Request,
+    visitor: SignedIn,
+    api: Api,
+    job_id: Id,
+    notice: str | None = None,
+    why: str | None = None,
+    live: str | None = None,
 ) -> Response:
-    """A job and its run log: every attempt, first first."""
+    """A job and its run log: every attempt, first first, and what operators did to it. While
+    it runs or is about to, the page refreshes itself (unless `live=off`)."""
     job = api.scheduler.get(job_id, tenant=visitor.tenant)
     runs = api.scheduler.runs(job_id, tenant=visitor.tenant)
+    done = api.services.tables.actions_on(visitor.tenant, ActionSubject.JOB, job_id)
     return render(
         request,
         "job.html",
@@ -85,19 +104,33 @@ def job_page(
             "visitor": visitor,
             "nav": "jobs",
             "job": job,
-            "log": run_log(job, runs),
+            "log": run_log(job, runs, done),
             "started_at": started_at(runs),
             "finished_at": finished_at(job, runs),
             "notice": notice,
+            "why": text_param("why", why, max_length=500) or "",
+            "refresh": refresh(request, live, jobs_running([job], now=api.clock.now())),
         },
     )
 
 
 @router.post("/jobs/{job_id}/cancel")
 def cancel_job(action: Acting, api: Api, job_id: Id) -> Response:
-    """Cancel a live job (a job that already ended stays as it is), as DELETE /v1/jobs/{id}."""
-    job = api.scheduler.cancel(job_id, tenant=action.tenant)
-    return see_other(f"/jobs/{job.id}", notice="cancelled")
+    """Cancel a live job (a job that already ended stays as it is), as DELETE /v1/jobs/{id};
+    the run log says who did it."""
+    done = actions.cancel_job(api, action.visitor, job_id)
+    return see_other(f"/jobs/{job_id}", notice="cancelled" if done.changed else "unchanged")
+
+
+@router.post("/jobs/{job_id}/retry")
+def retry_job(action: Acting, api: Api, job_id: Id) -> Response:
+    """Schedule a job that failed for good again now, as POST /v1/jobs/{id}/retry; the run
+    log says who did it. A job the scheduler will not retry is left as it is, and the page
+    says why."""
+    done = actions.retry_job(api, action.visitor, job_id)
+    if done.changed:
+        return see_other(f"/jobs/{job_id}", notice="retried")
+    return see_other(f"/jobs/{job_id}", notice="refused", why=done.why)
 
 
 @router.get("/schedules")

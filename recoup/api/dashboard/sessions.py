@@ -2,12 +2,12 @@
 
 A session cookie holds the tenant, the sha256 of the API token that signed in (never the token
 itself: the hash cannot be turned back into it, and the tokens table stores only that hash),
-a random nonce and an expiry, signed with HMAC-SHA256 under the app's session key. Reading it
-checks the signature and the expiry; the caller then checks, on every request, that the hash
-still belongs to an active token of that tenant and that the session was not ended by a logout
-(its nonce in the `ended_sessions` table, `recoup.api.dashboard.web`), so revoking the token
-ends its sessions at once, as it ends its bearer access, and a logout ends the session itself,
-a copy of its cookie included.
+who that token is (its label, else its prefix), a random nonce and an expiry, signed with HMAC-
+SHA256 under the app's session key. Reading it checks the signature and the expiry; the caller
+then checks, on every request, that the hash still belongs to an active token of that tenant
+and that the session was not ended by a logout (its nonce in the `ended_sessions` table,
+`recoup.api.dashboard.web`), so revoking the token ends its sessions at once, as it ends its
+bearer access, and a logout ends the session itself, a copy of its cookie included.
 
 CSRF tokens are bound to the session (an HMAC of its nonce), so a form posted from another
 site, which cannot read the page, cannot carry one. The login form, which has no session yet,
@@ -42,12 +42,14 @@ MAX_COOKIE_LENGTH = 1024  # longer cookie values are refused before decoding
 
 @dataclass(frozen=True, kw_only=True)
 class Session:
-    """A signed-in browser: the tenant it acts for and the token hash it signed in with."""
+    """A signed-in browser: the tenant it acts for, the token hash it signed in with, and who
+    that token is (its label, else its prefix: what the run log says did an action)."""
 
     tenant: str
     token_hash: str
     nonce: str
     expires: int  # Unix seconds
+    who: str = ""
 
 
 def _b64(data: bytes) -> str:
@@ -73,13 +75,14 @@ class Sessions:
     def _sign(self, purpose: bytes, message: bytes) -> bytes:
         return hmac.new(self._key, purpose + b"\x00" + message, hashlib.sha256).digest()
 
-    def issue(self, tenant: str, token_hash: str) -> tuple[str, Session]:
+    def issue(self, tenant: str, token_hash: str, *, who: str = "") -> tuple[str, Session]:
         """A new session and the cookie value that carries it."""
         session = Session(
             tenant=tenant,
             token_hash=token_hash,
             nonce=secrets.token_urlsafe(16),
             expires=int(self._wall()) + SESSION_SECONDS,
+            who=who,
         )
         payload = json.dumps(
             {
@@ -87,6 +90,7 @@ class Sessions:
                 "h": session.token_hash,
                 "n": session.nonce,
                 "e": session.expires,
+                "w": session.who,
             },
             separators=(",", ":"),
         ).encode()
@@ -105,7 +109,11 @@ class Sessions:
             return None
         fields = json.loads(payload)  # signed by us: well-formed
         session = Session(
-            tenant=fields["t"], token_hash=fields["h"], nonce=fields["n"], expires=fields["e"]
+            tenant=fields["t"],
+            token_hash=fields["h"],
+            nonce=fields["n"],
+            expires=fields["e"],
+            who=fields.get("w", ""),
         )
         return session if self._wall() < session.expires else None
 

@@ -92,6 +92,11 @@ class Visitor:
     csrf: str
     session: Session
 
+    @property
+    def who(self) -> str:
+        """Who acts: the token that signed in, as the run log names it."""
+        return self.session.who or f"dashboard:tenant={self.tenant}"
+
 
 def signed_in(request: Request, api: Api, dash: Dash) -> Visitor:
     """The visitor of a valid session whose token is still active and whose tenant is not

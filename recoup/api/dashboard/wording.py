@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 from recoup.dunning.invoice import AttemptState, Invoice
 from recoup.jobs.model import Job, JobState, Run, RunOutcome
+from recoup.tenancy import OperatorAction
 
 # "AskAgain: …", "PermanentError: …", "TimeoutError", "ClientConnectorError: …": the name of
 # the exception class that `jobs.targets.describe` puts first.
@@ -27,6 +28,13 @@ _ANSWER_WORDS = {
     "closed": "the charge side had closed the invoice",
     "pending": "the answer was pending",
     "errored": "the charge endpoint refused the request",
+}
+# What an operator's action did, as the run log and the invoice timeline say it.
+_ACTION_WORDS = {
+    "retry": "retried by {who}: scheduled again now, with a fresh budget of attempts",
+    "cancel": "cancelled by {who}",
+    "stop": "dunning stopped by {who}",
+    "paid": "marked paid by {who}",
 }
 ATTEMPT_RAN = frozenset(
     {
@@ -106,10 +114,21 @@ class LogLine:
     run: Run | None = None
 
 
-def run_log(job: Job, runs: Sequence[Run]) -> list[LogLine]:
-    """A job's runs in order, each with its sentence, and a marker wherever the job ran again
-    after it had failed for good (a redrive: `JobStore.redrive` keeps the runs before it)."""
+def action_sentence(action: OperatorAction) -> str:
+    """An operator's action as a sentence naming who did it, with its detail (a stop's
+    reason, the bulk action it was part of)."""
+    words = _ACTION_WORDS.get(action.action, action.action + " by {who}").format(who=action.who)
+    said = _sentence(f"{words} ({action.detail})" if action.detail else words)
+    return said[:1].upper() + said[1:]
+
+
+def run_log(job: Job, runs: Sequence[Run], actions: Sequence[OperatorAction] = ()) -> list[LogLine]:
+    """A job's runs in order, each with its sentence, and a marker wherever an operator acted
+    on it (`actions`, with who did it) and wherever the job ran again after it had failed for
+    good with no action recorded there (a redrive through the API or the CLI:
+    `JobStore.redrive` keeps the runs before it)."""
     ordered = sorted(runs, key=lambda r: (r.attempt, r.started_at))
+    acted = sorted(actions, key=lambda a: a.at)
     lines: list[LogLine] = []
     for index, run in enumerate(ordered):
         later = ordered[index + 1] if index + 1 < len(ordered) else None
@@ -119,13 +138,23 @@ def run_log(job: Job, runs: Sequence[Run]) -> list[LogLine]:
             next_try = job.run_at if job.state is JobState.SCHEDULED else None
         lines.append(LogLine(run.started_at, run_sentence(run, next_try=next_try), run))
         if run.outcome is RunOutcome.FAILED and (later is not None or job.state.is_live):
-            lines.append(
-                LogLine(
-                    later.started_at if later else job.run_at,
-                    "redriven: scheduled again after it had failed for good.",
-                )
+            until = later.started_at if later else None
+            retried = any(
+                a.action == "retry" and a.at >= run.finished_at and (until is None or a.at <= until)
+                for a in acted
             )
-    return lines
+            if not retried:
+                lines.append(
+                    LogLine(
+                        later.started_at if later else job.run_at,
+                        "redriven: scheduled again after it had failed for good.",
+                    )
+                )
+    for action in acted:
+        lines.append(LogLine(action.at, action_sentence(action)))
+    # Runs first among equals: an action at a run's instant came after it (a retry of the
+    # failure that run ended in), and the sort is stable.
+    return sorted(lines, key=lambda line: line.at)
 
 
 def finished_at(job: Job, runs: Sequence[Run]) -> datetime | None:
@@ -180,6 +209,7 @@ def not_run_words(state: AttemptState) -> str:
 
 __all__ = [
     "LogLine",
+    "action_sentence",
     "attempt_runs",
     "attempts_made",
     "finished_at",

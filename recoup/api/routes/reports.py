@@ -15,11 +15,14 @@ from pydantic import AwareDatetime, BeforeValidator
 from starlette.responses import HTMLResponse, Response
 
 from recoup.analytics.recovery import render_html, report_json
+from recoup.analytics.recovery.html_report import ExtraTable
+from recoup.api.dashboard.rendering import money as money_text
 from recoup.api.deps import Api, Tenant
 from recoup.api.idempotent import json_response
 from recoup.api.routes.common import CHECKED, ERRORS, NO_NUL
 from recoup.api.state import ApiState
 from recoup.errors import InvalidInput
+from recoup.recovery.figures import MONEY_KINDS
 from recoup.recovery.reporting import Reports
 from recoup.wire.reports import ReviewItemOut, ReviewQueueOut, TagIn, TagOut
 
@@ -54,6 +57,20 @@ MinVolume = Annotated[
 ]
 
 
+def money_table(money: dict[str, dict[str, int]]) -> ExtraTable:
+    """The `amounts` of the JSON document as a table of the HTML page, one row a currency."""
+    return ExtraTable(
+        title="Money",
+        columns=("Currency", "Recovered", "At risk", "Lost", "Stopped"),
+        rows=tuple(
+            (currency.upper(), *(money_text(kinds[kind], currency) for kind in MONEY_KINDS))
+            for currency, kinds in money.items()
+        ),
+        note="The amounts of the report's invoices by the state they are in now: at risk is"
+        " still retrying or waiting for the customer, lost is every attempt spent.",
+    )
+
+
 def _reports(api: ApiState) -> Reports:
     return Reports(api.dunning.store, api.clock)
 
@@ -81,21 +98,25 @@ def get_report(
 ) -> Response:
     """The recovery report of the invoices that failed in [since, until): until defaults to
     now, since to as far back as the report's judgements look (150 days by default)."""
-    report, window = _reports(api).build(tenant, since=since, until=until, min_volume=min_volume)
+    reports = _reports(api)
+    report, window = reports.build(tenant, since=since, until=until, min_volume=min_volume)
     if format == "html":
         try:
-            return HTMLResponse(render_html(report))
+            extras = [money_table(reports.money(tenant, window))]
+            return HTMLResponse(render_html(report, extras=extras))
         except ModuleNotFoundError as exc:  # matplotlib or jinja2: the `plot` extra
             raise InvalidInput(
                 "format",
                 format,
                 f"expected json: this server lacks {exc.name} (pip install 'recoup[plot]')",
             ) from None
-    # The window first: the report's own options say `now`, not which invoices it covers.
+    # The window first: the report's own options say `now`, not which invoices it covers; then
+    # the amounts of those invoices by currency and kind, in minor units, as /metrics sums them.
     document: dict[str, Any] = {
         "since": window.since.isoformat(),
         "until": window.until.isoformat(),
         **report_json(report),
+        "amounts": reports.money(tenant, window),
     }
     return Response(json.dumps(document, ensure_ascii=False), media_type="application/json")
 

@@ -71,3 +71,12 @@ SELECT 1 FROM ended_sessions WHERE nonce = %(nonce)s
 
 -- prune_ended_sessions --
 DELETE FROM ended_sessions WHERE expires_at < %(before)s
+
+-- record_action --
+INSERT INTO operator_actions (id, tenant, subject, subject_id, action, who, at, detail)
+VALUES (%(id)s, %(tenant)s, %(subject)s, %(subject_id)s, %(action)s, %(who)s, %(at)s, %(detail)s)
+
+-- actions_on --
+SELECT tenant, subject, subject_id, action, who, at, detail FROM operator_actions
+WHERE tenant = %(tenant)s AND subject = %(subject)s AND subject_id = %(subject_id)s
+ORDER BY at, id

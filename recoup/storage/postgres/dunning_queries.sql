@@ -201,6 +201,13 @@ FROM invoices i
 JOIN invoice_attempts a ON a.tenant = i.tenant AND a.invoice_id = i.invoice_id
 {_report_window}
 
+-- dunning_amounts --
+-- The report's invoices (failed in the window) counted and summed by state and currency, as
+-- dunning_figures_invoices counts every tenant's for /metrics.
+SELECT i.tenant, i.state, i.currency, count(*), sum(i.amount) FROM invoices i
+{_report_window}
+GROUP BY i.tenant, i.state, i.currency
+
 -- count_events --
 -- From invoice_events_type alone.
 SELECT count(*) FROM invoice_events

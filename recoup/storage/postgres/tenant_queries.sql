@@ -72,6 +72,9 @@ DELETE FROM payment_pages WHERE tenant = %(tenant)s
 -- delete_idempotency_keys --
 DELETE FROM idempotency_keys WHERE tenant = %(tenant)s
 
+-- delete_operator_actions --
+DELETE FROM operator_actions WHERE tenant = %(tenant)s
+
 -- delete_api_tokens --
 DELETE FROM api_tokens WHERE tenant = %(tenant)s
 

@@ -65,3 +65,12 @@ SELECT 1 FROM ended_sessions WHERE nonce = :nonce
 
 -- prune_ended_sessions --
 DELETE FROM ended_sessions WHERE expires_at < :before
+
+-- record_action --
+INSERT INTO operator_actions (id, tenant, subject, subject_id, action, who, at, detail)
+VALUES (:id, :tenant, :subject, :subject_id, :action, :who, :at, :detail)
+
+-- actions_on --
+SELECT tenant, subject, subject_id, action, who, at, detail FROM operator_actions
+WHERE tenant = :tenant AND subject = :subject AND subject_id = :subject_id
+ORDER BY at, id

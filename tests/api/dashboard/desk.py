@@ -72,10 +72,10 @@ class Desk:
     test_clock: TestClock
     app: FastAPI
 
-    def tenant(self, name: str) -> str:
-        """Create tenant `name` and return a fresh API token of it."""
+    def tenant(self, name: str, *, label: str | None = None) -> str:
+        """Create tenant `name` and return a fresh API token of it (labelled `label`)."""
         self.store.ensure_tenant(new_tenant(name, now=START))
-        return issue_token(self.tables, name, now=START).secret
+        return issue_token(self.tables, name, now=START, label=label).secret
 
     def job(
         self,

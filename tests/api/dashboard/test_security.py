@@ -110,8 +110,16 @@ def test_an_action_without_this_sessions_csrf_token_is_forbidden(
     if csrf == "other-session":  # the same tenant, signed in elsewhere
         csrf = csrf_of(desk.sign_in(token).get(f"/jobs/{job.id}").text)
     data = {} if csrf is None else {"csrf": csrf}
-    for path in (f"/jobs/{job.id}/cancel", "/invoices/inv_1/paid", "/logout"):
-        answer = browser.post(path, data=data)
+    for path, fields in (
+        (f"/jobs/{job.id}/cancel", {}),
+        (f"/jobs/{job.id}/retry", {}),
+        ("/invoices/inv_1/paid", {}),
+        ("/invoices/inv_1/cancel", {"reason": "gone"}),
+        ("/bulk/jobs", {"action": "cancel", "name": "nightly"}),
+        ("/bulk/invoices", {"action": "paid"}),
+        ("/logout", {}),
+    ):
+        answer = browser.post(path, data={**data, **fields})
         assert answer.status_code == 403, path
         assert "CSRF" in answer.text
     assert desk.scheduler.get(job.id, tenant="acme").state is JobState.SCHEDULED

@@ -10,8 +10,15 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recoup.api.dashboard.wording import finished_at, plain_error, run_log, run_sentence
+from recoup.api.dashboard.wording import (
+    action_sentence,
+    finished_at,
+    plain_error,
+    run_log,
+    run_sentence,
+)
 from recoup.jobs.model import BackoffPolicy, Job, JobState, PythonTarget, Run, RunOutcome
+from recoup.tenancy import ActionSubject, OperatorAction
 
 T0 = datetime(2026, 10, 2, 10, 25, 35, tzinfo=UTC)
 
@@ -85,3 +92,45 @@ def test_a_job_finishes_when_its_last_run_finished_not_when_the_batch_was_writte
     job = replace(a_job(JobState.SUCCEEDED), finished_at=T0 + timedelta(hours=23))
     assert finished_at(job, runs) == runs[1].finished_at
     assert finished_at(replace(job, state=JobState.SCHEDULED), runs) is None
+
+
+def an_action(action: str, at: datetime, detail: str = "") -> OperatorAction:
+    return OperatorAction(
+        tenant="acme", subject=ActionSubject.JOB, subject_id="j", action=action,
+        who="ops (rcp_Q2x…)", at=at, detail=detail,
+    )  # fmt: skip
+
+
+def test_a_recorded_retry_names_who_and_stands_for_the_redrive_marker() -> None:
+    runs = [
+        a_run(1, RunOutcome.FAILED, error="boom"),
+        a_run(2, RunOutcome.SUCCEEDED, at=T0 + timedelta(hours=1)),
+    ]
+    retried = an_action("retry", T0 + timedelta(minutes=30))
+    lines = run_log(a_job(JobState.SUCCEEDED), runs, [retried])
+    assert [line.run.attempt if line.run else line.text for line in lines] == [
+        1,
+        "Retried by ops (rcp_Q2x…): scheduled again now, with a fresh budget of attempts.",
+        2,
+    ]
+    # A retry recorded elsewhere in time does not hide the marker of this redrive.
+    earlier = an_action("retry", T0 - timedelta(days=1))
+    texts = [line.text for line in run_log(a_job(JobState.SUCCEEDED), runs, [earlier])]
+    assert texts[0].startswith("Retried by") and "redriven: scheduled again" in texts[2]
+
+
+@given(minutes=st.lists(st.integers(-600, 600), max_size=6))
+def test_actions_land_in_time_order_among_the_runs(minutes: list[int]) -> None:
+    runs = [a_run(n, RunOutcome.RETRY, at=T0 + timedelta(hours=n)) for n in (1, 2, 3)]
+    done = [an_action("cancel", T0 + timedelta(minutes=m), detail=f"#{i}") for i, m in
+            enumerate(minutes)]  # fmt: skip
+    lines = run_log(a_job(JobState.SCHEDULED), runs, done)
+    assert [line.at for line in lines] == sorted(line.at for line in lines)
+    assert [line.run for line in lines if line.run] == runs  # every run, in order
+    assert len([line for line in lines if line.run is None]) == len(done)
+
+
+def test_an_action_says_its_detail_and_who_did_it() -> None:
+    stop = an_action("stop", T0, detail="reason: customer left")
+    assert action_sentence(stop) == "Dunning stopped by ops (rcp_Q2x…) (reason: customer left)."
+    assert action_sentence(an_action("paid", T0)) == "Marked paid by ops (rcp_Q2x…)."
