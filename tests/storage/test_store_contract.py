@@ -1396,6 +1396,7 @@ DECLARED_COLUMNS = {
         "updated_at",
     },
     "ended_sessions": {"nonce", "expires_at"},  # 0015
+    "auth_epoch": {"id", "epoch"},  # 0018
 }
 DECLARED_INDEXES = {
     "jobs": {
