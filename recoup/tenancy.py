@@ -100,7 +100,8 @@ class TokenOwner:
     tenant: str
     disabled: bool
     # The store's `token_epoch` as this was read (in the same statement): true while it holds.
-    epoch: int = 0
+    # Not part of the owner's identity: the same owner read twice is equal.
+    epoch: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True, kw_only=True)
