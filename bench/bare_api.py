@@ -2,13 +2,14 @@
 same body as `POST /v1/jobs` (Recoup's own `JobIn`) and answers 201 with a small JSON body,
 with no authentication, idempotency key, storage or middleware.
 
-    python bench/bare_api.py PORT
+    python bench/bare_api.py PORT [PROCESSES]
 """
 
 from __future__ import annotations
 
 import sys
 import uuid
+from pathlib import Path
 
 import uvicorn
 from fastapi import FastAPI
@@ -29,4 +30,16 @@ def create_job(body: JobIn) -> Response:
 
 
 if __name__ == "__main__":
-    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
+    port, processes = int(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 1
+    if processes == 1:
+        uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+    else:  # uvicorn's own workers share the socket; they import the app by name
+        here = str(Path(__file__).parent)
+        uvicorn.run(
+            "bare_api:app",
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            workers=processes,
+            app_dir=here,
+        )

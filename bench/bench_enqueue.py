@@ -13,7 +13,8 @@
    is an IP literal: no DNS in the figure) on SQLite and on PostgreSQL (the same app,
    middleware and authentication a deployment runs; no worker, so the jobs, due in an hour,
    only cost their creation), beside a bare FastAPI endpoint validating the same body
-   (`bare_api.py`: the ceiling). Driven by Debian's `wrk` (`apt-get install wrk`) in its own
+   (`bare_api.py`: the ceiling), each with 1 and 2 processes (`--processes 2`; uvicorn's
+   `workers=2` for the bare one). Driven by Debian's `wrk` (`apt-get install wrk`) in its own
    process; without it, by a small asyncio client in its own process (`http_load.py`), which
    may be the bottleneck near the ceiling: the table says which ran.
 
@@ -226,22 +227,34 @@ def load(port: int, token: str | None, connections: int, seconds: float) -> dict
     }
 
 
+PROCESSES = (1, 2)  # `recoup serve --processes N`, and the bare endpoint's uvicorn workers
+
+
+def server_label(label: str, processes: int) -> str:
+    return label if processes == 1 else f"{label} {processes} processes"
+
+
 def http_rows(dsn: str, seconds: float, connections: list[int]) -> dict[str, dict[str, Any]]:
+    """Each server with 1 and 2 processes, side by side in this one run. Recoup logs at
+    `warning` as the bare endpoint does: an access line per request is a cost of its own."""
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        apps: list[tuple[str, list[str] | None, str | None]] = []
-        for label, db in (
-            ("recoup http (sqlite)", f"sqlite:///{Path(tmp) / 'api.db'}"),
-            ("recoup http (postgresql)", fresh_database(dsn, "bench_enqueue_api")),
-        ):
-            serve = ["-m", "recoup", "serve", "--no-worker", "--allow-private-targets"]
-            apps.append((label, [*serve, "--db", db], db))
-        apps.append(("bare fastapi (ceiling)", [str(HERE / "bare_api.py")], None))
+        apps: list[tuple[str, list[str], str | None]] = []
+        for processes in PROCESSES:
+            for label, db in (
+                ("recoup http (sqlite)", f"sqlite:///{Path(tmp) / f'api-{processes}.db'}"),
+                ("recoup http (postgresql)", fresh_database(dsn, f"bench_enqueue_api{processes}")),
+            ):
+                serve = ["-m", "recoup", "serve", "--no-worker", "--allow-private-targets"]
+                serve += ["--log-level", "warning", "--processes", str(processes), "--db", db]
+                apps.append((server_label(label, processes), serve, db))
+            bare = [str(HERE / "bare_api.py")]
+            apps.append((server_label("bare fastapi (ceiling)", processes), bare, None))
         for label, args, db in apps:
             token = issue_token(db) if db is not None else None
             port = free_port()
-            assert args is not None
-            extra = ["--port", str(port)] if db is not None else [str(port)]
+            processes = 2 if label.endswith(" 2 processes") else 1
+            extra = ["--port", str(port)] if db is not None else [str(port), str(processes)]
             server = start_server([sys.executable, *args, *extra], port)
             try:
                 load(port, token, 4, 1.0)  # warm up (connections, prepared statements)
@@ -318,23 +331,26 @@ def print_table(results: dict[str, dict[str, Any]], n: int, seconds: float) -> N
         generator = {results[k].get("generator") for k in http} - {None}
         how = f"{seconds:g} s each, {'/'.join(sorted(generator))}"
         print(f"\nPOST /v1/jobs, unique Idempotency-Key ({how})")
-        print(f"{'server':<34}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'failed':>8}")
+        print(f"{'server':<46}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'failed':>8}")
         for name in http:
             r = results[name]
             if "error" in r:
-                print(f"{name:<34}  error: {r['error']}")
+                print(f"{name:<46}  error: {r['error']}")
                 continue
             rate, p50, p99 = r.get("requests_per_s"), r.get("p50_ms"), r.get("p99_ms")
             print(
-                f"{name:<34}{fmt(rate, ',.0f'):>10}{fmt(p50, '.2f'):>10}{fmt(p99, '.2f'):>10}"
+                f"{name:<46}{fmt(rate, ',.0f'):>10}{fmt(p50, '.2f'):>10}{fmt(p99, '.2f'):>10}"
                 f"{fmt(r.get('failed'), 'd'):>8}"
             )
-        for count in (1, 16):
-            ceiling = results.get(f"bare fastapi (ceiling) c={count}", {}).get("requests_per_s")
-            for backend in ("sqlite", "postgresql"):
-                ours = results.get(f"recoup http ({backend}) c={count}", {}).get("requests_per_s")
-                if ours and ceiling:
-                    print(f"  recoup http ({backend}) / ceiling, c={count}: {ours / ceiling:.2f}×")
+        for processes in PROCESSES:
+            bare = server_label("bare fastapi (ceiling)", processes)
+            for count in (1, 16):
+                ceiling = results.get(f"{bare} c={count}", {}).get("requests_per_s")
+                for backend in ("sqlite", "postgresql"):
+                    name = server_label(f"recoup http ({backend})", processes)
+                    ours = results.get(f"{name} c={count}", {}).get("requests_per_s")
+                    if ours and ceiling:
+                        print(f"  {name} / ceiling, c={count}: {ours / ceiling:.2f}×")
 
 
 if __name__ == "__main__":

@@ -307,6 +307,18 @@ def rows() -> list[Row]:
                 higher_is_better=False,
             ),
             Row(
+                f"POST /v1/jobs c=16, 2 processes, req/s ({backend})",
+                f"one/recoup http ({backend}) 2 processes c=16:requests_per_s",
+                ("one/bare fastapi (ceiling) 2 processes c=16:requests_per_s",),
+                target=0.5,
+            ),
+            Row(
+                f"POST /v1/jobs c=16, 2 processes, p99 ms ({backend})",
+                f"one/recoup http ({backend}) 2 processes c=16:p99_ms",
+                ("one/bare fastapi (ceiling) 2 processes c=16:p99_ms",),
+                higher_is_better=False,
+            ),
+            Row(
                 f"POST /v1/jobs c=1, req/s ({backend})",
                 f"one/recoup http ({backend}) c=1:requests_per_s",
                 ("one/bare fastapi (ceiling) c=1:requests_per_s",),

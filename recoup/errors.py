@@ -49,6 +49,7 @@ than re-exporting them):
     ├── LoginRequired           api.dashboard.web: the dashboard's login page
     ├── CsrfRefused             api.dashboard.web
     ├── _Refused                api.idempotent: an atomic run's refusal, undoing its unit
+    ├── StaleToken              api.token_cache: a cached token owner to read again
     └── _LockLost               contrib.django.webhooks: an idempotency key taken over
 
 Edges translate: the CLI prints one line and exits 2 for `InvalidInput`, the API answers
@@ -131,6 +132,7 @@ HOMES: dict[str, str] = {
     "SeriesEnded": "recoup.timekeeping.recurrence",
     "ServerError": "recoup.client",
     "SignatureError": "recoup.receiver.errors",
+    "StaleToken": "recoup.api.token_cache",
     "StripeLookupFailed": "recoup.payments.stripe_answers",
     "TargetRefused": "recoup.jobs.ssrf",
     "TimestampOutOfTolerance": "recoup.receiver.errors",

@@ -105,6 +105,9 @@ class TokenOwner:
 
     tenant: str
     disabled: bool
+    # The store's `token_epoch` as this was read (in the same statement): true while it holds.
+    # Not part of the owner's identity: the same owner read twice is equal.
+    epoch: int = field(default=0, compare=False)
 
 
 class ActionSubject(StrEnum):
@@ -203,8 +206,14 @@ class TokenStore(Protocol):
     ) -> TokenInfo: ...
 
     def token_owner(self, token_hash: str) -> TokenOwner | None:
-        """The owner of an active (not revoked) token with that hash, read afresh (never
-        cached: a revoked token, or a disabled tenant's, is refused at once)."""
+        """The owner of an active (not revoked) token with that hash, read afresh."""
+        ...
+
+    def token_epoch(self) -> int:
+        """A counter that every change able to refuse a token bumps (a token revoked or
+        deleted, a tenant disabled, enabled or deleted), in whichever process it is made: an
+        owner read while it had a value stays true while it keeps it (what lets the API
+        cache owners, `recoup.api.token_cache`)."""
         ...
 
     def list_tokens(self, tenant: str | None = None) -> list[TokenInfo]:

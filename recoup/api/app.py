@@ -33,6 +33,7 @@ from recoup.api.routes import schedules as schedule_routes
 from recoup.api.routes import tenant as tenant_routes
 from recoup.api.services import ApiTables, Services
 from recoup.api.state import ApiSettings, ApiState
+from recoup.api.token_cache import TokenCache
 from recoup.errors import RecoupError
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.time_travel import TestClock
@@ -98,6 +99,7 @@ def create_app(
         settings=settings,
         clock=clock,
         services=services,
+        tokens=TokenCache(services.tables),
         dunning=dunning,
         intake=StripeIntake(
             dunning,

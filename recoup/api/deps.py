@@ -32,7 +32,11 @@ async def api_state(request: Request) -> ApiState:
 Api = Annotated[ApiState, Depends(api_state)]
 
 
+_RATE_COUNTED = "recoup.rate_counted"  # the request's scope: its tenant's bucket has counted it
+
+
 def tenant_of(
+    request: Request,
     api: Api,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Security(bearer)],
 ) -> str:
@@ -40,7 +44,14 @@ def tenant_of(
     revoked, or its tenant deleted), 403 when its tenant is disabled (the token is genuine,
     the tenant may not act), 429 with `Retry-After` past the tenant's rate limit. The token
     is never echoed."""
-    owner = api.services.identify(credentials.credentials) if credentials else None
+    token = credentials.credentials if credentials else None
+    owner = api.services.identify(token) if token is not None else None
+    if token is not None:
+        # What the hot paths read instead of the token (`recoup.api.token_cache`).
+        if owner is not None and not owner.disabled:
+            api.tokens.remember(token, owner.tenant, owner.epoch)
+        else:
+            api.tokens.forget(token)
     if owner is None:
         raise ApiProblem(
             401,
@@ -54,16 +65,24 @@ def tenant_of(
             "tenant-disabled",
             f"tenant {owner.tenant!r} is disabled; its operator can enable it again",
         )
-    if api.limiter is not None:
-        wait = api.limiter.wait(owner.tenant)
-        if wait > 0:
-            raise ApiProblem(
-                429,
-                "rate-limited",
-                f"tenant {owner.tenant!r} is over its rate limit; retry after the delay given",
-                headers={"Retry-After": retry_after(wait)},
-            )
+    refuse_over_limit(api, owner.tenant, request)
     return owner.tenant
+
+
+def refuse_over_limit(api: ApiState, tenant: str, request: Request) -> None:
+    """429 with `Retry-After` past the tenant's rate limit; a request is counted once, even
+    when a fast path declines it after counting it (`recoup.api.fast_route`)."""
+    if api.limiter is None or request.scope.get(_RATE_COUNTED):
+        return
+    request.scope[_RATE_COUNTED] = True
+    wait = api.limiter.wait(tenant)
+    if wait > 0:
+        raise ApiProblem(
+            429,
+            "rate-limited",
+            f"tenant {tenant!r} is over its rate limit; retry after the delay given",
+            headers={"Retry-After": retry_after(wait)},
+        )
 
 
 Tenant = Annotated[str, Depends(tenant_of)]
@@ -113,5 +132,6 @@ __all__ = [
     "bearer",
     "known_query",
     "posting",
+    "refuse_over_limit",
     "tenant_of",
 ]

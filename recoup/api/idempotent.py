@@ -77,6 +77,9 @@ class PostContext:
     store: IdempotencyStore
     clock: Clock
     lock_timeout: timedelta
+    # Run first in the operation's transaction (or before it, without one): a cached token
+    # owner's check (`TokenCache.check`), whose `StaleToken` undoes the run.
+    guard: Callable[[], None] | None = None
 
     @property
     def operation_key(self) -> str | None:
@@ -106,9 +109,11 @@ class PostContext:
     ) -> Response:
         """`run` for an operation that decides its own status (201 created, 200 found)."""
         if self.key is None:
+            self._check_guard()
             return json_response(*operation())
         if atomic:
             return self._run_atomically(operation)
+        self._check_guard()
         outcome = self._begin()
         if not isinstance(outcome, New):
             return self._answer(outcome)
@@ -133,6 +138,7 @@ class PostContext:
 
     def _run_atomically(self, operation: Callable[[], tuple[int, BaseModel]]) -> Response:
         def unit() -> Response | Replay | InProgress | Mismatch:
+            self._check_guard()
             outcome = self._begin()
             if not isinstance(outcome, New):
                 return outcome
@@ -157,6 +163,10 @@ class PostContext:
                     self._complete(outcome.locked_at, response)
             return response
         return result if isinstance(result, Response) else self._answer(result)
+
+    def _check_guard(self) -> None:
+        if self.guard is not None:
+            self.guard()
 
     def _begin(self) -> Outcome:
         assert self.key is not None

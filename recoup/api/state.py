@@ -12,6 +12,7 @@ from datetime import timedelta
 from recoup.api.metrics import ApiMetrics
 from recoup.api.rate_limits import RateLimit, TenantRateLimiter
 from recoup.api.services import Services
+from recoup.api.token_cache import TokenCache
 from recoup.idempotency import DEFAULT_LOCK_TIMEOUT, DEFAULT_RETENTION
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
@@ -48,6 +49,7 @@ class ApiState:
     settings: ApiSettings
     clock: Clock
     services: Services  # the scheduler and the API's own tables
+    tokens: TokenCache  # the owners of the tokens seen, while the store's epoch holds
     dunning: Dunning
     intake: StripeIntake  # failure intake from Stripe's webhooks
     hosted: HostedSettings  # where a tenant's attempts are charged (its endpoint, or Stripe)

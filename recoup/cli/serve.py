@@ -6,7 +6,7 @@ Contract:
         [--allow-private-targets] [--allow-cidr CIDR ...] [--max-body-bytes N]
         [--idempotency-hours H] [--concurrency N] [--clock virtual:2026-12-01T00:00:00Z]
         [--rate-limit N/s|N/min|N/h|off] [--handlers module:attribute] [--metrics-token T]
-        [--log-level debug|info|warning|error] [--log-format text|json]
+        [--log-level debug|info|warning|error] [--log-format text|json] [--processes N]
 
 The database defaults to `recoup.db` (SQLite) in the working directory; migrations run at
 start. SIGTERM or SIGINT stops the server, then the worker gracefully (see `recoup worker`).
@@ -27,13 +27,21 @@ without a token it answers loopback clients only.
 `--handlers myapp.jobs:registry` gives the in-process worker your Python handlers (as `recoup
 worker --handlers`). Logs: see `recoup worker`; uvicorn's own lines go through the same format.
 Every option can also be set as `RECOUP_SERVE_<OPTION>` (e.g. `RECOUP_SERVE_PORT=9000`).
+
+`--processes N` (default 1) serves the port from N processes, each with its own worker unless
+`--no-worker`, on the one store (`SO_REUSEPORT`: the kernel spreads connections over them);
+SIGTERM or SIGINT stops them all gracefully (`recoup.cli._processes`). A test clock
+(`--clock`) lives in one process: it takes `--processes 1`. The rate limit is per process.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import signal
+from collections.abc import Iterator
 from datetime import datetime, timedelta
+from types import FrameType
 from typing import Annotated
 
 import typer
@@ -50,6 +58,7 @@ from recoup.cli._app import (
     ssrf_guard,
     store_options,
 )
+from recoup.cli._processes import reserve_port, run_processes, shared_listener
 from recoup.cli._tracing import OtelOption, otel_tracing
 from recoup.cli._where import LocalOnlyUrlOption
 from recoup.errors import InvalidInput
@@ -57,6 +66,9 @@ from recoup.storage import DEFAULT_DB_URL
 from recoup.timekeeping.clock import VirtualClock
 
 log = logging.getLogger("recoup.serve")
+
+# Set in each process of `--processes N`: it listens on the port its parent reserved.
+_shares_port = False
 
 
 @app.command("serve")
@@ -105,8 +117,31 @@ def serve_command(
     log_level: LogLevelOption = "info",
     log_format: LogFormatOption = "text",
     url: LocalOnlyUrlOption = None,
+    processes: Annotated[
+        int,
+        typer.Option(min=1, help="Processes serving the port and the store (1: this one)."),
+    ] = 1,
 ) -> None:
     """Serve the HTTP API (and, unless --no-worker, run due jobs) until SIGTERM/SIGINT."""
+    options = dict(locals())
+    if processes > 1:
+        if clock_spec is not None:
+            raise InvalidInput("--processes", processes, "1 with --clock (one test clock)")
+        configure_logging_early(log_level, log_format)
+        reserved = reserve_port(host, port)
+        options["port"] = reserved.getsockname()[1]
+        options["processes"] = 1
+
+        def one(number: int) -> None:
+            global _shares_port
+            _shares_port = True
+            serve_command(**options)
+
+        try:
+            code = run_processes(processes, one, name="recoup-serve")
+        finally:
+            reserved.close()
+        raise typer.Exit(code)
     import uvicorn
 
     from recoup.api.app import ApiSettings, create_app
@@ -206,9 +241,36 @@ def serve_command(
                 guard,
                 rate_limit,
             )
-            server.run()  # returns on SIGTERM/SIGINT; the worker then stops gracefully
+            # Returns on SIGTERM/SIGINT; the worker then stops gracefully.
+            with _signals_told_once():
+                server.run(sockets=[shared_listener(host, port)] if _shares_port else None)
     finally:
         store.close()
+
+
+@contextlib.contextmanager
+def _signals_told_once() -> Iterator[None]:
+    """While the server runs: uvicorn stops on SIGTERM/SIGINT, then raises the signal again
+    under the handler it found, which by default would kill the process before the worker's
+    graceful stop (or raise KeyboardInterrupt). The signal has been answered by then: here
+    the repeat is a no-op, and the command goes on to stop the worker and exit 0."""
+    previous = {sig: signal.signal(sig, _told) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _told(signum: int, frame: FrameType | None) -> None:
+    log.info("stopping (signal %d)", signum)
+
+
+def configure_logging_early(level: str, log_format: str) -> None:
+    """The parent of `--processes` logs its own lines (processes started, one exited)."""
+    from recoup.logs import configure_logging
+
+    configure_logging(level, log_format)
 
 
 def parse_clock(spec: str) -> VirtualClock:

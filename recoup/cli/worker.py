@@ -5,7 +5,7 @@ Contract:
     recoup worker [--db URL] [--schema NAME] [--concurrency N] [--allow-private-targets]
         [--allow-cidr CIDR ...] [--lease-seconds S] [--grace-seconds S] [--batch-size N]
         [--worker-id ID] [--handlers module:attribute] [--metrics-port N [--metrics-host H]]
-        [--log-level debug|info|warning|error] [--log-format text|json]
+        [--log-level debug|info|warning|error] [--log-format text|json] [--processes N]
 
 SIGTERM or SIGINT shuts down gracefully: no new claims, claimed jobs that have not started are
 released, running attempts get `--grace-seconds` to finish, every completion is written; exit
@@ -16,6 +16,11 @@ attempts by outcome; the names `recoup serve` uses) are served at `http://H:N/me
 Every attempt is logged (`recoup.attempts`: tenant, job id and name, attempt, outcome), a final
 failure as a warning; a job whose Python handler this worker lacks is a warning too. Every
 option can also be set as `RECOUP_WORKER_<OPTION>` (e.g. `RECOUP_WORKER_CONCURRENCY=20`).
+
+`--processes N` (default 1) runs N workers, each in a process of its own on the one store
+(`recoup.cli._processes`), each with `--concurrency` attempts at once; SIGTERM or SIGINT stops
+them all gracefully. With `--worker-id ID` they are `ID-0` … `ID-(N-1)`; with `--metrics-port
+P` (not 0) the i-th serves its metrics on P + i.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from recoup.cli._app import (
     ssrf_guard,
     store_options,
 )
+from recoup.cli._processes import run_processes
 from recoup.cli._tracing import OtelOption, otel_tracing
 from recoup.cli._where import LocalOnlyUrlOption
 from recoup.errors import InvalidInput, RecoupError
@@ -101,8 +107,28 @@ def worker_command(
     log_level: LogLevelOption = "info",
     log_format: LogFormatOption = "text",
     url: LocalOnlyUrlOption = None,
+    processes: Annotated[
+        int, typer.Option(min=1, help="Worker processes on the store (1: this one).")
+    ] = 1,
 ) -> None:
     """Run due jobs until SIGTERM/SIGINT, then shut down gracefully."""
+    options = dict(locals())
+    if processes > 1:
+        from recoup.logs import configure_logging
+
+        configure_logging(log_level, log_format)
+
+        def one(number: int) -> None:
+            worker_command(
+                **{
+                    **options,
+                    "processes": 1,
+                    "worker_id": None if worker_id is None else f"{worker_id}-{number}",
+                    "metrics_port": (metrics_port + number if metrics_port else metrics_port),
+                }
+            )
+
+        raise typer.Exit(run_processes(processes, one, name="recoup-worker"))
     from recoup.cli._secrets import secret_box, stripe_accounts
     from recoup.jobs.scheduler import Scheduler
     from recoup.jobs.tracing import observing

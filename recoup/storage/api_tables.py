@@ -211,11 +211,17 @@ class SqlApiTables:
         return token_from_row(row, self._dialect.decode_instant)
 
     def token_owner(self, token_hash: str) -> TokenOwner | None:
-        # Read afresh on every request, never cached: a revoked token, or a disabled tenant's,
-        # is refused at once.
         with self._dialect.statement_read() as conn:
             row = conn.execute(self._sql["token_owner"], {"token_hash": token_hash}).fetchone()
-        return None if row is None else TokenOwner(tenant=str(row[0]), disabled=bool(row[1]))
+        if row is None:
+            return None
+        return TokenOwner(tenant=str(row[0]), disabled=bool(row[1]), epoch=int(row[2] or 0))
+
+    def token_epoch(self) -> int:
+        # Inside a unit of work (`atomically`), a statement of its transaction.
+        with self._dialect.statement_read() as conn:
+            row = conn.execute(self._sql["token_epoch"]).fetchone()
+        return 0 if row is None else int(row[0])
 
     def list_tokens(self, tenant: str | None = None) -> list[TokenInfo]:
         with self._dialect.read() as conn:

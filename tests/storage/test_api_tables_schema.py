@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from recoup.tenancy import new_tenant
+from recoup.storage import open_api_tables
+from recoup.tenancy import issue_token, new_tenant
 from recoup.timekeeping.clock import SystemClock
 from tests.storage.conftest import Backend, Store
 
@@ -65,3 +66,42 @@ def test_the_api_tables_refuse_impossible_rows(
     values = {"now": backend.now_sql, "before": backend.earlier_sql, "body": backend.bytes_sql}
     with pytest.raises(Exception, match=r"(?i)check|constraint"):
         backend.execute(statement.format(**values))
+
+
+TOKEN_CHANGES = [
+    # a token revoked (by the CLI, by another host: the triggers count it all the same)
+    "UPDATE api_tokens SET revoked_at = created_at WHERE id = 'k'",
+    # a token deleted
+    "DELETE FROM api_tokens WHERE id = 'k'",
+    # its tenant disabled
+    "UPDATE tenants SET disabled_at = created_at WHERE id = 't'",
+    # its tenant deleted (`recoup tenants delete`: its tokens with it)
+    "delete_tenant",
+]
+
+
+@pytest.mark.parametrize("statement", TOKEN_CHANGES)
+def test_every_change_that_may_refuse_a_token_moves_the_epoch(
+    backend: Backend, store: Store, statement: str
+) -> None:
+    tables = open_api_tables(store)
+    store.ensure_tenant(new_tenant("t", now=SystemClock().now()))
+    issued = issue_token(tables, "t", now=SystemClock().now())
+    backend.execute(f"UPDATE api_tokens SET id = 'k' WHERE id = '{issued.info.id}'")
+    if statement == "delete_tenant":  # deleted once disabled, as the CLI requires
+        store.set_tenant_disabled("t", disabled=True, now=SystemClock().now())
+    before = tables.token_epoch()
+    if statement == "delete_tenant":
+        store.delete_tenant("t")
+    else:
+        backend.execute(statement)
+    assert tables.token_epoch() > before
+
+
+def test_issuing_a_token_leaves_the_epoch_as_it_was(store: Store) -> None:
+    # A new token refuses nothing: the owners cached by every process stay true.
+    tables = open_api_tables(store)
+    store.ensure_tenant(new_tenant("t", now=SystemClock().now()))
+    before = tables.token_epoch()
+    issue_token(tables, "t", now=SystemClock().now())
+    assert tables.token_epoch() == before

@@ -1398,6 +1398,7 @@ DECLARED_COLUMNS = {
         "updated_at",
     },
     "ended_sessions": {"nonce", "expires_at"},  # 0015
+    "auth_epoch": {"id", "epoch"},  # 0018
 }
 DECLARED_INDEXES = {
     "jobs": {

@@ -3,16 +3,16 @@ their run log."""
 
 from __future__ import annotations
 
-import functools
-from datetime import timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 from starlette.responses import Response
 
 from recoup.api.deps import Api, Post, Tenant
+from recoup.api.fast_route import with_fast_path
 from recoup.api.idempotent import json_response
 from recoup.api.query_params import QueryFamily
+from recoup.api.routes import job_creation
 from recoup.api.routes.common import (
     CHECKED,
     ERRORS,
@@ -24,12 +24,9 @@ from recoup.api.routes.common import (
     RunCursor,
     link,
 )
-from recoup.api.trace_headers import Trace, traced
-from recoup.errors import InvalidInput
+from recoup.api.trace_headers import Trace
 from recoup.jobs.metadata import KEY_PATTERN, MAX_KEYS, MAX_VALUE_LENGTH
-from recoup.jobs.model import JobState, NewJob
-from recoup.jobs.scheduler import OnConflict, Scheduler
-from recoup.timekeeping.instants import to_utc
+from recoup.jobs.model import JobState
 from recoup.wire.schemas import (
     CancelIn,
     CancelledOut,
@@ -41,7 +38,6 @@ from recoup.wire.schemas import (
     RunOut,
     RunsOut,
 )
-from recoup.wire.schemas.flow import flow_fields
 from recoup.wire.schemas.redrive import RedriveIn, RedriveOut
 
 router = APIRouter(prefix="/v1", responses=ERRORS, tags=["jobs"], dependencies=CHECKED)
@@ -77,8 +73,18 @@ JOB_LINKS = {
 }
 
 
-@router.post(
+def create_job(body: JobIn, ctx: Post, api: Api, trace: Trace) -> Response:
+    """Schedule a one-off job at `run_at` or after `delay_seconds`. With `idempotency_key`,
+    at most one job of the tenant has that key: a second request answers the first job. A
+    `traceparent` (and `tracestate`) header is stored with the job and sent on every delivery."""
+    return job_creation.create(body, ctx, api, trace)
+
+
+# As `@router.post` would declare it, with a fast path in front (`job_creation.fast_create`).
+router.add_api_route(
     "/jobs",
+    create_job,
+    methods=["POST"],
     status_code=201,
     response_model=JobOut,
     responses={
@@ -89,55 +95,8 @@ JOB_LINKS = {
             "links": JOB_LINKS,
         },
     },
+    route_class_override=with_fast_path(job_creation.fast_create),
 )
-def create_job(body: JobIn, ctx: Post, api: Api, trace: Trace) -> Response:
-    """Schedule a one-off job at `run_at` or after `delay_seconds`. With `idempotency_key`,
-    at most one job of the tenant has that key: a second request answers the first job. A
-    `traceparent` (and `tracestate`) header is stored with the job and sent on every delivery."""
-    scheduler = api.scheduler
-    try:
-        job = NewJob(
-            run_at=to_utc("run_at", body.instant(api.clock.now())),
-            target=body.with_callbacks(body.target.to_target()),
-            tenant=ctx.tenant,
-            name=body.name,
-            # The job's own key, else the request's (with its fingerprint): either way a
-            # retry after a lost response or a 5xx finds the job instead of making another.
-            idempotency_key=body.idempotency_key or ctx.operation_key,
-            retry=body.retry.to_policy(),
-            timeout=timedelta(seconds=body.timeout_seconds),
-            group=body.group,
-            metadata=body.metadata,
-            **flow_fields(body.flow, body.ordering_key, body.ordering_on_failure),
-            trace=trace,
-        )
-        if body.on_conflict == "replace" and body.idempotency_key is None:
-            raise InvalidInput("on_conflict", "replace", "expected an idempotency_key with it")
-        # The checks (the SSRF guard's DNS look-up too) run before the transaction.
-        scheduler.check(job)
-        job = traced(job, api)
-    except InvalidInput as exc:
-        # Refused under the key as any refusal is: a response stored for it is replayed first.
-        return ctx.run(201, functools.partial(_refuse, exc))
-    # The key's claim, the insert and the stored response: one transaction.
-    # A job found by the request's own key is what this request created before (a retry
-    # after a lost answer): 201 as the first time. One found by the body's key is another's.
-    found = 200 if body.idempotency_key is not None else 201
-    insert = functools.partial(_insert, scheduler, job, found, on_conflict=body.on_conflict)
-    return ctx.run_with_status(insert, atomic=True)
-
-
-def _insert(
-    scheduler: Scheduler, job: NewJob, found: int, *, on_conflict: OnConflict = "return"
-) -> tuple[int, JobOut]:
-    """201 and the new job, or `found` and the job that already had this idempotency key
-    (replaced by this one with `on_conflict="replace"`, while it had not started)."""
-    stored = scheduler.insert_checked(job, on_conflict=on_conflict)
-    return (201 if stored.id == job.id else found), JobOut.of(stored)
-
-
-def _refuse(error: InvalidInput) -> JobOut:
-    raise error
 
 
 @router.get(

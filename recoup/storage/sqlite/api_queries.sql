@@ -41,9 +41,14 @@ RETURNING id, tenant, prefix, label, created_at, revoked_at
 -- token_owner --
 -- The token's tenant row is joined for its state (a token whose tenant has no row, possible only
 -- in databases of versions before 7 on SQLite, reads as enabled).
-SELECT k.tenant, t.disabled_at IS NOT NULL
+-- With the epoch of migration 0018, read in the same snapshot (`recoup.api.token_cache`).
+SELECT k.tenant, t.disabled_at IS NOT NULL, (SELECT epoch FROM auth_epoch WHERE id = 1)
 FROM api_tokens k LEFT JOIN tenants t ON t.id = k.tenant
 WHERE k.token_hash = :token_hash AND k.revoked_at IS NULL
+
+-- token_epoch --
+-- The counter every change to who may act bumps (migration 0018): `recoup.api.token_cache`.
+SELECT epoch FROM auth_epoch WHERE id = 1
 
 -- list_tokens --
 SELECT id, tenant, prefix, label, created_at, revoked_at FROM api_tokens
