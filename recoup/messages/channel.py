@@ -27,11 +27,11 @@ from __future__ import annotations
 import asyncio
 import ssl
 from dataclasses import dataclass
-from email.message import EmailMessage
 from typing import Any, Literal, Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from recoup.errors import InvalidInput, RecoupError
+from recoup.messages.mime import Composed
 
 StartTls = Literal["auto", "require", "never"]
 SMTP_SCHEMES = ("smtp", "smtps")
@@ -133,9 +133,9 @@ class Delivery:
 
 
 class EmailChannel(Protocol):
-    async def send(self, message: EmailMessage) -> Delivery:
-        """Hand `message` (its From, To and Message-ID set) to the server; `Delivery` when it
-        was accepted, else `SendFailed` or `RecipientRefused` (the module's table)."""
+    async def send(self, message: Composed) -> Delivery:
+        """Hand `message` (its bytes and envelope, `messages.mime`) to the server; `Delivery`
+        when it was accepted, else `SendFailed` or `RecipientRefused` (the module's table)."""
         ...
 
 
@@ -167,15 +167,16 @@ class SmtpChannel:
     def __repr__(self) -> str:
         return f"SmtpChannel({self.server.redacted()!r})"
 
-    async def send(self, message: EmailMessage) -> Delivery:
+    async def send(self, message: Composed) -> Delivery:
         import aiosmtplib
 
         server = self.server
-        recipient = str(message["To"])
+        recipient = message.recipient
         client = None
         try:
             client = await self._connection()
-            _, reply = await client.send_message(message)
+            # The bytes as composed: no second flattening of a message object on the loop.
+            _, reply = await client.sendmail(message.sender, [recipient], message.data)
         except aiosmtplib.SMTPRecipientsRefused as exc:
             await _close(client)
             refused = exc.recipients[0] if exc.recipients else None

@@ -17,20 +17,21 @@ from recoup.messages.channel import (
     parse_smtp_url,
     redact_smtp_url,
 )
+from recoup.messages.mime import Composed
 from tests.support_smtp import SmtpSink, free_port, smtp_sink  # noqa: F401  (the fixture)
 
 
-def message(to: str = "ada@example.com") -> EmailMessage:
+def message(to: str = "ada@example.com") -> Composed:
     msg = EmailMessage()
     msg["From"] = "Acme Billing <billing@acme.example>"
     msg["To"] = to
     msg["Subject"] = "Your payment failed"
     msg["Message-ID"] = "<k1@acme.example>"
     msg.set_content("Please update your card.")
-    return msg
+    return Composed.of(msg)
 
 
-def send(url: str, msg: EmailMessage) -> str:
+def send(url: str, msg: Composed) -> str:
     return asyncio.run(SmtpChannel(parse_smtp_url(url), timeout=5).send(msg)).reply
 
 
