@@ -141,12 +141,13 @@ class EmailChannel(Protocol):
 
 class SmtpChannel:
     """Messages to `server`, over connections kept open between them: a send takes an idle
-    connection of the running event loop (checked with a NOOP first, so one the server closed
-    meanwhile is replaced before anything is sent on it) or opens one, and gives it back when
-    the server accepted the message; any failure closes it. At most `keep` stay idle, each
-    for at most `idle_for` seconds (servers close idle connections after a minute or more).
-    A burst of emails (the demo's month, a renewal day) then costs one round trip more per
-    message instead of a connection, a greeting, a login and a goodbye."""
+    connection of the running event loop (checked with a NOOP first when it waited longer than
+    `check_after` seconds, so one the server closed meanwhile is replaced before anything is
+    sent on it; one given back a moment ago goes straight to MAIL) or opens one, and gives it
+    back when the server accepted the message; any failure closes it. At most `keep` stay
+    idle, each for at most `idle_for` seconds (servers close idle connections after a minute
+    or more). A burst of emails (the demo's month, a renewal day) then costs the message's
+    own round trips instead of a connection, a greeting, a login and a goodbye."""
 
     def __init__(
         self,
@@ -156,12 +157,14 @@ class SmtpChannel:
         tls_context: ssl.SSLContext | None = None,
         keep: int = 4,
         idle_for: float = 30.0,
+        check_after: float = 2.0,
     ) -> None:
         self.server = server
         self.timeout = timeout
         self.tls_context = tls_context
         self.keep = keep
         self.idle_for = idle_for
+        self.check_after = check_after
         self._idle: list[_Idle] = []
 
     def __repr__(self) -> str:
@@ -198,7 +201,9 @@ class SmtpChannel:
         return Delivery(reply=reply.strip()[:500])
 
     async def _connection(self) -> Any:
-        """An idle connection of this loop that answers a NOOP, else a new one."""
+        """An idle connection of this loop (that answers a NOOP, if it waited long enough for
+        a server to drop it), else a new one. A server that drops one sooner fails the MAIL:
+        the send fails, and the job's next try opens a new connection."""
         import aiosmtplib
 
         loop = asyncio.get_running_loop()
@@ -207,6 +212,8 @@ class SmtpChannel:
             client = idle.take()
             if client is None or idle.loop is not loop:
                 continue
+            if loop.time() - idle.since < self.check_after and client.is_connected:
+                return client
             try:
                 await client.noop()
             except (aiosmtplib.SMTPException, OSError):
@@ -244,6 +251,7 @@ class _Idle:
     def __init__(self, client: Any, idle_for: float) -> None:
         self.client: Any = client
         self.loop = asyncio.get_running_loop()
+        self.since = self.loop.time()
         self._task = self.loop.create_task(self._linger(idle_for))
 
     def take(self) -> Any:

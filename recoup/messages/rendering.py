@@ -282,6 +282,9 @@ def _environment(templates_dir: str | None) -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        # The shipped templates change only with the package: no stat of each file per email.
+        # A tenant's directory is read again when its files change.
+        auto_reload=templates_dir is not None,
     )
     return env
 
