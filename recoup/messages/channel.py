@@ -25,6 +25,7 @@ fixed by the tenant, not by the customer.
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -155,7 +156,7 @@ class SmtpChannel:
         *,
         timeout: float = SMTP_TIMEOUT,
         tls_context: ssl.SSLContext | None = None,
-        keep: int = 4,
+        keep: int = 16,
         idle_for: float = 30.0,
         check_after: float = 2.0,
     ) -> None:
@@ -166,6 +167,7 @@ class SmtpChannel:
         self.idle_for = idle_for
         self.check_after = check_after
         self._idle: list[_Idle] = []
+        self._local_hostname: str | None = None  # what EHLO says: looked up once
 
     def __repr__(self) -> str:
         return f"SmtpChannel({self.server.redacted()!r})"
@@ -222,7 +224,10 @@ class SmtpChannel:
             return client
         server = self.server
         start_tls = {"auto": None, "require": True, "never": False}[server.starttls]
+        if self._local_hostname is None:  # aiosmtplib would ask for it at every connection
+            self._local_hostname = await asyncio.to_thread(socket.getfqdn)
         client = aiosmtplib.SMTP(
+            local_hostname=self._local_hostname,
             hostname=server.host,
             port=server.port,
             username=server.username,
