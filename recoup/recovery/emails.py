@@ -115,7 +115,10 @@ class EmailSender:
     ) -> str | tuple[Email, Composed, SmtpServer]:
         store = self.dunning.store
         now = self.dunning.clock.now()
-        row = store.messages.plan_email(planned_row(planned, now=now))
+        # Planned with its job, the row is usually there: a read, not a write transaction.
+        row = store.messages.get_email(planned.tenant, planned.key) or store.messages.plan_email(
+            planned_row(planned, now=now)
+        )
         if row.state.is_final:
             return f"not sent: {row.kind} already {row.state}"
         if row.state is EmailState.SENDING and attempt <= (row.job_attempt or 0):
