@@ -13,7 +13,7 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Final, Protocol
 
 from recoup.timekeeping.instants import require_aware
@@ -41,9 +41,10 @@ class _Signer:
             raise ValueError("a signing secret may not be empty")
         self._keyed = hmac.new(key, digestmod=hashlib.sha256)
 
-    def sign(self, *, msg_id: str, timestamp: datetime, data: str) -> str:
+    def sign(self, *, msg_id: str, timestamp: int, data: str) -> str:
+        """`timestamp` in whole seconds since the epoch, as the header carries it."""
         mac = self._keyed.copy()
-        mac.update(f"{msg_id}.{int(timestamp.timestamp())}.{data}".encode())
+        mac.update(f"{msg_id}.{timestamp}.{data}".encode())
         return "v1," + base64.b64encode(mac.digest()).decode()
 
 
@@ -71,14 +72,16 @@ def signature_headers(
     allows: a receiver accepts the request if any entry matches a secret it holds).
     `timestamp` is the real instant of sending (receivers reject timestamps more than five
     minutes from their own clock)."""
-    instant = require_aware("timestamp", timestamp).astimezone(UTC)
-    secrets_ = (secret,) if isinstance(secret, str) else secret
-    signature = " ".join(
-        _webhook(s).sign(msg_id=message_id, timestamp=instant, data=body) for s in secrets_
-    )
+    seconds = int(require_aware("timestamp", timestamp).timestamp())  # the same in any zone
+    if isinstance(secret, str):  # one secret: the usual case, every request of a worker
+        signature = _webhook(secret).sign(msg_id=message_id, timestamp=seconds, data=body)
+    else:
+        signature = " ".join(
+            _webhook(s).sign(msg_id=message_id, timestamp=seconds, data=body) for s in secret
+        )
     return {
         "webhook-id": message_id,
-        "webhook-timestamp": str(int(instant.timestamp())),
+        "webhook-timestamp": str(seconds),
         "webhook-signature": signature,
     }
 

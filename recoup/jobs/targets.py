@@ -294,7 +294,12 @@ class HttpExecutor:
             sent_at = self._wall_clock()
             keys = (secret,) if isinstance(secret, str) else secret.signing_secrets(sent_at)
             headers.update(
-                signature_headers(secret=keys, message_id=job.id, timestamp=sent_at, body=body)
+                signature_headers(
+                    secret=keys[0] if len(keys) == 1 else keys,
+                    message_id=job.id,
+                    timestamp=sent_at,
+                    body=body,
+                )
             )
             if qstash:
                 headers["Upstash-Signature"] = upstash_signature(
@@ -322,7 +327,7 @@ class HttpExecutor:
             # The job's deadline over the whole request, the guarded DNS look-up, the
             # connection and the reading of the response excerpt included: aiohttp's own timer
             # (a TimeoutError), not a second `asyncio.timeout` scope around it.
-            timeout=aiohttp.ClientTimeout(total=job.timeout.total_seconds()),
+            timeout=_timeout(job.timeout.total_seconds()),
         ) as response:
             excerpt = await _read_excerpt(response)
         outcome = classify_status(response.status)
@@ -340,6 +345,12 @@ class HttpExecutor:
             error=error,
             retry_after=retry_after,
         )
+
+
+@functools.lru_cache(maxsize=64)
+def _timeout(seconds: float) -> aiohttp.ClientTimeout:
+    """One (immutable) timeout object per job timeout, not one per request."""
+    return aiohttp.ClientTimeout(total=seconds)
 
 
 # aiohttp would label a body sent without a Content-Type as application/octet-stream: send

@@ -25,13 +25,14 @@ fixed by the tenant, not by the customer.
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl
 from dataclasses import dataclass
-from email.message import EmailMessage
 from typing import Any, Literal, Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from recoup.errors import InvalidInput, RecoupError
+from recoup.messages.mime import Composed
 
 StartTls = Literal["auto", "require", "never"]
 SMTP_SCHEMES = ("smtp", "smtps")
@@ -133,20 +134,21 @@ class Delivery:
 
 
 class EmailChannel(Protocol):
-    async def send(self, message: EmailMessage) -> Delivery:
-        """Hand `message` (its From, To and Message-ID set) to the server; `Delivery` when it
-        was accepted, else `SendFailed` or `RecipientRefused` (the module's table)."""
+    async def send(self, message: Composed) -> Delivery:
+        """Hand `message` (its bytes and envelope, `messages.mime`) to the server; `Delivery`
+        when it was accepted, else `SendFailed` or `RecipientRefused` (the module's table)."""
         ...
 
 
 class SmtpChannel:
     """Messages to `server`, over connections kept open between them: a send takes an idle
-    connection of the running event loop (checked with a NOOP first, so one the server closed
-    meanwhile is replaced before anything is sent on it) or opens one, and gives it back when
-    the server accepted the message; any failure closes it. At most `keep` stay idle, each
-    for at most `idle_for` seconds (servers close idle connections after a minute or more).
-    A burst of emails (the demo's month, a renewal day) then costs one round trip more per
-    message instead of a connection, a greeting, a login and a goodbye."""
+    connection of the running event loop (checked with a NOOP first when it waited longer than
+    `check_after` seconds, so one the server closed meanwhile is replaced before anything is
+    sent on it; one given back a moment ago goes straight to MAIL) or opens one, and gives it
+    back when the server accepted the message; any failure closes it. At most `keep` stay
+    idle, each for at most `idle_for` seconds (servers close idle connections after a minute
+    or more). A burst of emails (the demo's month, a renewal day) then costs the message's
+    own round trips instead of a connection, a greeting, a login and a goodbye."""
 
     def __init__(
         self,
@@ -154,28 +156,32 @@ class SmtpChannel:
         *,
         timeout: float = SMTP_TIMEOUT,
         tls_context: ssl.SSLContext | None = None,
-        keep: int = 4,
+        keep: int = 16,
         idle_for: float = 30.0,
+        check_after: float = 2.0,
     ) -> None:
         self.server = server
         self.timeout = timeout
         self.tls_context = tls_context
         self.keep = keep
         self.idle_for = idle_for
+        self.check_after = check_after
         self._idle: list[_Idle] = []
+        self._local_hostname: str | None = None  # what EHLO says: looked up once
 
     def __repr__(self) -> str:
         return f"SmtpChannel({self.server.redacted()!r})"
 
-    async def send(self, message: EmailMessage) -> Delivery:
+    async def send(self, message: Composed) -> Delivery:
         import aiosmtplib
 
         server = self.server
-        recipient = str(message["To"])
+        recipient = message.recipient
         client = None
         try:
             client = await self._connection()
-            _, reply = await client.send_message(message)
+            # The bytes as composed: no second flattening of a message object on the loop.
+            _, reply = await client.sendmail(message.sender, [recipient], message.data)
         except aiosmtplib.SMTPRecipientsRefused as exc:
             await _close(client)
             refused = exc.recipients[0] if exc.recipients else None
@@ -197,7 +203,9 @@ class SmtpChannel:
         return Delivery(reply=reply.strip()[:500])
 
     async def _connection(self) -> Any:
-        """An idle connection of this loop that answers a NOOP, else a new one."""
+        """An idle connection of this loop (that answers a NOOP, if it waited long enough for
+        a server to drop it), else a new one. A server that drops one sooner fails the MAIL:
+        the send fails, and the job's next try opens a new connection."""
         import aiosmtplib
 
         loop = asyncio.get_running_loop()
@@ -206,6 +214,8 @@ class SmtpChannel:
             client = idle.take()
             if client is None or idle.loop is not loop:
                 continue
+            if loop.time() - idle.since < self.check_after and client.is_connected:
+                return client
             try:
                 await client.noop()
             except (aiosmtplib.SMTPException, OSError):
@@ -214,7 +224,10 @@ class SmtpChannel:
             return client
         server = self.server
         start_tls = {"auto": None, "require": True, "never": False}[server.starttls]
+        if self._local_hostname is None:  # aiosmtplib would ask for it at every connection
+            self._local_hostname = await asyncio.to_thread(socket.getfqdn)
         client = aiosmtplib.SMTP(
+            local_hostname=self._local_hostname,
             hostname=server.host,
             port=server.port,
             username=server.username,
@@ -243,6 +256,7 @@ class _Idle:
     def __init__(self, client: Any, idle_for: float) -> None:
         self.client: Any = client
         self.loop = asyncio.get_running_loop()
+        self.since = self.loop.time()
         self._task = self.loop.create_task(self._linger(idle_for))
 
     def take(self) -> Any:

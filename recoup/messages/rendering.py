@@ -22,17 +22,17 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from email.headerregistry import Address
-from email.message import EmailMessage
-from email.utils import format_datetime, parseaddr
+from email.utils import format_datetime, formataddr, parseaddr
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from recoup.errors import InvalidInput
 from recoup.messages.kinds import MessageKind
+from recoup.messages.mime import Composed, compose_mime
 from recoup.messages.planning import PlannedMessage
 from recoup.timekeeping.instants import parse_instant, require_aware
 from recoup.timekeeping.zones import zone
@@ -282,6 +282,9 @@ def _environment(templates_dir: str | None) -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        # The shipped templates change only with the package: no stat of each file per email.
+        # A tenant's directory is read again when its files change.
+        auto_reload=templates_dir is not None,
     )
     return env
 
@@ -381,38 +384,53 @@ def compose(
     message_id: str,
     list_unsubscribe: str | None,
     date: datetime,
-) -> EmailMessage:
+    extra_headers: Sequence[tuple[str, str]] = (),
+) -> Composed:
     """A multipart/alternative email (text, then HTML) with the caller's `message_id` (given
-    with or without its angle brackets). `list_unsubscribe` (an https URL) adds
-    `List-Unsubscribe` and RFC 8058's one-click `List-Unsubscribe-Post`; without it neither."""
+    with or without its angle brackets), ready for SMTP (`messages.mime`). `list_unsubscribe`
+    (an https URL) adds `List-Unsubscribe` and RFC 8058's one-click `List-Unsubscribe-Post`;
+    without it neither. `extra_headers` (ASCII names and values) come last, as given."""
     require_aware("date", date)
-    msg = EmailMessage()
-    msg["Subject"] = rendered.subject
-    msg["From"] = _address("sender", sender)
-    msg["To"] = _address("to", to)
+    to_header, recipient = _address("to", to)
+    from_header, envelope_sender = _address("sender", sender)
+    mid = message_id if message_id.startswith("<") else f"<{message_id}>"
+    headers = [("Subject", rendered.subject), ("From", from_header), ("To", to_header)]
     if reply_to:
-        msg["Reply-To"] = _address("reply_to", reply_to)
-    msg["Date"] = format_datetime(date.astimezone(UTC))
-    msg["Message-ID"] = message_id if message_id.startswith("<") else f"<{message_id}>"
-    # RFC 3834: an automatic message, so auto-responders do not answer it.
-    msg["Auto-Submitted"] = "auto-generated"
+        headers.append(("Reply-To", _address("reply_to", reply_to)[0]))
+    headers += [
+        ("Date", format_datetime(date.astimezone(UTC))),
+        ("Message-ID", mid),
+        # RFC 3834: an automatic message, so auto-responders do not answer it.
+        ("Auto-Submitted", "auto-generated"),
+    ]
     if list_unsubscribe:
         url = list_unsubscribe.strip("<>")
-        msg["List-Unsubscribe"] = f"<{url}>"
-        msg["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
-    msg.set_content(rendered.text)
-    msg.add_alternative(rendered.html, subtype="html")
-    return msg
+        headers += [
+            ("List-Unsubscribe", f"<{url}>"),
+            ("List-Unsubscribe-Post", "List-Unsubscribe=One-Click"),
+        ]
+    for name, value in [*headers, *extra_headers]:
+        if any(c in value for c in "\r\n"):
+            raise InvalidInput(name.lower(), value, "expected a header value on one line")
+    return compose_mime(
+        [*headers, *extra_headers],
+        text=rendered.text,
+        html=rendered.html,
+        sender=envelope_sender,
+        recipient=recipient,
+        message_id=mid,
+    )
 
 
-def _address(field: str, value: str) -> str:
+def _address(field: str, value: str) -> tuple[str, str]:
+    """The header form of one mailbox (its name quoted, or in RFC 2047 words when not ASCII)
+    and its bare address; `InvalidInput(field, …)` for anything but one ASCII address."""
     name, addr = parseaddr(value)
-    if "@" not in addr or any(c in value for c in "\r\n"):
+    if "@" not in addr or not addr.isascii() or any(c in value for c in "\r\n"):
         raise InvalidInput(
             field, value, 'expected an address such as "Acme <billing@acme.example>"'
         )
-    user, _, domain = addr.rpartition("@")
-    return str(Address(display_name=name, username=user, domain=domain))
+    return formataddr((name, addr), charset="utf-8"), addr
 
 
 def with_locale(context: MessageContext, locale: str) -> MessageContext:

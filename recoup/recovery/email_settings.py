@@ -152,11 +152,16 @@ def sender_domain(email_from: str) -> str:
     return parseaddr(email_from)[1].rpartition("@")[2].lower()
 
 
+_SERVERS_KEPT = 256  # tenants' opened SMTP URLs kept by one process
+
+
 class EmailSettings:
     def __init__(self, store: MessageStore, box: Box, *, now: Callable[[], datetime]):
         self.store = store
         self.box = box
         self._now = now
+        # Sealed URL → its server: opening the seal (Fernet) for every email adds up.
+        self._servers: dict[str, SmtpServer] = {}
 
     def settings(self, tenant: str) -> MessageSettings:
         """The tenant's settings (none stored: no SMTP, no sender)."""
@@ -225,7 +230,14 @@ class EmailSettings:
         """The tenant's SMTP server, its URL opened (only the sending process does)."""
         if settings.smtp_url is None:
             return None
-        return parse_smtp_url(self.box.open(settings.smtp_url))
+        found = self._servers.get(settings.smtp_url)
+        if found is None:
+            if len(self._servers) >= _SERVERS_KEPT:
+                self._servers.clear()
+            found = self._servers[settings.smtp_url] = parse_smtp_url(
+                self.box.open(settings.smtp_url)
+            )
+        return found
 
     def shown_smtp_url(self, settings: MessageSettings) -> str | None:
         """The SMTP URL without its password (for `recoup tenants configure`'s answer)."""

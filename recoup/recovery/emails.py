@@ -38,7 +38,6 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
-from email.message import EmailMessage
 from email.utils import parseaddr
 from urllib.parse import quote
 
@@ -52,6 +51,7 @@ from recoup.messages.channel import (
     SmtpServer,
 )
 from recoup.messages.kinds import REMINDER_KINDS
+from recoup.messages.mime import Composed
 from recoup.messages.planning import PlannedMessage, still_due
 from recoup.messages.rendering import message_id_for
 from recoup.recovery.customer_store import MAX_REASON
@@ -112,10 +112,13 @@ class EmailSender:
 
     def _prepare(
         self, planned: PlannedMessage, attempt: int
-    ) -> str | tuple[Email, EmailMessage, SmtpServer]:
+    ) -> str | tuple[Email, Composed, SmtpServer]:
         store = self.dunning.store
         now = self.dunning.clock.now()
-        row = store.messages.plan_email(planned_row(planned, now=now))
+        # Planned with its job, the row is usually there: a read, not a write transaction.
+        row = store.messages.get_email(planned.tenant, planned.key) or store.messages.plan_email(
+            planned_row(planned, now=now)
+        )
         if row.state.is_final:
             return f"not sent: {row.kind} already {row.state}"
         if row.state is EmailState.SENDING and attempt <= (row.job_attempt or 0):
@@ -194,7 +197,7 @@ class EmailSender:
         locale: str | None,
         message_id: str,
         now: datetime,
-    ) -> EmailMessage:
+    ) -> Composed:
         from pathlib import Path
 
         from recoup.messages.rendering import compose, context_for, render
@@ -219,7 +222,7 @@ class EmailSender:
         )
         templates = Path(settings.templates_dir) if settings.templates_dir else None
         rendered = render(context, templates_dir=templates)
-        message: EmailMessage = compose(
+        return compose(
             rendered,
             to=to,
             sender=settings.email_from,
@@ -227,9 +230,8 @@ class EmailSender:
             message_id=message_id,
             list_unsubscribe=unsubscribe,
             date=now,
+            extra_headers=[("X-Recoup-Kind", planned.kind.value)],  # for the user's mail filters
         )
-        message["X-Recoup-Kind"] = planned.kind.value  # for the user's mail filters
-        return message
 
     def link(
         self,

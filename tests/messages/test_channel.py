@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from email.message import EmailMessage
+from typing import Any
 
 import pytest
 
@@ -17,20 +18,21 @@ from recoup.messages.channel import (
     parse_smtp_url,
     redact_smtp_url,
 )
+from recoup.messages.mime import Composed
 from tests.support_smtp import SmtpSink, free_port, smtp_sink  # noqa: F401  (the fixture)
 
 
-def message(to: str = "ada@example.com") -> EmailMessage:
+def message(to: str = "ada@example.com") -> Composed:
     msg = EmailMessage()
     msg["From"] = "Acme Billing <billing@acme.example>"
     msg["To"] = to
     msg["Subject"] = "Your payment failed"
     msg["Message-ID"] = "<k1@acme.example>"
     msg.set_content("Please update your card.")
-    return msg
+    return Composed.of(msg)
 
 
-def send(url: str, msg: EmailMessage) -> str:
+def send(url: str, msg: Composed) -> str:
     return asyncio.run(SmtpChannel(parse_smtp_url(url), timeout=5).send(msg)).reply
 
 
@@ -99,3 +101,47 @@ def test_a_bad_smtp_url_names_the_field_without_the_password(url: str) -> None:
     assert caught.value.field == "smtp_url"
     assert "Secr3tPw" not in str(caught.value) and "Secr3tPw" not in str(caught.value.value)
     assert "Secr3tPw" not in redact_smtp_url(url)
+
+
+class CountingSink(SmtpSink):
+    """The test server, counting NOOPs and the connections that MAIL came on."""
+
+    def __init__(self, port: int) -> None:
+        super().__init__(port=port)
+        self.noops = 0
+        self.peers: list[object] = []
+
+    async def handle_NOOP(self, server: Any, session: Any, envelope: Any, arg: str) -> str:
+        self.noops += 1
+        return "250 OK"
+
+    async def handle_MAIL(
+        self, server: Any, session: Any, envelope: Any, address: str, options: Any
+    ) -> str:
+        self.peers.append(session.peer)
+        envelope.mail_from = address
+        return "250 OK"
+
+
+@pytest.mark.parametrize(("check_after", "noops"), [(60.0, 0), (0.0, 2)])
+def test_a_connection_given_back_a_moment_ago_is_reused_without_a_noop(
+    check_after: float, noops: int
+) -> None:
+    from aiosmtpd.controller import Controller
+
+    sink = CountingSink(free_port())
+    controller = Controller(sink, hostname=sink.host, port=sink.port)
+    controller.start()
+    try:
+        channel = SmtpChannel(parse_smtp_url(sink.url), timeout=5, check_after=check_after)
+
+        async def three() -> None:
+            for _ in range(3):
+                await channel.send(message())
+
+        asyncio.run(three())
+    finally:
+        controller.stop()
+    assert len(sink.received) == 3
+    assert len(set(sink.peers)) == 1  # one connection for the three
+    assert sink.noops == noops  # checked only after waiting longer than check_after

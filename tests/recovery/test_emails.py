@@ -12,7 +12,6 @@ import asyncio
 import re
 from dataclasses import replace
 from datetime import datetime, time, timedelta
-from email.message import EmailMessage
 from urllib.parse import parse_qs, urlsplit
 from zoneinfo import ZoneInfo
 
@@ -23,6 +22,7 @@ from recoup.jobs.handlers import HandlerContext, PermanentError
 from recoup.jobs.model import JobState
 from recoup.messages.channel import Delivery, SendFailed, SmtpChannel, SmtpServer
 from recoup.messages.kinds import MessageKind
+from recoup.messages.mime import Composed
 from recoup.payments import Scenario
 from recoup.receiver import verify_update_token
 from recoup.recovery.email_jobs import email_job
@@ -230,7 +230,7 @@ class AcceptedThenKilled:
         self.server = server
         return self
 
-    async def send(self, message: EmailMessage) -> Delivery:
+    async def send(self, message: Composed) -> Delivery:
         delivery = await SmtpChannel(self.server, timeout=5).send(message)
         if self.kills > 0:
             self.kills -= 1
