@@ -182,6 +182,7 @@ class SqlStore:
 
         reports = SqlDunningReports(dialect)
         self.report_invoices = reports.report_invoices
+        self.learner_attempts = reports.learner_attempts
         self.count_events = reports.count_events
         self.dunning_figures = reports.dunning_figures
         self.put_merchant_tag = reports.put_merchant_tag
