@@ -12,7 +12,14 @@ ALTER TABLE invoice_attempts
     ADD COLUMN timing_propensity double precision
         CHECK (timing_propensity IS NULL OR (timing_propensity > 0 AND timing_propensity <= 1)),
     ADD COLUMN timing_explanation text,
-    ADD COLUMN timing_figures jsonb;
+    ADD COLUMN timing_figures jsonb,
+    -- A decision is written whole or not at all: the columns are all NULL or all set.
+    ADD CONSTRAINT invoice_attempts_timing_whole CHECK (
+        (timing_arm IS NULL) = (timing_figures IS NULL)
+        AND (timing_arm IS NULL) = (timing_slot IS NULL)
+        AND (timing_arm IS NULL) = (timing_static_slot IS NULL)
+        AND (timing_arm IS NULL) = (timing_propensity IS NULL)
+        AND (timing_arm IS NULL) = (timing_explanation IS NULL));
 
 -- The learner's reading of a tenant's answered attempts (`recovery.learning`), extended from
 -- where it left off rather than read again from the start.

@@ -11,7 +11,13 @@ ALTER TABLE invoice_attempts ADD COLUMN timing_static_slot TEXT;
 ALTER TABLE invoice_attempts ADD COLUMN timing_propensity REAL
     CHECK (timing_propensity IS NULL OR (timing_propensity > 0 AND timing_propensity <= 1));
 ALTER TABLE invoice_attempts ADD COLUMN timing_explanation TEXT;
-ALTER TABLE invoice_attempts ADD COLUMN timing_figures TEXT;
+-- A decision is written whole or not at all: the columns are all NULL or all set.
+ALTER TABLE invoice_attempts ADD COLUMN timing_figures TEXT
+    CHECK ((timing_arm IS NULL) = (timing_figures IS NULL)
+           AND (timing_arm IS NULL) = (timing_slot IS NULL)
+           AND (timing_arm IS NULL) = (timing_static_slot IS NULL)
+           AND (timing_arm IS NULL) = (timing_propensity IS NULL)
+           AND (timing_arm IS NULL) = (timing_explanation IS NULL));
 
 -- The learner's reading of a tenant's answered attempts (`recovery.learning`), extended from
 -- where it left off rather than read again from the start.
