@@ -33,7 +33,13 @@ from recoup.dunning.adaptive import AttemptRecord, LearnerCounts, LearnerState, 
 from recoup.dunning.adaptive_planner import context_for
 from recoup.dunning.learned_planning import Learning, plan_failure
 from recoup.dunning.limits import CardAttempt
-from recoup.dunning.messages import Opening, Planning
+from recoup.dunning.messages import (
+    AttemptReported,
+    Message,
+    Opening,
+    PaymentMethodUpdated,
+    Planning,
+)
 from recoup.dunning.outcomes import Decision
 from recoup.dunning.planner import Failure
 from recoup.dunning.policy import DunningPolicy
@@ -151,10 +157,19 @@ class TenantLearners:
         return plan_failure(opening.failure(), opening.policy, history=history, learning=learning)
 
     def planning(
-        self, tenant: str, customer: str, policy: DunningPolicy, history: Sequence[CardAttempt]
+        self,
+        tenant: str,
+        customer: str,
+        policy: DunningPolicy,
+        history: Sequence[CardAttempt],
+        message: Message,
     ) -> Planning:
-        """What a transition's re-plan needs, the learner's state included."""
-        learning = self.learning(tenant, customer, policy)
+        """What a transition on `message` needs, the learner's state included when the message
+        may re-plan (a failure, a card update): the others plan nothing."""
+        replans = isinstance(message, PaymentMethodUpdated) or (
+            isinstance(message, AttemptReported) and message.outcome == "failed"
+        )
+        learning = self.learning(tenant, customer, policy) if replans else None
         return Planning(policy=policy, history=history, learning=learning)
 
 

@@ -346,7 +346,7 @@ class Dunning:
         settings = self.settings(tenant)
         policy = tenant_policies(settings).for_invoice(current.policy)
         history = self._history(tenant, current.card_fingerprint, now)
-        planning = self.learners.planning(tenant, current.customer_id, policy, history)
+        planning = self.learners.planning(tenant, current.customer_id, policy, history, message)
         done: list[Transition] = []  # what `change` decided under the lock
 
         def change(invoice: Invoice) -> InvoiceChange | None:
