@@ -345,3 +345,33 @@ def test_no_stored_adaptive_plan_breaks_a_guardrail(
             history=others,
         )
         assert reason is None, reason
+
+
+def test_a_decision_is_reproduced_from_the_log_read_afresh_and_the_tenants_seed(
+    store: Any,  # noqa: F811
+) -> None:
+    from recoup.dunning.learned_planning import Learning, plan_failure
+    from recoup.recovery.learning import TenantLearners, tenant_seed
+
+    dunning, clock = runtime(store)
+    teach(dunning, clock, 40)
+    n = next(i for i in itertools.count(2000) if treated(i))
+    invoice = report(dunning, n, clock.now())
+    # Another process reads the whole log from scratch: the same counts, the same plan.
+    fresh = TenantLearners(store).state(TENANT, 60)
+    assert dict(fresh.counts) == dict(dunning.learners.state(TENANT, 60).counts)
+    again = plan_failure(
+        Failure(
+            invoice=invoice.invoice_id,
+            failed_at=invoice.failed_at,
+            timezone="America/Chicago",
+            country="US",
+            decline_code="insufficient_funds",
+        ),
+        parse_policy(QUICK),
+        learning=Learning(state=fresh, seed=tenant_seed(TENANT)),
+    )
+    assert isinstance(again, Retry)
+    assert [(a.at, a.timing) for a in again.attempts] == [
+        (a.at, a.timing) for a in invoice.attempts
+    ]
