@@ -10,7 +10,8 @@ tenant's log has taught, each attempt carrying the record of its decision.
   with propensity 1.
 - Otherwise `adaptive_planner.plan_adaptive(failure, policy, learning.state, seed=…)`: every
   attempt recorded as arm `adaptive`, with its slot, the static slot, its propensity, its
-  explanation and figures (`attempt_timing.AttemptTiming`).
+  explanation and figures (`attempt_timing.AttemptTiming`); when the guardrails allow no slot
+  for its first attempt, the static plan stands, recorded as arm `static`.
 
 `prompt_timing` records the prompt retry after a card update (arm `static`: never learned).
 Pure: the learner's state, the seed and the holdout membership are arguments (read by
@@ -133,8 +134,18 @@ def plan_failure(
     plan = plan_adaptive(
         failure, policy, learning.state, seed=learning.seed, history=history, taxonomy=taxonomy
     )
-    if not isinstance(plan.decision, Retry) or not plan.choices:
+    if not isinstance(plan.decision, Retry):
         return plan.decision
+    if not plan.choices:  # no slot the guardrails allow: the static plan, recorded as such
+        why = "the static slot (no learned slot is allowed here)"
+        band = settings.band_minutes
+        return _with_timings(
+            plan.decision,
+            [
+                _static_timing(a, band, failure.country, arm="static", why=why)
+                for a in plan.decision.attempts
+            ],
+        )
     static = plan_retries(failure, policy, history=history, taxonomy=taxonomy)
     fixed = static.attempts if isinstance(static, Retry) else ()
     timings = []
