@@ -2,8 +2,8 @@
 
 Contract:
 
-    recoup demo [--size 5000] [--seed 7] [--policy business-days|calendar|PATH] [--db PATH]
-        [--scenarios FILE] [--json]
+    recoup demo [--size 5000] [--seed 7] [--policy business-days|calendar|adaptive|PATH]
+        [--db PATH] [--scenarios FILE] [--json]
 
 Makes a fresh SQLite database (`--db`, a path where no file exists yet; default a new
 temporary directory, printed), runs `recoup.demo.run_demo` with a progress bar on stderr, then
@@ -18,7 +18,13 @@ is the file of `recoup gateway --scenarios`: the demo takes its world (the packa
 `calibrated` one when it names none), whose odds every retry of a soft decline then also has
 at its local time, in Recoup's run and in the nightly batch alike; the same customers, so the
 figures of two worlds compare. Its cards and faults are the gateway's own, not the demo's.
-Exit 0; 1 when anything was charged twice (or the run
+With an adaptive policy (`--policy adaptive`) the runtime learns as the month goes (its
+own attempt log, as in production) in the packaged `calibrated` world unless `--scenarios`
+names another (a world without time structure has nothing to learn), and the demo prints what
+it learned (`recoup.demo.learned`: the decisions by arm, the share moved off the static slot,
+the slots chosen most per decline code, the treated customers' recovery beside the holdout's
+static schedule with its interval); `--json` adds `learning` (and `world`). The default demo's
+output and JSON are unchanged. Exit 0; 1 when anything was charged twice (or the run
 failed); 2 on bad input.
 """
 
@@ -48,6 +54,7 @@ if TYPE_CHECKING:
     from recoup.demo.run import DemoOptions, DemoResult
 
 MAX_SIZE = 100_000
+ADAPTIVE_WORLD = "calibrated"  # an adaptive policy's world unless --scenarios names one
 NEEDS = {
     "fastapi": "api",
     "uvicorn": "api",
@@ -83,6 +90,11 @@ def demo_command(
 
         world_name = (read_scenario_file(scenarios)[1].world or packaged_world()).name
     db_path = _fresh_db(db)
+    if scenarios is None and loaded.policy.adaptive is not None:
+        # Learned timing needs a world with time in it: the packaged calibrated one.
+        scenarios = db_path.with_name(db_path.stem + "-world.toml")
+        scenarios.write_text(f'world = "{ADAPTIVE_WORLD}"\n', encoding="utf-8")
+        world_name = ADAPTIVE_WORLD
     from recoup.demo.run import DemoOptions, run_demo
 
     options = DemoOptions(
@@ -227,6 +239,7 @@ def _print(
     result: DemoResult, html_path: str, console: Console, *, program: str = "recoup"
 ) -> None:
     from recoup.analytics.recovery import render_terminal
+    from recoup.demo.learned import print_learning
     from recoup.demo.summary import (
         print_comparison,
         print_double_charges,
@@ -238,6 +251,7 @@ def _print(
     print_double_charges(result, console)
     print_emails(result, console)
     print_comparison(result, console)
+    print_learning(result, console)
     print_next_steps(result, html_path, console, program=program)
     _say_if_doubled(result)
 

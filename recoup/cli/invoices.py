@@ -1,6 +1,16 @@
-"""`recoup invoices cancel`: stop dunning an invoice without a payment.
+"""`recoup invoices show` and `recoup invoices cancel`: an invoice in dunning with its
+attempts (and, under an adaptive policy, why each one is when it is), and stopping one.
 
 Contract:
+
+    recoup invoices show INVOICE_ID [--tenant T] [--db URL] [--schema S] [--json]
+        → the invoice's state, policy and reason, then each attempt: number, due instant and
+          the customer's local time, state, decline code, and its timing decision (arm,
+          propensity, slot, explanation) when an adaptive policy placed it; `--json`:
+          {"invoice_id", "state", "policy", "reason", "timezone", "attempts": [{"attempt",
+          "at", "state", "decline_code", "advice_code", "timing": {"arm", "slot",
+          "static_slot", "moved", "propensity", "explanation", "figures"} | null}]}
+          (the timing as GET /v1/dunning/invoices/{id} gives it). No such invoice: exit 1.
 
     recoup invoices cancel INVOICE_ID --reason TEXT [--tenant T] [--db URL] [--schema S]
         [--json]
@@ -16,11 +26,12 @@ RECOUP_TOKEN) instead of `--db`, a remote `recoup serve` stops it, as `POST
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from recoup.cli._app import JsonOption, SchemaOption, app, print_json
+from recoup.cli._records import shown
 from recoup.cli._where import (
     DbOption,
     TenantOption,
@@ -31,15 +42,81 @@ from recoup.cli._where import (
     opened_store,
     where,
 )
-from recoup.dunning.invoice import AttemptState
+from recoup.dunning.invoice import AttemptRecord, AttemptState
 from recoup.dunning.messages import STOP_REASON_MAX
-from recoup.errors import InvalidInput
+from recoup.errors import InvalidInput, NotFound
+from recoup.timekeeping.instants import format_utc
 
 if TYPE_CHECKING:
     from recoup.wire.dunning import InvoiceOut
 
-invoices_app = typer.Typer(help="Invoices in dunning: stop dunning one.", no_args_is_help=True)
+invoices_app = typer.Typer(
+    help="Invoices in dunning: show one, stop dunning one.", no_args_is_help=True
+)
 app.add_typer(invoices_app, name="invoices")
+
+
+@invoices_app.command("show")
+def show_invoice(
+    invoice_id: Annotated[str, typer.Argument(help="The invoice's id (the provider's).")],
+    tenant: TenantOption = None,
+    db: DbOption = None,
+    schema: SchemaOption = None,
+    json: JsonOption = False,
+) -> None:
+    """An invoice with its attempts, and why each one is when it is (learned timing)."""
+    place = where(db=db, schema=schema, tenant=tenant, url=None, token=None)
+    with opened_store(place) as (store, tenant_id):
+        invoice = store.get_invoice(tenant_id, invoice_id)
+    if invoice is None:
+        raise NotFound(f"no invoice {invoice_id!r} in dunning")
+    attempts = [_attempt_row(a) for a in invoice.attempts]
+    if json:
+        print_json(
+            {
+                "invoice_id": invoice.invoice_id,
+                "state": str(invoice.state),
+                "policy": invoice.policy,
+                "reason": invoice.reason,
+                "timezone": invoice.timezone,
+                "attempts": attempts,
+            }
+        )
+        return
+    from recoup.timekeeping.zones import to_local
+
+    say = typer.echo
+    say(f"invoice {_clean(invoice.invoice_id)}: {invoice.state} (policy {_clean(invoice.policy)})")
+    say(f"reason: {_clean(invoice.reason)}")
+    for a in invoice.attempts:
+        local = to_local(a.at, invoice.timezone)
+        code = f" ({_clean(a.decline_code)})" if a.decline_code else ""
+        say(
+            f"attempt {a.attempt}: {a.at:%Y-%m-%d %H:%M} UTC, {local:%a %Y-%m-%d %H:%M} local, "
+            f"{a.state}{code}"
+        )
+        if a.timing is not None:
+            t = a.timing
+            moved = f", moved from {t.static_slot}" if t.moved else ""
+            say(f"  timing: {t.arm}, chosen with probability {t.propensity:.2f}{moved}")
+            say(f"  why: {_clean(t.explanation)}")
+
+
+def _attempt_row(a: AttemptRecord) -> dict[str, Any]:
+    timing = None if a.timing is None else {**a.timing.as_dict(), "moved": a.timing.moved}
+    return {
+        "attempt": a.attempt,
+        "at": format_utc(a.at),
+        "state": str(a.state),
+        "decline_code": a.decline_code,
+        "advice_code": a.advice_code,
+        "timing": timing,
+    }
+
+
+def _clean(text: str) -> str:
+    """Control characters escaped (a stored text never moves the terminal's cursor)."""
+    return shown(text).plain
 
 
 @invoices_app.command("cancel")

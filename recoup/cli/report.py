@@ -11,6 +11,15 @@ Contract:
           inputs: instant, local hour and weekday, outcome, decline codes, gateway, merchant
           id, policy, amount, cohort), whose path is printed
 
+    recoup report --evaluate POLICY [the window's options] [--json]
+        → a candidate policy (a preset's name or a TOML file) estimated from the window's
+          logged timing decisions (`analytics.policy_evaluation`: self-normalised inverse
+          propensity with its interval), beside the logged policy's observed recovery, and
+          why the log cannot support the estimate when it cannot (no exploration, too few
+          overlapping decisions); `--json`: {"since", "until", "candidate", "invoices",
+          "decisions", "exploring_decisions", "overlapping", "observed", "estimate",
+          "supported", "reasons"}. A bad policy: one line naming --evaluate, exit 2
+
 The report covers the invoices whose failure is in [since, until): `--until` defaults to now,
 `--since` to as far back as the report's judgements look (150 days with the defaults). `--now`
 (default: the system clock) is what counts as still running and where the judging windows
@@ -80,6 +89,14 @@ def report(
         Path | None,
         typer.Option(metavar="FILE", help="Write the attempt log behind the report as CSV."),
     ] = None,
+    evaluate: Annotated[
+        str | None,
+        typer.Option(
+            metavar="POLICY",
+            help="Estimate this policy's recovery (a preset or a TOML file) from the logged "
+            "timing decisions, before turning it on.",
+        ),
+    ] = None,
 ) -> None:
     """The recovery report: rates with intervals by attempt, hour, weekday, decline code,
     gateway, merchant id and cohort; spikes, the review queue, load shape, double charges and
@@ -88,11 +105,23 @@ def report(
     as_of = _instant("--now", now)
     place = where(db=db, schema=schema, tenant=tenant, url=url, token=token)
     if place.remote:
+        if evaluate is not None:
+            raise InvalidInput("--evaluate", evaluate, "evaluated against a local --db only")
         _remote_report(place, window, min_volume, now=now, json=json, html=html, log=attempts)
         return
     from recoup.recovery.reporting import Reports
     from recoup.timekeeping.clock import SystemClock
 
+    if evaluate is not None:
+        from recoup.cli._policy import load_policy
+
+        candidate = load_policy(evaluate, option="--evaluate").policy
+        with opened_store(place) as (store, tenant_id):
+            reports = Reports(store, SystemClock())
+            span = reports.window(reports.options(tenant_id, now=as_of), **window)
+            found = reports.evaluate(tenant_id, candidate, span)
+        _print_evaluation(found, span, json)
+        return
     with opened_store(place) as (store, tenant_id):
         reports = Reports(store, SystemClock())
         built, span = reports.build(tenant_id, min_volume=min_volume, now=as_of, **window)
@@ -165,6 +194,69 @@ def _remote_report(
         print_json(document)
     elif html is not None:
         typer.echo(str(html))
+
+
+def _evaluation_json(found: Any, span: Any) -> dict[str, Any]:
+    observed = found.observed
+    estimate = found.estimate
+    return {
+        "since": span.since.isoformat(),
+        "until": span.until.isoformat(),
+        "candidate": found.candidate,
+        "invoices": found.invoices,
+        "decisions": found.decisions,
+        "exploring_decisions": found.exploring_decisions,
+        "overlapping": found.overlapping,
+        "observed": None
+        if observed is None
+        else {
+            "recovered": found.observed_recovered,
+            "rate": round(found.observed_recovered / found.invoices, 4),
+            "low": round(observed.low, 4),
+            "high": round(observed.high, 4),
+        },
+        "estimate": None
+        if estimate is None
+        else {
+            "rate": round(estimate.value, 4),
+            "low": round(estimate.low, 4),
+            "high": round(estimate.high, 4),
+            "effective_invoices": round(estimate.effective_invoices, 1),
+            "method": estimate.method,
+        },
+        "supported": found.supported,
+        "reasons": list(found.reasons),
+    }
+
+
+def _print_evaluation(found: Any, span: Any, as_json: bool) -> None:
+    row = _evaluation_json(found, span)
+    if as_json:
+        print_json(row)
+        return
+    say = typer.echo
+    say(
+        f"Candidate policy {found.candidate}, estimated from the logged timing decisions of "
+        f"failures in [{span.since:%Y-%m-%d}, {span.until:%Y-%m-%d}): {found.invoices:,} "
+        f"invoices, {found.decisions:,} decisions "
+        f"({found.exploring_decisions:,} with a propensity below 1)"
+    )
+    if (observed := row["observed"]) is not None:
+        say(
+            f"  logged policy, observed: {100 * observed['rate']:.1f}% recovered "
+            f"[{100 * observed['low']:.1f}, {100 * observed['high']:.1f}]"
+        )
+    if (estimate := row["estimate"]) is not None:
+        say(
+            f"  candidate, estimated:    {100 * estimate['rate']:.1f}% recovered "
+            f"[{100 * estimate['low']:.1f}, {100 * estimate['high']:.1f}] "
+            f"(95%, {estimate['method']}; {found.overlapping:,} overlapping invoices, "
+            f"effective {estimate['effective_invoices']:.0f})"
+        )
+    else:
+        say("  candidate, estimated:    none (no logged invoice is one it could have produced)")
+    for reason in found.reasons:
+        say(f"  the log cannot support this estimate: {reason}")
 
 
 def _write_attempts(log: list[Any], path: Path) -> None:

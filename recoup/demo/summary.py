@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from recoup.analytics.recovery import report_json
+from recoup.demo.learned import learning_json
 from recoup.demo.nightly import RETRY_DAYS, BatchFigures
 from recoup.demo.run import DemoResult
 from recoup.timekeeping.instants import format_utc
@@ -76,6 +77,7 @@ def demo_json(result: DemoResult, html_path: str) -> dict[str, Any]:
             "token": result.token,
         },
         "elapsed_seconds": round(result.elapsed_seconds, 2),
+        **learning_json(result),  # an adaptive policy's only
     }
 
 

@@ -25,6 +25,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from recoup.dunning.attempt_timing import AttemptTiming
 from recoup.errors import InvalidInput
 from recoup.timekeeping.instants import require_aware
 
@@ -116,6 +117,7 @@ class AttemptRecord:
     decline_code: str | None = None
     advice_code: str | None = None
     reported_at: datetime | None = None  # when its final outcome arrived
+    timing: AttemptTiming | None = None  # how an adaptive policy placed it (None: static)
 
     def __post_init__(self) -> None:
         require_aware("at", self.at)

@@ -1,6 +1,8 @@
 """The invoice lifecycle: a pure state machine. Messages in; the new invoice, the events it
 adds and the commands for the scheduler out. No I/O, no clock: every message carries its
-instant, and the planner (`plan_retries`) is called with the card history the caller read.
+instant, and the planner (`learned_planning.plan_failure`: `plan_retries`, or the adaptive
+planner for an adaptive policy) is called with the card history and the learner's state the
+caller read.
 
     open_invoice(opening, decision)        → Transition (the first state)
     transition(invoice, message, planning) → Transition | None (None: nothing changes)
@@ -50,6 +52,7 @@ from recoup.dunning.invoice import (
     Invoice,
     InvoiceState,
 )
+from recoup.dunning.learned_planning import plan_failure, prompt_timing
 from recoup.dunning.lifecycle_steps import (
     Builder,
     attempt_summary,
@@ -80,7 +83,7 @@ from recoup.dunning.messages import (
     Transition,
 )
 from recoup.dunning.outcomes import AwaitCustomer, Decision, NoRetry, Retry
-from recoup.dunning.planner import plan_after_update, plan_retries
+from recoup.dunning.planner import plan_after_update
 from recoup.dunning.policy import DunningPolicy
 from recoup.errors import NotFound
 from recoup.timekeeping.instants import format_utc
@@ -276,8 +279,11 @@ def _on_failed(b: Builder, record: AttemptRecord, msg: AttemptReported, planning
         # A new decline or advice code: what was planned no longer holds. Plan again from
         # this failure, within what the policy's gaps have left.
         b.cancel_open(scheduled_only=True)
-        decision = plan_retries(
-            failure_at(inv, msg.at, codes), planning.policy, history=planning.history
+        decision = plan_failure(
+            failure_at(inv, msg.at, codes),
+            planning.policy,
+            history=planning.history,
+            learning=planning.learning,
         )
         budget = len(planning.policy.gaps) - policy_attempts_made(list(b.attempts.values()))
         # The failure's event comes before what the re-plan adds, but says what it decided.
@@ -319,14 +325,17 @@ def _on_update(b: Builder, msg: PaymentMethodUpdated, planning: Planning) -> boo
         return False  # a stopped invoice is never charged again, whatever the card
     failure = failure_at(inv, msg.at, latest_codes(b))
     prompt = plan_after_update(failure, planning.policy, updated_at=msg.at).attempts
+    if planning.learning is not None:
+        prompt = prompt_timing(prompt, planning.policy, inv.country)
     b.event("note.payment_method_updated", msg.at)
     if inv.state is InvoiceState.RETRYING:
         # Re-plan: a prompt attempt on the new card, then the policy's gaps from it.
         b.cancel_open(scheduled_only=True)
-        rest = plan_retries(
+        rest = plan_failure(
             replace(failure, failed_at=prompt[0].at, decline_code=None, advice_codes=()),
             planning.policy,
             history=planning.history,
+            learning=planning.learning,
         )
         budget = len(planning.policy.gaps) - policy_attempts_made(list(b.attempts.values()))
         if isinstance(rest, Retry):

@@ -87,6 +87,7 @@ class Builder:
                 at=p.at,
                 state=AttemptState.SCHEDULED,
                 job_id=attempt_job_id(self.invoice.tenant, self.invoice.invoice_id, n),
+                timing=p.timing,
             )
             self.set_attempt(record)
             self.commands.append(ScheduleAttempt(attempt=record))

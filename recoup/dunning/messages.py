@@ -14,6 +14,7 @@ from recoup.dunning.invoice import (
     Invoice,
     InvoiceEvent,
 )
+from recoup.dunning.learned_planning import Learning
 from recoup.dunning.limits import CardAttempt
 from recoup.dunning.planner import Failure
 from recoup.dunning.policy import DunningPolicy
@@ -133,11 +134,13 @@ class Transition:
 
 @dataclass(frozen=True, kw_only=True)
 class Planning:
-    """What a re-plan needs besides the invoice: the policy it was planned with and the card's
-    other attempts (network limits)."""
+    """What a re-plan needs besides the invoice: the policy it was planned with, the card's
+    other attempts (network limits) and, for an adaptive policy, what the tenant's log has
+    taught (`learned_planning.Learning`; None: the static plan)."""
 
     policy: DunningPolicy
     history: Sequence[CardAttempt] = ()
+    learning: Learning | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

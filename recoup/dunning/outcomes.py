@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, assert_never
 
+from recoup.dunning.attempt_timing import AttemptTiming
 from recoup.dunning.policy import FinalAction
 from recoup.timekeeping.instants import format_local, format_utc
 
@@ -28,12 +29,14 @@ def job_name(invoice: str, attempt: int) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class PlannedAttempt:
-    """One retry: its number (1-based), UTC instant and local reading in the customer's zone."""
+    """One retry: its number (1-based), UTC instant and local reading in the customer's zone;
+    `timing`: the adaptive decision that placed it (None under a static policy)."""
 
     invoice: str
     attempt: int
     at: datetime
     local: datetime
+    timing: AttemptTiming | None = None
 
     @property
     def idempotency_key(self) -> str:

@@ -5,9 +5,10 @@ tags an operator puts on merchant ids.
 What a report reads: the invoices whose failure is in [since, until) with their attempts
 (`DunningStore.report_invoices`, two statements however many), the tenant's merchant tags, the
 `invoice.double_charged` events in that window, and, while the tenant runs a policy experiment,
-the names of its two policies, which the report compares. `now` (what is still running, where
-the judging windows end) is the caller's clock. `until` defaults to `now`, `since` to as far
-back as the report's judgements look (`lookback`).
+the names of its two policies, which the report compares. `evaluate` estimates a candidate
+policy's recovery from the window's logged timing decisions (off-policy). `now` (what is
+still running, where the judging windows end) is the caller's clock. `until` defaults to
+`now`, `since` to as far back as the report's judgements look (`lookback`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from recoup.analytics.policy_evaluation import Evaluation, evaluate_policy
 from recoup.analytics.recovery import (
     AttemptLogEntry,
     MerchantTag,
@@ -24,8 +26,11 @@ from recoup.analytics.recovery import (
     attempt_log,
     build_report,
 )
+from recoup.dunning.adaptive import LearnerState
+from recoup.dunning.policy import DunningPolicy
 from recoup.errors import InvalidInput
 from recoup.recovery.figures import money_by_currency
+from recoup.recovery.learning import TenantLearners, tenant_seed
 from recoup.recovery.policies import tenant_policies
 from recoup.recovery.store import DunningStore
 from recoup.timekeeping.clock import Clock
@@ -131,6 +136,19 @@ class Reports:
         return attempt_log(
             self.store.report_invoices(tenant, since=window.since, until=window.until)
         )
+
+    def evaluate(self, tenant: str, candidate: DunningPolicy, window: ReportWindow) -> Evaluation:
+        """A candidate policy's recovery estimated from the logged decisions of the invoices
+        that failed in the window (`analytics.policy_evaluation`); an adaptive candidate
+        decides from the tenant's learner state and seed, as the runtime would now."""
+        invoices = self.store.report_invoices(tenant, since=window.since, until=window.until)
+        settings = candidate.adaptive
+        state = (
+            TenantLearners(self.store).state(tenant, settings.band_minutes)
+            if settings is not None
+            else LearnerState()
+        )
+        return evaluate_policy(invoices, candidate, state=state, seed=tenant_seed(tenant))
 
     def review_queue(
         self, tenant: str, *, min_volume: int | None = None, now: datetime | None = None

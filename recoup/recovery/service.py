@@ -32,7 +32,6 @@ from recoup.dunning.lifecycle import (
     Opening,
     PaidOutOfBand,
     PaymentMethodUpdated,
-    Planning,
     ReportedOutcome,
     ScheduleAttempt,
     ScheduleDeadline,
@@ -40,7 +39,6 @@ from recoup.dunning.lifecycle import (
     open_invoice,
     transition,
 )
-from recoup.dunning.planner import plan_retries
 from recoup.dunning.policy import DunningPolicy
 from recoup.dunning.policy_flow import FlowLimit
 from recoup.errors import Conflict, InvalidInput, NotFound
@@ -60,6 +58,7 @@ from recoup.recovery.job_specs import (
     event_job,
     final_action_job,
 )
+from recoup.recovery.learning import TenantLearners
 from recoup.recovery.policies import (
     DEFAULT_POLICY,
     TenantPolicies,
@@ -108,6 +107,7 @@ class Dunning:
         self.access = AccessTracker(store, self.policies)
         # Renewals and the card_expiring reminders a card update cancels (`recovery.renewals`).
         self.reminders = Reminders(store, self.policies)
+        self.learners = TenantLearners(store)  # adaptive policies' (`recovery.learning`)
 
     @property
     def clock(self) -> Clock:
@@ -232,7 +232,7 @@ class Dunning:
             policy=policy,
         )
         history = self._history(tenant, report.card_fingerprint, report.failed_at)
-        decision = plan_retries(opening.failure(), policy, history=history)
+        decision = self.learners.plan(tenant, opening, history)
         now = self.clock.now()
         invoice, first = open_invoice(opening, decision, now=now)
 
@@ -346,7 +346,7 @@ class Dunning:
         settings = self.settings(tenant)
         policy = tenant_policies(settings).for_invoice(current.policy)
         history = self._history(tenant, current.card_fingerprint, now)
-        planning = Planning(policy=policy, history=history)
+        planning = self.learners.planning(tenant, current.customer_id, policy, history, message)
         done: list[Transition] = []  # what `change` decided under the lock
 
         def change(invoice: Invoice) -> InvoiceChange | None:

@@ -132,6 +132,20 @@ class AttemptRef:
     job_state: str | None = None  # `attempts_ended_unanswered`: its job's end, None: gone
 
 
+@dataclass(frozen=True, kw_only=True)
+class AnsweredAttempt:
+    """An attempt with its final answer (succeeded or failed) and what the learner needs of
+    its invoice (`learner_attempts`)."""
+
+    invoice_id: str
+    attempt: AttemptRecord
+    timezone: str
+    country: str | None
+    decline_code: str | None
+    advice_code: str | None
+    card_network: str | None
+
+
 class DunningStore(Protocol):
     def create_invoice(
         self, invoice: Invoice, events: Sequence[InvoiceEvent]
@@ -192,6 +206,13 @@ class DunningStore(Protocol):
         (`reattempt=True`), with the invoice's merchant id and amount."""
         ...
 
+    def learner_attempts(
+        self, tenant: str, *, since: datetime, limit: int = 10_000
+    ) -> list[AnsweredAttempt]:
+        """The tenant's attempts answered (succeeded or failed) at or after `since`, oldest
+        answer first, at most `limit` (`recovery.learning` reads on from the last)."""
+        ...
+
     def get_settings(self, tenant: str) -> DunningSettings | None: ...
     def put_settings(self, settings: DunningSettings) -> DunningSettings:
         """Insert or replace the tenant's settings; return them as stored."""
@@ -235,6 +256,7 @@ class DunningStore(Protocol):
 
 
 __all__ = [
+    "AnsweredAttempt",
     "AttemptRef",
     "DunningSettings",
     "DunningStore",

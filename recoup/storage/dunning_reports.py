@@ -18,9 +18,10 @@ from operator import attrgetter
 from recoup.dunning.invoice import AttemptRecord, Invoice
 from recoup.errors import InvalidInput
 from recoup.recovery.figures import DunningFigures, TenantFigures, figures_from_rows
-from recoup.recovery.store import MerchantTag, check_merchant_tag
+from recoup.recovery.store import AnsweredAttempt, MerchantTag, check_merchant_tag
 from recoup.storage.dialect import Dialect
 from recoup.storage.dunning_rows import (
+    ATTEMPT_COLUMNS,
     INVOICE_COLUMNS,
     attempt_from_row,
     invoice_from_row,
@@ -44,6 +45,28 @@ class SqlDunningReports:
     def __init__(self, dialect: Dialect) -> None:
         self._dialect = dialect
         self._sql = dialect.queries
+
+    def learner_attempts(
+        self, tenant: str, *, since: datetime, limit: int = 10_000
+    ) -> list[AnsweredAttempt]:
+        require_aware("since", since)
+        encode, instant = self._dialect.encode_instant, self._dialect.decode_instant
+        params = {"tenant": tenant, "since": encode(since), "limit": limit}
+        with self._dialect.read() as conn:
+            rows = conn.execute(self._sql["learner_attempts"], params).fetchall()
+        width = len(ATTEMPT_COLUMNS)
+        return [
+            AnsweredAttempt(
+                invoice_id=row[0],
+                attempt=attempt_from_row(row[1 : 1 + width], instant),
+                timezone=row[1 + width],
+                country=row[2 + width],
+                decline_code=row[3 + width],
+                advice_code=row[4 + width],
+                card_network=row[5 + width],
+            )
+            for row in rows
+        ]
 
     def report_invoices(self, tenant: str, *, since: datetime, until: datetime) -> list[Invoice]:
         _window(since, until)

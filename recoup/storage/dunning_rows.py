@@ -9,6 +9,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from recoup.dunning.attempt_timing import AttemptTiming
 from recoup.dunning.invoice import (
     AttemptRecord,
     AttemptState,
@@ -56,6 +57,12 @@ ATTEMPT_COLUMNS = (
     "decline_code",
     "advice_code",
     "reported_at",
+    "timing_arm",  # 0016: the adaptive decision behind the attempt (`AttemptTiming`)
+    "timing_slot",
+    "timing_static_slot",
+    "timing_propensity",
+    "timing_explanation",
+    "timing_figures",
 )
 EVENT_COLUMNS = ("id", "tenant", "invoice_id", "seq", "type", "at", "data")
 SETTINGS_COLUMNS = (
@@ -137,7 +144,25 @@ def attempt_values(
         "decline_code": attempt.decline_code,
         "advice_code": attempt.advice_code,
         "reported_at": None if attempt.reported_at is None else encode(attempt.reported_at),
+        **timing_values(attempt.timing),
     }
+
+
+def timing_values(timing: AttemptTiming | None) -> dict[str, Any]:
+    """The timing_* columns of an attempt (all None under a static policy)."""
+    if timing is None:
+        return {f"timing_{name}": None for name in _TIMING_FIELDS}
+    return {
+        "timing_arm": timing.arm,
+        "timing_slot": timing.slot,
+        "timing_static_slot": timing.static_slot,
+        "timing_propensity": timing.propensity,
+        "timing_explanation": timing.explanation,
+        "timing_figures": dumps(dict(timing.figures)),
+    }
+
+
+_TIMING_FIELDS = ("arm", "slot", "static_slot", "propensity", "explanation", "figures")
 
 
 def event_values(event: InvoiceEvent, encode: EncodeInstant) -> dict[str, Any]:
@@ -157,7 +182,18 @@ def event_values(event: InvoiceEvent, encode: EncodeInstant) -> dict[str, Any]:
 
 def attempt_from_row(row: Sequence[Any], instant: DecodeInstant) -> AttemptRecord:
     """A row in `ATTEMPT_COLUMNS` order."""
-    attempt, at, state, job_id, decline_code, advice_code, reported_at = row
+    attempt, at, state, job_id, decline_code, advice_code, reported_at = row[:7]
+    arm, slot, static_slot, propensity, explanation, figures = row[7:13]
+    timing = None
+    if arm is not None:
+        timing = AttemptTiming(
+            arm=arm,
+            slot=slot,
+            static_slot=static_slot,
+            propensity=float(propensity),
+            explanation=explanation,
+            figures=_json(figures) or {},
+        )
     return AttemptRecord(
         attempt=attempt,
         at=instant(at),
@@ -166,6 +202,7 @@ def attempt_from_row(row: Sequence[Any], instant: DecodeInstant) -> AttemptRecor
         decline_code=decline_code,
         advice_code=advice_code,
         reported_at=None if reported_at is None else instant(reported_at),
+        timing=timing,
     )
 
 

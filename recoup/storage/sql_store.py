@@ -186,6 +186,7 @@ class SqlStore:
 
         reports = SqlDunningReports(dialect)
         self.report_invoices = reports.report_invoices
+        self.learner_attempts = reports.learner_attempts
         self.count_events = reports.count_events
         self.dunning_figures = reports.dunning_figures
         self.dunning_amounts = reports.dunning_amounts

@@ -42,6 +42,7 @@ from recoup.wire.schemas.common import (
     Text,
 )
 from recoup.wire.schemas.stated import Stated, one_of
+from recoup.wire.timing import AttemptTimingOut
 
 Id = Field(min_length=1, max_length=100)
 
@@ -377,6 +378,10 @@ class TimelineAttemptOut(AttemptOut):
     reported_at: datetime | None
     runs_url: str = Field(description="The run log of the attempt's job.")
     runs: list[RunBrief] = Field(description="Each time the job asked the charge endpoint.")
+    timing: AttemptTimingOut | None = Field(
+        default=None,
+        description="How an adaptive policy placed the attempt (null under a static policy).",
+    )
 
 
 class EventOut(BaseModel):
@@ -452,6 +457,7 @@ class TimelineOut(InvoiceOut):
                 reported_at=a.reported_at,
                 runs_url=f"/v1/jobs/{a.job_id}/runs",
                 runs=[RunBrief.of(r) for r in timeline.runs.get(a.attempt, [])],
+                timing=AttemptTimingOut.of(a.timing),
             )
             for a in invoice.attempts
         ]

@@ -1282,6 +1282,12 @@ DECLARED_COLUMNS = {
         "decline_code",
         "advice_code",
         "reported_at",
+        "timing_arm",  # 0016
+        "timing_slot",  # 0016
+        "timing_static_slot",  # 0016
+        "timing_propensity",  # 0016
+        "timing_explanation",  # 0016
+        "timing_figures",  # 0016
     },
     "invoice_events": {
         "id",
@@ -1427,7 +1433,11 @@ DECLARED_INDEXES = {
         "invoices_card",
         "invoices_failed",  # 0005
     },
-    "invoice_attempts": {"invoice_attempts_job", "invoice_attempts_scheduled"},
+    "invoice_attempts": {
+        "invoice_attempts_job",
+        "invoice_attempts_scheduled",
+        "invoice_attempts_reported",  # 0016
+    },
     "invoice_events": {
         "invoice_events_seq",
         "invoice_events_undispatched",

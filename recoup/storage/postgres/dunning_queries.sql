@@ -36,11 +36,16 @@ WHERE tenant = %(tenant)s AND invoice_id = %(invoice_id)s AND version = %(expect
 -- upsert_attempt --
 INSERT INTO invoice_attempts (tenant, invoice_id, {attempt_columns})
 VALUES (%(tenant)s, %(invoice_id)s, %(attempt)s, %(at)s, %(state)s, %(job_id)s,
-        %(decline_code)s, %(advice_code)s, %(reported_at)s)
+        %(decline_code)s, %(advice_code)s, %(reported_at)s, %(timing_arm)s, %(timing_slot)s,
+        %(timing_static_slot)s, %(timing_propensity)s, %(timing_explanation)s,
+        %(timing_figures)s::jsonb)
 ON CONFLICT (tenant, invoice_id, attempt) DO UPDATE
 SET at = excluded.at, state = excluded.state, job_id = excluded.job_id,
     decline_code = excluded.decline_code, advice_code = excluded.advice_code,
-    reported_at = excluded.reported_at
+    reported_at = excluded.reported_at, timing_arm = excluded.timing_arm,
+    timing_slot = excluded.timing_slot, timing_static_slot = excluded.timing_static_slot,
+    timing_propensity = excluded.timing_propensity,
+    timing_explanation = excluded.timing_explanation, timing_figures = excluded.timing_figures
 
 -- _with_attempts --
 -- The invoices of `page` (a CTE in their listing order), each with its attempts: one
@@ -237,3 +242,16 @@ SELECT tenant, state, count(*) FROM invoice_attempts GROUP BY tenant, state
 -- dunning_figures_double_charges --
 SELECT tenant, count(*) FROM invoice_events WHERE type = 'invoice.double_charged'
 GROUP BY tenant
+
+-- learner_attempts --
+-- A tenant's answered attempts (succeeded or failed) reported at or after :since, with what the
+-- learner needs of their invoice (`recovery.learning`), through invoice_attempts_reported
+-- (migration 0016), oldest answer first.
+SELECT a.invoice_id, {a_attempt_columns}, i.timezone, i.country, i.decline_code,
+       i.advice_code, i.card_network
+FROM invoice_attempts a
+JOIN invoices i ON i.tenant = a.tenant AND i.invoice_id = a.invoice_id
+WHERE a.tenant = %(tenant)s AND a.reported_at >= %(since)s
+  AND a.state IN ('succeeded', 'failed')
+ORDER BY a.reported_at, a.invoice_id, a.attempt
+LIMIT %(limit)s

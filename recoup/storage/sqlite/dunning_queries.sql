@@ -30,11 +30,15 @@ WHERE tenant = :tenant AND invoice_id = :invoice_id AND version = :expected_vers
 -- upsert_attempt --
 INSERT INTO invoice_attempts (tenant, invoice_id, {attempt_columns})
 VALUES (:tenant, :invoice_id, :attempt, :at, :state, :job_id, :decline_code, :advice_code,
-        :reported_at)
+        :reported_at, :timing_arm, :timing_slot, :timing_static_slot, :timing_propensity,
+        :timing_explanation, :timing_figures)
 ON CONFLICT (tenant, invoice_id, attempt) DO UPDATE
 SET at = excluded.at, state = excluded.state, job_id = excluded.job_id,
     decline_code = excluded.decline_code, advice_code = excluded.advice_code,
-    reported_at = excluded.reported_at
+    reported_at = excluded.reported_at, timing_arm = excluded.timing_arm,
+    timing_slot = excluded.timing_slot, timing_static_slot = excluded.timing_static_slot,
+    timing_propensity = excluded.timing_propensity,
+    timing_explanation = excluded.timing_explanation, timing_figures = excluded.timing_figures
 
 -- _with_attempts --
 -- The invoices of `page` (a CTE in their listing order), each with its attempts: one
@@ -235,3 +239,16 @@ SELECT tenant, state, count(*) FROM invoice_attempts GROUP BY tenant, state
 -- dunning_figures_double_charges --
 SELECT tenant, count(*) FROM invoice_events WHERE type = 'invoice.double_charged'
 GROUP BY tenant
+
+-- learner_attempts --
+-- A tenant's answered attempts (succeeded or failed) reported at or after :since, with what the
+-- learner needs of their invoice (`recovery.learning`), through invoice_attempts_reported
+-- (migration 0016), oldest answer first.
+SELECT a.invoice_id, {a_attempt_columns}, i.timezone, i.country, i.decline_code,
+       i.advice_code, i.card_network
+FROM invoice_attempts a INDEXED BY invoice_attempts_reported
+JOIN invoices i ON i.tenant = a.tenant AND i.invoice_id = a.invoice_id
+WHERE a.tenant = :tenant AND a.reported_at >= :since AND a.reported_at IS NOT NULL
+  AND a.state IN ('succeeded', 'failed')
+ORDER BY a.reported_at, a.invoice_id, a.attempt
+LIMIT :limit

@@ -197,3 +197,29 @@ def test_invalid_input_is_a_page_naming_the_field(desk: Desk, path: str, field: 
     assert answer.status_code == 422
     assert answer.headers["content-type"].startswith("text/html")
     assert error_of(answer).startswith(f"{field} ")
+
+
+def test_an_adaptive_invoices_page_shows_each_attempts_timing_and_explanation(
+    desk: Desk,
+) -> None:
+    from recoup.dunning.policy import preset_text
+
+    browser = desk.sign_in(desk.tenant("acme"))
+    desk.dunning.configure("acme", policy_toml=preset_text("adaptive"))
+    invoice = next(
+        i
+        for i in (desk.invoice("acme", f"inv_{n}") for n in range(20))
+        if i.attempts[0].timing is not None and i.attempts[0].timing.arm == "adaptive"
+    )
+    answer = browser.get(f"/invoices/{invoice.invoice_id}")
+    cells = answer.text.split('data-testid="attempts"')[1].split("</table>")[0]
+    assert cells.count('data-testid="attempt-timing"') == len(invoice.attempts)
+    text = page_text(answer)
+    for attempt in invoice.attempts:
+        assert attempt.timing is not None
+        assert attempt.timing.explanation in text
+    assert "chosen with probability 1.00" in text  # a cold start keeps the static slot
+    # A static policy's page has no timing column.
+    desk.dunning.configure("acme", policy_toml=preset_text("business-days"))
+    desk.invoice("acme", "static_1")
+    assert "attempt-timing" not in browser.get("/invoices/static_1").text
