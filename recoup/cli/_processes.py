@@ -66,13 +66,19 @@ def run_processes(count: int, run: Callable[[int], None], *, name: str) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    codes = [child.exitcode or 0 for child in children]
+    # A copy told to stop before its command installed its own handlers dies of SIGTERM's
+    # default effect; it had started nothing (both commands install them before any work),
+    # so it stopped as asked.
+    codes = [
+        0 if child.exitcode == -signal.SIGTERM and stopping else child.exitcode or 0
+        for child in children
+    ]
     return next((code for code in codes if code != 0), 0)
 
 
 def _child(run: Callable[[int], None], number: int) -> None:
     # The parent's handlers came with the fork: the command installs its own (uvicorn's, the
-    # worker's); until then a signal has its default effect.
+    # worker's) before it starts any work; until then a signal has its default effect.
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, signal.SIG_DFL)
     try:

@@ -105,14 +105,17 @@ def test_migrating_to_0010_keeps_every_invoice_and_its_references(
 
     module = importlib.import_module(f"recoup.storage.{backend.name}.migrator")
     every = module.load_migrations(f"recoup.storage.{backend.name}.migrations")
-    monkeypatch.setattr(module, "load_migrations", lambda _: [m for m in every if m.version < 10])
+    # An older store, with the attempts' timing columns (0016) today's code writes already
+    # there (the migrators apply whatever is not yet recorded, in any order).
+    older_set = [m for m in every if m.version < 10 or m.version == 16]
+    monkeypatch.setattr(module, "load_migrations", lambda _: older_set)
     older = backend.open()
     older.migrate()
-    assert older.schema_version() == 9
     older.create_invoice(invoice(), [event("inv_1", 1)])
     older.create_invoice(invoice("inv_2", state=InvoiceState.EXHAUSTED), [event("inv_2", 1)])
     before = [older.get_invoice(TENANT, i) for i in ("inv_1", "inv_2")]
-    monkeypatch.setattr(module, "load_migrations", lambda _: [m for m in every if m.version <= 10])
-    assert older.migrate() == 10
+    newer_set = [*older_set, *(m for m in every if m.version == 10)]
+    monkeypatch.setattr(module, "load_migrations", lambda _: newer_set)
+    older.migrate()
     assert [older.get_invoice(TENANT, i) for i in ("inv_1", "inv_2")] == before
     assert [e.seq for e in older.invoice_events(TENANT, "inv_1")] == [1]
