@@ -14,8 +14,8 @@ import pytest
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry
 from recoup.jobs.model import BackoffPolicy, Job, NewJob, PythonTarget, RunOutcome
 from recoup.jobs.scheduler import Scheduler
-from recoup.jobs.store import ClaimParams
 from recoup.jobs.ssrf import SsrfGuard
+from recoup.jobs.store import ClaimParams
 from recoup.jobs.time_travel import TestClock
 from recoup.jobs.worker import Worker
 from recoup.timekeeping.clock import VirtualClock
