@@ -14,11 +14,12 @@ import pytest
 
 from recoup.jobs.flow import START_TOLERANCE, spacing
 from recoup.jobs.model import Completion, Job, Run, RunOutcome
+from recoup.jobs.store import ClaimParams
 from recoup.storage import flow_claims
 from recoup.storage.flow_claims import KEYS_PER_CLAIM
 from recoup.tenancy import new_tenant
 from tests.storage.conftest import Store
-from tests.storage.test_store_contract import SECOND, T0, claim, job
+from tests.storage.test_store_contract import LEASE, SECOND, T0, claim, job
 
 
 def starts_in_any_window(starts: list, period: timedelta) -> int:
@@ -290,3 +291,37 @@ def test_a_claim_reads_of_a_busy_keys_line_no_more_than_its_parallelism_leaves(
     store.insert_many([job(flow_key="busy", flow_parallelism=3) for _ in range(500)], now=T0)
     assert len(claim(store, now=T0, limit=1000)) == 3
     assert rows_read["flow_due_jobs"] == 3
+
+
+def test_a_claim_hands_back_the_late_jobs_it_is_given_and_may_reslot_them_at_once(
+    store: Store,
+) -> None:
+    # A worker gives back a rate-limited job that fired too late inside its next claim
+    # (`ClaimParams.give_back`): released and, the key allowing, claimed again for a new slot
+    # in the same transaction, its attempt not counted twice.
+    store.insert_many([job(flow_key="r", flow_rate=2)], now=T0)
+    (late,) = claim(store, now=T0, limit=10)
+    assert late.run_at == T0
+    params = ClaimParams(
+        worker_id="w1",
+        now=T0 + SECOND,
+        horizon=SECOND,
+        lease=LEASE,
+        limit=10,
+        give_back=(late.id,),
+    )
+    (again,) = store.claim_due(params)
+    assert again.id == late.id and again.attempts == 1
+    assert again.run_at >= T0 + spacing(2, SECOND)
+    # With no room to claim, the claim still hands them back.
+    params = ClaimParams(
+        worker_id="w1",
+        now=T0 + SECOND,
+        horizon=SECOND,
+        lease=LEASE,
+        limit=0,
+        give_back=(again.id,),
+    )
+    assert store.claim_due(params) == []
+    back = store.get(again.tenant, again.id)
+    assert back is not None and back.state.value == "scheduled" and back.attempts == 0
