@@ -122,6 +122,26 @@ def spacing(rate: int, period: timedelta) -> timedelta:
     return -(-(period + START_TOLERANCE) // rate)
 
 
+def most_starts(
+    *,
+    now: datetime,
+    until: datetime,
+    next_start_at: datetime | None,
+    rate: int | None,
+    period: timedelta,
+) -> int | None:
+    """The most start slots `reserve` can give a key by `until` (None: no rate, no bound):
+    slots begin at the later of `now` and the key's next free instant and are `spacing`
+    apart. A claim reads no more of a key's line than this, so a throttled key's backlog
+    costs a claim the few jobs the horizon can start, not a batch of rows it then leaves."""
+    if rate is None:
+        return None
+    first = now if next_start_at is None else max(now, next_start_at)
+    if first > until:
+        return 0
+    return (until - first) // spacing(rate, period) + 1
+
+
 @dataclass(frozen=True, kw_only=True)
 class Slots:
     """What a claim reserves for one key: a start instant per job taken (in due order), and
@@ -168,6 +188,7 @@ __all__ = [
     "Slots",
     "check_flow",
     "check_ordering",
+    "most_starts",
     "reserve",
     "spacing",
 ]

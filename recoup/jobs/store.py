@@ -32,6 +32,12 @@ class ClaimParams:
     # worker whose clock is wrong neither claims early nor misses what is due
     # (ARCHITECTURE.md, 'Clock skew').
     store_clock: bool = False
+    # Jobs this worker claimed and hands back unstarted, in the claim's own transaction
+    # before it claims: rate-limited jobs whose start came too late after their slot
+    # (`recoup.jobs.flow`), which this claim may then reserve a new slot. A give-back of its
+    # own would be one more write transaction per late start, and on SQLite every write
+    # transaction of one process makes the other processes' writers wait.
+    give_back: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from recoup.jobs.flow import DEFAULT_FLOW_PERIOD, reserve
+from recoup.jobs.flow import DEFAULT_FLOW_PERIOD, most_starts, reserve
 from recoup.jobs.model import Job, trusted
 from recoup.jobs.store import ClaimParams
 from recoup.storage import row_decoding
@@ -44,14 +44,14 @@ def claim_flow_jobs(
     ).fetchall()
     if not keys:
         return []
-    missing = sorted((tenant, key) for tenant, key, known in keys if not known)
+    missing = sorted((tenant, key) for tenant, key, known, *_ in keys if not known)
     if missing:
         # In (tenant, key) order, so that two claims making keys at once cannot deadlock.
         for tenant, key in missing:
             conn.execute(queries["flow_key_made"], {"tenant": tenant, "key": key})
     room = params.limit
     claimed: list[Job] = []
-    for tenant, key, _ in keys:
+    for tenant, key, _, found_rate, found_period_s, found_parallelism in keys:
         if room <= 0:
             break
         at_key = {"tenant": tenant, "key": key}
@@ -59,8 +59,27 @@ def claim_flow_jobs(
         if locked is None:
             continue  # another claim is serving this key
         next_start_at = None if locked[0] is None else decode(locked[0])
+        # Read no more of the key's line than it can start within the horizon (by the limits
+        # its next job carried when the key was found): a throttled key's backlog then costs
+        # each claim a few rows, not a batch of rows it would leave where they are.
+        fetch = room
+        bound = most_starts(
+            now=now,
+            until=until,
+            next_start_at=next_start_at,
+            rate=found_rate,
+            period=_period(found_period_s),
+        )
+        if bound is not None:
+            fetch = min(fetch, bound)
+        running: int | None = None
+        if found_parallelism is not None:
+            running = int(conn.execute(queries["flow_running"], at_key).fetchone()[0])
+            fetch = min(fetch, found_parallelism - running)
+        if fetch <= 0:
+            continue
         heads = conn.execute(
-            queries["flow_due_jobs"], {**at_key, "until": encode(until), "limit": room}
+            queries["flow_due_jobs"], {**at_key, "until": encode(until), "limit": fetch}
         ).fetchall()
         if not heads:
             continue
@@ -68,9 +87,10 @@ def claim_flow_jobs(
         _, _, rate, period_s, parallelism = heads[0]
         take = room
         if parallelism is not None:
-            running = conn.execute(queries["flow_running"], at_key).fetchone()[0]
+            if running is None:
+                running = int(conn.execute(queries["flow_running"], at_key).fetchone()[0])
             take = min(take, parallelism - running)
-        period = DEFAULT_FLOW_PERIOD if period_s is None else timedelta(seconds=period_s)
+        period = _period(period_s)
         slots = reserve(
             [decode(row[1]) for row in heads],
             now=now,
@@ -99,6 +119,10 @@ def claim_flow_jobs(
             conn.execute(queries["flow_key_moved"], {**at_key, "next": encode(slots.next_start_at)})
         room -= len(slots.starts)
     return claimed
+
+
+def _period(seconds: float | None) -> timedelta:
+    return DEFAULT_FLOW_PERIOD if seconds is None else timedelta(seconds=seconds)
 
 
 def firing_order(plain: list[Job], flowing: list[Job]) -> list[Job]:

@@ -123,3 +123,41 @@ def test_reserved_slots_are_spaced_in_due_order_never_early_and_never_past_the_h
     # Each start may come up to the tolerance late; still at most `rate` in any period.
     for i in range(len(starts) - rate):
         assert starts[i + rate] - (starts[i] + START_TOLERANCE) >= period
+
+
+@given(
+    rate=st.integers(1, 500),
+    period_ms=st.integers(1, 5000),
+    offsets=st.lists(st.integers(0, 3000), min_size=1, max_size=80),
+    horizon_ms=st.integers(0, 2000),
+    free_ms=st.one_of(st.none(), st.integers(-1000, 3000)),
+)
+def test_a_claim_reading_only_most_starts_jobs_of_a_line_reserves_the_same_slots(
+    rate: int, period_ms: int, offsets: list[int], horizon_ms: int, free_ms: int | None
+) -> None:
+    # The claim reads a key's line up to `most_starts` (its throttled backlog left unread):
+    # that must never cut a slot that reading the whole line would have given.
+    from recoup.jobs.flow import most_starts, reserve
+
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    period = timedelta(milliseconds=period_ms)
+    until = now + timedelta(milliseconds=horizon_ms)
+    due = sorted(now + timedelta(milliseconds=o) for o in offsets)
+    free = None if free_ms is None else now + timedelta(milliseconds=free_ms)
+    limits = {"now": now, "until": until, "next_start_at": free, "rate": rate, "period": period}
+    bound = most_starts(**limits)
+    assert bound is not None
+    whole = reserve(due, room=len(due), **limits)
+    read = reserve(due[:bound], room=len(due), **limits)
+    assert read == whole
+    # And the bound is the horizon's slots, not the backlog: at most horizon / spacing + 1.
+    assert bound <= horizon_ms * rate // period_ms + 1
+
+
+def test_without_a_rate_most_starts_sets_no_bound() -> None:
+    from recoup.jobs.flow import most_starts
+
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    assert (
+        most_starts(now=now, until=now, next_start_at=None, rate=None, period=timedelta(1)) is None
+    )

@@ -6,14 +6,20 @@ and other keys (and jobs without one) claimed beside a throttled key. Time is an
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 from datetime import timedelta
+from typing import Any
+
+import pytest
 
 from recoup.jobs.flow import START_TOLERANCE, spacing
 from recoup.jobs.model import Completion, Job, Run, RunOutcome
+from recoup.jobs.store import ClaimParams
+from recoup.storage import flow_claims
 from recoup.storage.flow_claims import KEYS_PER_CLAIM
 from recoup.tenancy import new_tenant
 from tests.storage.conftest import Store
-from tests.storage.test_store_contract import SECOND, T0, claim, job
+from tests.storage.test_store_contract import LEASE, SECOND, T0, claim, job
 
 
 def starts_in_any_window(starts: list, period: timedelta) -> int:
@@ -212,3 +218,110 @@ def test_a_claim_finds_every_tenants_keys_however_long_their_lines(store: Store)
         ("t-b", "x"),
         ("t-b", "y"),
     ]
+
+
+class _CountingConnection:
+    """A claim's connection that counts the rows each named query hands back."""
+
+    def __init__(self, conn: Any, queries: Mapping[str, str], rows: dict[str, int]) -> None:
+        self._conn = conn
+        self._names = {text: name for name, text in queries.items()}
+        self._rows = rows
+
+    def execute(self, query: str, *args: Any, **kwargs: Any) -> Any:
+        cursor = self._conn.execute(query, *args, **kwargs)
+        name, rows = self._names.get(query, "?"), self._rows
+
+        class Counted:
+            def fetchall(self) -> list[Any]:
+                found = list(cursor.fetchall())
+                rows[name] = rows.get(name, 0) + len(found)
+                return found
+
+            def fetchone(self) -> Any:
+                found = cursor.fetchone()
+                rows[name] = rows.get(name, 0) + (found is not None)
+                return found
+
+        return Counted()
+
+
+@pytest.fixture
+def rows_read(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Rows handed to the flow claim by each of its named queries, on either backend."""
+    rows: dict[str, int] = {}
+    original = flow_claims.claim_flow_jobs
+
+    def counted(conn: Any, queries: Mapping[str, str], *args: Any, **kwargs: Any) -> list[Job]:
+        return original(_CountingConnection(conn, queries, rows), queries, *args, **kwargs)
+
+    from recoup.storage.postgres import queue as postgres_queue
+    from recoup.storage.sqlite import queue as sqlite_queue
+
+    monkeypatch.setattr(sqlite_queue, "claim_flow_jobs", counted)
+    monkeypatch.setattr(postgres_queue, "claim_flow_jobs", counted)
+    return rows
+
+
+def test_a_claim_reads_of_a_throttled_backlog_only_the_jobs_its_horizon_can_start(
+    store: Store, rows_read: dict[str, int]
+) -> None:
+    # 2,000 jobs of a key limited to 20 a second, all due, and a claim of room 1,000 with a
+    # horizon of 500 ms: it can start 10 of them (one per 51.25 ms from now), so it reads 10
+    # of the key's line, not 1,000 rows that it would leave scheduled (each claim paid that
+    # while a backlog waited: plain jobs beside it lost 29% of their throughput on SQLite).
+    store.insert_many([job(flow_key="slow", flow_rate=20) for _ in range(2000)], now=T0)
+    horizon = timedelta(milliseconds=500)
+    taken = claim(store, now=T0, horizon=horizon, limit=1000)
+    assert len(taken) == 10
+    assert rows_read["flow_due_jobs"] == 10
+    # The next claims, 30 ms apart, find one new slot each at most, and read as little.
+    rows_read.clear()
+    now, more = T0, 0
+    for _ in range(10):
+        now += timedelta(milliseconds=30)
+        more += len(claim(store, now=now, horizon=horizon, limit=1000))
+    assert 5 <= more <= 7
+    assert rows_read.get("flow_due_jobs", 0) == more
+
+
+def test_a_claim_reads_of_a_busy_keys_line_no_more_than_its_parallelism_leaves(
+    store: Store, rows_read: dict[str, int]
+) -> None:
+    store.insert_many([job(flow_key="busy", flow_parallelism=3) for _ in range(500)], now=T0)
+    assert len(claim(store, now=T0, limit=1000)) == 3
+    assert rows_read["flow_due_jobs"] == 3
+
+
+def test_a_claim_hands_back_the_late_jobs_it_is_given_and_may_reslot_them_at_once(
+    store: Store,
+) -> None:
+    # A worker gives back a rate-limited job that fired too late inside its next claim
+    # (`ClaimParams.give_back`): released and, the key allowing, claimed again for a new slot
+    # in the same transaction, its attempt not counted twice.
+    store.insert_many([job(flow_key="r", flow_rate=2)], now=T0)
+    (late,) = claim(store, now=T0, limit=10)
+    assert late.run_at == T0
+    params = ClaimParams(
+        worker_id="w1",
+        now=T0 + SECOND,
+        horizon=SECOND,
+        lease=LEASE,
+        limit=10,
+        give_back=(late.id,),
+    )
+    (again,) = store.claim_due(params)
+    assert again.id == late.id and again.attempts == 1
+    assert again.run_at >= T0 + spacing(2, SECOND)
+    # With no room to claim, the claim still hands them back.
+    params = ClaimParams(
+        worker_id="w1",
+        now=T0 + SECOND,
+        horizon=SECOND,
+        lease=LEASE,
+        limit=0,
+        give_back=(again.id,),
+    )
+    assert store.claim_due(params) == []
+    back = store.get(again.tenant, again.id)
+    assert back is not None and back.state.value == "scheduled" and back.attempts == 0

@@ -302,8 +302,9 @@ class Worker:
         ledger.stopping = True
         self._firing.disarm()
         unstarted = ledger.release_unstarted()
-        if unstarted:
-            ids = [h.job.id for h in unstarted]
+        late = self._firing.take_late()  # given back late, no claim left to carry them
+        if unstarted or late:
+            ids = [h.job.id for h in unstarted] + [job.id for job in late]
             try:
                 released = await self._resources.call(
                     self.store.release, self.worker_id, ids, now=self.time.due.now()

@@ -41,6 +41,7 @@ class Firing:
         start: Callable[[Held], None],
         gate: Callable[[], int | None] | None = None,
         store_clock: bool = False,
+        wake: Callable[[], None] | None = None,
     ) -> None:
         self._store = store
         self._call = call
@@ -55,7 +56,10 @@ class Firing:
         self._store_clock = store_clock
         self._buckets: dict[datetime, list[Held]] = {}
         self._timers: dict[datetime, Timer] = {}
-        self._giving_back: set[asyncio.Task[None]] = set()
+        # Late rate-limited jobs to hand back in the next claim's transaction (`give_back_late`),
+        # and what wakes the main loop to make that claim.
+        self._late: list[Job] = []
+        self._wake = wake
 
     def room(self) -> int:
         """How many jobs the next claim may take: the free slots (not running nor promised to
@@ -79,6 +83,8 @@ class Firing:
             return False
         room = self.room()
         if room <= 0:
+            if self._late:  # no claim to carry them: a give-back of their own
+                await self._give_back(self.take_late())
             return False
         self._ledger.freed = 0
         jobs = await self.claim(self._now(), self._config.horizon, room)
@@ -108,6 +114,7 @@ class Firing:
             )
 
     async def claim(self, now: datetime, horizon: timedelta, limit: int) -> list[Job]:
+        late = self.take_late()
         params = ClaimParams(
             worker_id=self._config.worker_id,
             now=now,
@@ -115,9 +122,15 @@ class Firing:
             lease=self._config.lease,
             limit=limit,
             store_clock=self._store_clock,
+            give_back=tuple(job.id for job in late),
         )
         began = self._elapsed.monotonic()
-        jobs = await self._call(self._store.claim_due, params)
+        try:
+            jobs = await self._call(self._store.claim_due, params)
+        except BaseException:
+            self._late[:0] = late  # not handed back: the next claim carries them
+            raise
+        self._stats.released += len(late)
         self._stats.claim_seconds += self._elapsed.monotonic() - began
         self._stats.claimed += len(jobs)
         return jobs
@@ -185,13 +198,20 @@ class Firing:
 
     def give_back_late(self, held: Held) -> None:
         """A rate-limited job whose start came later than the tolerance after its reserved
-        slot (`recoup.jobs.flow`): not started, handed back to the store, where the next claim
-        reserves it a new slot."""
+        slot (`recoup.jobs.flow`): not started, handed back to the store by this worker's next
+        claim, in the claim's own transaction (`ClaimParams.give_back`), which may reserve it
+        a new slot at once."""
         self._ledger.revoke(held)
         self._stats.late_flow_starts += 1
-        task = asyncio.get_running_loop().create_task(self._give_back([held.job]))
-        self._giving_back.add(task)
-        task.add_done_callback(self._giving_back.discard)
+        self._late.append(held.job)
+        if self._wake is not None:
+            self._wake()  # the main loop's next claim carries it back
+
+    def take_late(self) -> list[Job]:
+        """The late jobs not handed back yet, no longer kept here (the caller hands them
+        back: a claim, or the worker's stop with its unstarted jobs)."""
+        late, self._late = self._late, []
+        return late
 
     def disarm(self) -> None:
         """Cancel every timer and forget the buckets (the worker is stopping)."""

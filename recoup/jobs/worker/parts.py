@@ -135,6 +135,7 @@ def assemble(
         start=runner.start,
         gate=sessions.gate,
         store_clock=store_clock,
+        wake=sleeper.wake,
     )
     runner.late = firing.give_back_late
 

@@ -148,7 +148,8 @@ SELECT set_config('enable_bitmapscan', 'off', true),
 -- scan), so a claim reads one row per key, however long the keys' backlogs. A key that cannot
 -- start its next job within the horizon is left out, so that it never takes the place of one
 -- that can: its next slot is later (a rate), or its running jobs fill the parallelism its
--- next job carries (the claim would take nothing of it either way).
+-- next job carries (the claim would take nothing of it either way). The next job's limits come
+-- with the key: the claim then reads no more of its line than the slots that fit the horizon.
 WITH RECURSIVE heads (tenant, flow_key, id) AS (
     SELECT * FROM (
         SELECT tenant, flow_key, id FROM jobs
@@ -173,7 +174,8 @@ WITH RECURSIVE heads (tenant, flow_key, id) AS (
          LIMIT 1)
     )
 )
-SELECT j.tenant, j.flow_key, f.flow_key IS NOT NULL
+SELECT j.tenant, j.flow_key, f.flow_key IS NOT NULL, j.flow_rate, j.flow_period_s,
+       j.flow_parallelism
 FROM heads AS h
 JOIN jobs AS j ON j.id = h.id
 LEFT JOIN flow_keys AS f ON f.tenant = j.tenant AND f.flow_key = j.flow_key

@@ -179,11 +179,21 @@ class PostgresQueue:
     # The worker's side
 
     def claim_due(self, params: ClaimParams) -> list[Job]:
-        if params.limit <= 0:
+        if params.limit <= 0 and not params.give_back:
             return []
         with self._connection() as conn:
             if params.store_clock:  # what is due and the leases by the server's clock
                 params = replace(params, now=self._dialect.read_clock(conn))
+            if params.give_back:
+                back = {
+                    "ids": list(params.give_back),
+                    "worker_id": params.worker_id,
+                    "now": params.now,
+                }
+                if conn.execute(Q["release"], back, prepare=False).rowcount:
+                    self._dialect.wake_workers(conn)  # due again: other workers may take them
+            if params.limit <= 0:
+                return []  # only handed back: committed as the block ends
             # The flow keys' jobs first: they take no more than their keys allow, and jobs
             # without a key take the rest (ARCHITECTURE.md, 'Flow control').
             flowing = claim_flow_jobs(conn, Q, params, encode=_utc, decode=aware_utc)

@@ -111,25 +111,36 @@ class SqliteQueue:
     # The worker's side
 
     def claim_due(self, params: ClaimParams) -> list[Job]:
-        if params.limit <= 0:
+        if params.limit <= 0 and not params.give_back:
             return []
         with self._write() as conn:
             if params.store_clock:  # what is due and the leases by SQLite's clock
                 params = replace(params, now=self._dialect.read_clock(conn))
             now = micros(params.now)
-            # The flow keys' jobs first: they take no more than their keys allow, and jobs
-            # without a key take the rest (ARCHITECTURE.md, 'Flow control').
-            flowing = claim_flow_jobs(conn, Q, params, encode=micros, decode=from_micros)
-            rows = conn.execute(
-                Q["claim_due"],
-                {
-                    "worker_id": params.worker_id,
-                    "now": now,
-                    "until": now + params.horizon // ONE_US,
-                    "lease": params.lease // ONE_US,
-                    "limit": params.limit - len(flowing),
-                },
-            ).fetchall()
+            handed_back = 0
+            if params.give_back:
+                back = {"ids": json.dumps(params.give_back), "worker_id": params.worker_id}
+                handed_back = conn.execute(Q["release"], {**back, "now": now}).rowcount
+                if handed_back:
+                    conn.execute(Q["bump_wakeups"])  # due again: other processes may take them
+            rows = []
+            flowing: list[Job] = []
+            if params.limit > 0:
+                # The flow keys' jobs first: they take no more than their keys allow, and jobs
+                # without a key take the rest (ARCHITECTURE.md, 'Flow control').
+                flowing = claim_flow_jobs(conn, Q, params, encode=micros, decode=from_micros)
+                rows = conn.execute(
+                    Q["claim_due"],
+                    {
+                        "worker_id": params.worker_id,
+                        "now": now,
+                        "until": now + params.horizon // ONE_US,
+                        "lease": params.lease // ONE_US,
+                        "limit": params.limit - len(flowing),
+                    },
+                ).fetchall()
+        if handed_back:
+            self._wakeups.notify()
         return firing_order(claimed_jobs(rows, from_micros), flowing)
 
     def complete_many(self, completions: Sequence[Completion], *, now: datetime) -> list[str]:
