@@ -151,7 +151,9 @@ def run_demo(
     customers = generate(options.seed, options.size, world_odds=world_odds)
     nightly = NightlyProcess(seed=options.seed, size=options.size, scenarios=options.scenarios_path)
     try:
-        store = open_store(f"sqlite:///{options.db_path}", synchronous="NORMAL")
+        # OFF: a throwaway file, written once by this run; a crash of the machine costs a rerun,
+        # never a figure (SQLite still keeps it whole through a crash of the process).
+        store = open_store(f"sqlite:///{options.db_path}", synchronous="OFF")
         try:
             run = _run(options, store, customers, on_progress, after_run)
             invoices = _all_invoices(store)
