@@ -66,7 +66,7 @@ EXTRA_WEEKS = 8  # past the planned end, the clock moves on while jobs remain, t
 
 @dataclass(frozen=True, kw_only=True)
 class DemoOptions:
-    size: int = 5000
+    size: int = 1500  # the CLI's default too (`recoup.cli.demo.DEFAULT_SIZE`)
     seed: int = 7
     policy_name: str  # a preset's name or the file's path, for the output
     policy_toml: str  # the policy's TOML, stored as the tenant's
