@@ -1,7 +1,7 @@
 """The other side of the demo: the example billing app (`examples/billing_app`) in a process of
 its own, charging an in-process simulated gateway that knows the demo's cards and faults.
 
-    python -m recoup.demo.billing_side --seed 7 --size 5000 --db billing.db [--scenarios F]
+    python -m recoup.demo.billing_side --seed 7 --size 1500 --db billing.db [--scenarios F]
 
 reads the tenant's signing secret from RECOUP_SIGNING_SECRET, builds the same customers as the
 demo (`population.generate`), gives the gateway each card's scenario and each injected fault
@@ -158,8 +158,8 @@ def main(argv: list[str] | None = None) -> None:
         fault = customer.injected_fault()
         if fault is not None:
             gateway.inject(fault)
-    # NORMAL: a throwaway database needs no fsync per commit.
-    app = create_app(db_path=args.db, secret=secret, provider=gateway, synchronous="NORMAL")
+    # OFF: a throwaway database needs no fsync, neither per commit nor per checkpoint.
+    app = create_app(db_path=args.db, secret=secret, provider=gateway, synchronous="OFF")
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
 
