@@ -23,8 +23,10 @@ from bench.learning.policies import FACTORIES, ObservedAttempt, PlannedTry, stat
 from bench.learning.population import FailureContext
 from recoup.analytics.uplift import in_holdout
 from recoup.dunning import DunningPolicy, Retry, preset
-from recoup.dunning.adaptive import AttemptRecord, LearnerCounts, SlotDecision, slot_of
+from recoup.dunning.adaptive import SlotDecision
+from recoup.dunning.adaptive_counts import LearnerCounts
 from recoup.dunning.adaptive_planner import context_for, plan_adaptive
+from recoup.dunning.adaptive_slots import AttemptRecord, slot_of
 from recoup.dunning.taxonomy import classify
 
 BENCH_TENANT = "bench"

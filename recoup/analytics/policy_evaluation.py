@@ -31,7 +31,8 @@ from dataclasses import dataclass
 
 from recoup.analytics.recovery.stats import Interval, wilson
 from recoup.analytics.uplift import LoggedInvoice, PolicyEstimate, snips
-from recoup.dunning.adaptive import LearnerState, Slot, slot_of
+from recoup.dunning.adaptive_counts import LearnerState
+from recoup.dunning.adaptive_slots import Slot, slot_of
 from recoup.dunning.invoice import AttemptState, Invoice, InvoiceState
 from recoup.dunning.learned_planning import Learning, plan_failure, slot_from_figures
 from recoup.dunning.outcomes import Retry

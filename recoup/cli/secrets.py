@@ -40,11 +40,9 @@ def rotate(
 ) -> None:
     """Seal every stored secret again with the current key (the first of RECOUP_SECRET_KEY)."""
     from recoup.cli._secrets import secret_box
-    from recoup.jobs.scheduler import Scheduler
     from recoup.recovery.email_settings import EmailSettings
     from recoup.recovery.hosted_settings import HostedSettings
-    from recoup.recovery.service import Dunning
-    from recoup.recovery.stripe_intake import StripeIntake
+    from recoup.recovery.stripe_intake_settings import StripeIntakeSettings
     from recoup.storage import open_store
     from recoup.timekeeping.clock import SystemClock
 
@@ -52,9 +50,8 @@ def rotate(
     try:
         box = secret_box(db)
         keys = HostedSettings(store.hosted, box, now=SystemClock().now).reseal()
-        dunning = Dunning(Scheduler(store, clock=SystemClock()), store)
         tenants = [t.id for t in store.list_tenants()]
-        secrets = StripeIntake(dunning, store, box=box).reseal(tenants)
+        secrets = StripeIntakeSettings(store, box, now=SystemClock().now).reseal(tenants)
         smtp_urls = EmailSettings(store.messages, box, now=SystemClock().now).reseal()
     finally:
         store.close()

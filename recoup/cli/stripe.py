@@ -65,7 +65,7 @@ def check(
         box = secret_box(db)
         charging = store.hosted.get_hosted_charging(name)
         intake = StripeIntake(Dunning(Scheduler(store, clock=SystemClock()), store), store, box=box)
-        secret_set = intake.settings(name).stripe_webhook_secret is not None
+        secret_set = intake.tenant_settings.settings(name).stripe_webhook_secret is not None
         settings = HostedSettings(store.hosted, box, now=SystemClock().now)
         charge_with = settings.charge_with(name)
     finally:

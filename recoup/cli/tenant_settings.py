@@ -207,7 +207,7 @@ def configure_tenant(
         hosted = HostedSettings(store.hosted, box, now=scheduler.clock.now)
         emails = EmailSettings(store.messages, box, now=scheduler.clock.now)
         try:
-            wanted = intake.settled(
+            wanted = intake.tenant_settings.settled(
                 name,
                 stripe_webhook_secret=secret,
                 default_timezone=KEEP if default_timezone is None else default_timezone,
@@ -241,7 +241,7 @@ def configure_tenant(
             if not exc.field.startswith("experiment_"):
                 raise
             raise InvalidInput(_option(exc.field), exc.value, exc.allowed) from None
-        intake_stored = intake.save(wanted)
+        intake_stored = intake.tenant_settings.save(wanted)
         charged_by = hosted.save(charging)
         emailed = emails.save(emailing)
     row = {

@@ -1,13 +1,7 @@
-"""The learner of adaptive timing: slots, contexts, the state read from an attempt log, and the
-choice of a slot by Thompson sampling.
+"""The learner of adaptive timing: a slot factor's posterior and the choice of a slot by
+Thompson sampling, over the slots and contexts of `adaptive_slots.py` (what a slot and a
+context are) and the counts of `adaptive_counts.py` (the state read from an attempt log).
 
-- **Slot**: a local hour band (`band_minutes` wide, anchored at midnight) × weekday × class of
-  the day of the month (`DOM_CLASSES`: a payday of the customer's country's convention, the day
-  after, two days after, or another day; for a country without a convention, the days around
-  the paydays of the conventions we know: 1st–3rd, 14th–17th, 24th–26th, the month's end).
-- **Context**: decline class and code, country (else the zone's region), card network, attempt
-  number. Counts are kept at five levels, coarse to fine (`context_levels`), so a context seen
-  rarely borrows from its parents.
 - **Model**: a slot's success rate is read as the context's rate times three lifts, its
   band's, its weekday's and its day-of-month class's (rate of the factor's value ÷ rate of the
   context), each factor's rate a Beta posterior. At each level a value's prior is the lift of
@@ -37,210 +31,28 @@ SHA-256 of (seed, invoice, attempt, purpose); no clock, no I/O.
 
 from __future__ import annotations
 
-import calendar as month_calendar
-import functools
 import hashlib
 import itertools
 import math
 import random
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from statistics import NormalDist
-from types import MappingProxyType
 
-from recoup.dunning.policy_adaptive import AdaptiveSettings, format_minutes
-from recoup.dunning.policy_paydays import country_paydays, is_payday
+from recoup.dunning.adaptive_counts import LearnerState, Tally
+from recoup.dunning.adaptive_slots import (
+    DOM_LABELS,
+    FACTORS,
+    WEEKDAYS,
+    Context,
+    Slot,
+    context_levels,
+)
+from recoup.dunning.policy_adaptive import AdaptiveSettings
 from recoup.errors import InvalidInput
-from recoup.timekeeping.calendar import BusinessCalendar
 
-WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-# Classes of the day of the month: the days since a payday of the customer's country's
-# convention (`policy_paydays`, the same data the payday-aware static policy uses), else, for a
-# country with none, the days around the paydays of the conventions we know.
-PAYDAY_CLASSES = ("payday", "payday+1", "payday+2")
-CALENDAR_CLASSES = ("month_start", "mid_month", "late_month", "month_end")
-DOM_CLASSES = (*PAYDAY_CLASSES, *CALENDAR_CLASSES, "other")
-_DOM_LABELS = {
-    "payday": "a payday",
-    "payday+1": "the day after a payday",
-    "payday+2": "2 days after a payday",
-    "month_start": "1st–3rd",
-    "mid_month": "14th–17th",
-    "late_month": "24th–26th",
-    "month_end": "last 3 days of the month",
-    "other": "other days of the month",
-}
-_FACTORS = ("band", "weekday", "dom")
 _TIE = 1e-12  # scores closer than this are equal
-
-
-@functools.lru_cache(maxsize=64)
-def _payroll_calendar(country: str) -> BusinessCalendar:
-    try:
-        return BusinessCalendar(country=country)
-    except InvalidInput:  # a country the holidays package does not know: weekends only
-        return BusinessCalendar()
-
-
-@functools.lru_cache(maxsize=65_536)
-def day_of_month_class(day: date, country: str | None = None) -> str:
-    """The class of `day` in `DOM_CLASSES` for a customer in `country` (module comment)."""
-    rules = country_paydays(country) if country else ()
-    if rules and country:
-        calendar = _payroll_calendar(country.strip().upper())
-        for back, name in enumerate(PAYDAY_CLASSES):
-            if is_payday(day - timedelta(days=back), rules, calendar):
-                return name
-        return "other"
-    last = month_calendar.monthrange(day.year, day.month)[1]
-    if day.day > last - 3:
-        return "month_end"
-    if day.day <= 3:
-        return "month_start"
-    if 14 <= day.day <= 17:
-        return "mid_month"
-    if 24 <= day.day <= 26:
-        return "late_month"
-    return "other"
-
-
-@dataclass(frozen=True, kw_only=True, order=True)
-class Slot:
-    """A local hour band (`band_start` minutes after midnight, `band_minutes` wide), a weekday
-    (0 = Monday) and a day-of-month class."""
-
-    band_start: int
-    band_minutes: int
-    weekday: int
-    dom_class: str
-
-    @property
-    def band_label(self) -> str:
-        return (
-            f"{format_minutes(self.band_start)}–"
-            f"{format_minutes(self.band_start + self.band_minutes)}"
-        )
-
-    @property
-    def label(self) -> str:
-        """e.g. "Thursday 18:00–19:00 (14th–17th)"."""
-        return f"{WEEKDAYS[self.weekday]} {self.band_label} ({_DOM_LABELS[self.dom_class]})"
-
-    def factor(self, name: str) -> int | str:
-        match name:
-            case "band":
-                return self.band_start
-            case "weekday":
-                return self.weekday
-            case _:
-                return self.dom_class
-
-
-def slot_of(local: datetime, band_minutes: int, country: str | None = None) -> Slot:
-    """The slot of a local wall reading of a customer in `country`."""
-    minute = local.hour * 60 + local.minute
-    return Slot(
-        band_start=minute - minute % band_minutes,
-        band_minutes=band_minutes,
-        weekday=local.weekday(),
-        dom_class=day_of_month_class(local.date(), country),
-    )
-
-
-@dataclass(frozen=True, kw_only=True)
-class Context:
-    """What a retry is made for. `region` is the customer's country, else the zone's region."""
-
-    decline_class: str
-    decline_code: str
-    region: str
-    network: str
-    attempt: int
-
-
-ContextKey = tuple[str | int, ...]
-
-
-def context_levels(context: Context) -> tuple[ContextKey, ...]:
-    """The context's keys, coarse to fine: class; + code; + region; + network; + attempt."""
-    parts: tuple[str | int, ...] = (
-        context.decline_class,
-        context.decline_code,
-        context.region,
-        context.network,
-        context.attempt,
-    )
-    return tuple(parts[: n + 1] for n in range(len(parts)))
-
-
-@dataclass(frozen=True, kw_only=True)
-class AttemptRecord:
-    """One logged attempt: its context, its slot, whether it succeeded, and whether it was made
-    in the static policy's slot (the prior's evidence)."""
-
-    context: Context
-    slot: Slot
-    success: bool
-    static: bool = False
-
-
-@dataclass(frozen=True)
-class Tally:
-    successes: int = 0
-    attempts: int = 0
-
-    def plus(self, success: bool) -> Tally:
-        return Tally(self.successes + int(success), self.attempts + 1)
-
-
-# A count's key: a context key, then the factor's name and value ("all" and "static": None).
-CountKey = tuple[ContextKey, str, int | str | None]
-
-
-@dataclass(frozen=True)
-class LearnerState:
-    """Counts of attempts and successes per context level and factor value (read-only)."""
-
-    counts: Mapping[CountKey, Tally] = field(default_factory=lambda: MappingProxyType({}))
-
-    def tally(self, key: CountKey) -> Tally:
-        return self.counts.get(key, Tally())
-
-    def extended(self, records: Iterable[AttemptRecord]) -> LearnerState:
-        """A new state with `records` counted too (this one unchanged)."""
-        counts = LearnerCounts(dict(self.counts))
-        for record in records:
-            counts.add(record)
-        return counts.state()
-
-
-class LearnerCounts:
-    """The counts of a `LearnerState`, kept up to date one attempt at a time (a shell that
-    learns as answers come, such as the benchmark, without copying the counts each time)."""
-
-    def __init__(self, counts: dict[CountKey, Tally] | None = None) -> None:
-        self._counts: dict[CountKey, Tally] = {} if counts is None else counts
-
-    def add(self, record: AttemptRecord) -> None:
-        for level in context_levels(record.context):
-            keys: list[CountKey] = [(level, "all", None)]
-            keys += [(level, name, record.slot.factor(name)) for name in _FACTORS]
-            if record.static:
-                keys.append((level, "static", None))
-            for key in keys:
-                self._counts[key] = self._counts.get(key, Tally()).plus(record.success)
-
-    def state(self) -> LearnerState:
-        """A read-only view of the counts as they are now, and as they will be: `add`
-        changes it (copy it with `extended(())` to keep one)."""
-        return LearnerState(MappingProxyType(self._counts))
-
-
-def learner_state(records: Iterable[AttemptRecord]) -> LearnerState:
-    """The state of a log of attempts (a pure function of the log: the same rows in any order
-    give the same state)."""
-    return LearnerState().extended(records)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -413,7 +225,7 @@ def choose_slot(
 
     prior = root_prior(state, context)
     values = {
-        (name, c.slot.factor(name)) for c in candidates for name in _FACTORS
+        (name, c.slot.factor(name)) for c in candidates for name in FACTORS
     }  # the factors to draw
     posteriors = {
         key: posterior(
@@ -421,7 +233,7 @@ def choose_slot(
         )
         for key in sorted(values, key=repr)
     }
-    keys = [tuple((name, c.slot.factor(name)) for name in _FACTORS) for c in candidates]
+    keys = [tuple((name, c.slot.factor(name)) for name in FACTORS) for c in candidates]
     order = list(posteriors)
     position = {k: i for i, k in enumerate(order)}
     index = [tuple(position[k] for k in ks) for ks in keys]
@@ -446,19 +258,19 @@ def choose_slot(
     propensity = (hits + 1) / (settings.propensity_draws + 1)
 
     overall = posterior(state, context, "all", None, prior=prior, strength=settings.prior_strength)
-    scale = overall.mean ** (len(_FACTORS) - 1)  # three factor rates hold the base rate thrice
+    scale = overall.mean ** (len(FACTORS) - 1)  # three factor rates hold the base rate thrice
 
     def estimate(i: int) -> float:
         return min(1.0, scores[i] / scale)
 
     chosen_slot = candidates[chosen].slot
     parts = []
-    for name in _FACTORS:
+    for name in FACTORS:
         p = posteriors[(name, chosen_slot.factor(name))]
         what = {
             "band": chosen_slot.band_label,
             "weekday": WEEKDAYS[chosen_slot.weekday],
-            "dom": _DOM_LABELS[chosen_slot.dom_class],
+            "dom": DOM_LABELS[chosen_slot.dom_class],
         }[name]
         parts.append(f"{what} {_percent(p.mean)} over {p.attempts} attempts")
     # The delta method: the relative variances of independent factors add up.
@@ -489,24 +301,10 @@ def choose_slot(
 
 
 __all__ = [
-    "CALENDAR_CLASSES",
-    "DOM_CLASSES",
-    "PAYDAY_CLASSES",
-    "WEEKDAYS",
-    "AttemptRecord",
     "Candidate",
-    "Context",
-    "LearnerCounts",
-    "LearnerState",
     "Posterior",
-    "Slot",
     "SlotDecision",
-    "Tally",
     "choose_slot",
-    "context_levels",
-    "day_of_month_class",
-    "learner_state",
     "posterior",
     "root_prior",
-    "slot_of",
 ]

@@ -28,14 +28,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
-from recoup.dunning.adaptive import (
-    Candidate,
-    Context,
-    LearnerState,
-    SlotDecision,
-    choose_slot,
-    slot_of,
-)
+from recoup.dunning.adaptive import Candidate, SlotDecision, choose_slot
+from recoup.dunning.adaptive_counts import LearnerState
+from recoup.dunning.adaptive_slots import Context, slot_of
 from recoup.dunning.jitter import attempt_jitters
 from recoup.dunning.landing import customer_calendar
 from recoup.dunning.limits import CardAttempt, limit_reason

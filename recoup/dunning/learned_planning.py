@@ -23,8 +23,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from recoup.dunning.adaptive import LearnerState, Slot, SlotDecision, slot_of
+from recoup.dunning.adaptive import SlotDecision
+from recoup.dunning.adaptive_counts import LearnerState
 from recoup.dunning.adaptive_planner import plan_adaptive
+from recoup.dunning.adaptive_slots import Slot, slot_of
 from recoup.dunning.attempt_timing import AttemptTiming
 from recoup.dunning.limits import CardAttempt
 from recoup.dunning.outcomes import Decision, PlannedAttempt, Retry

@@ -7,12 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from recoup.messages.formatting import DEFAULT_LOCALE, check_locale
 from recoup.messages.kinds import MessageKind
 from recoup.messages.rendering import (
-    DEFAULT_LOCALE,
     MessageContext,
     RenderedMessage,
-    check_locale,
     parse_kind,
     render,
     sample_context,

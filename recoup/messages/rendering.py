@@ -1,5 +1,5 @@
 """The words of a customer email: a `MessageContext` rendered by Jinja2 templates into a
-subject, a text part and an HTML part, then composed into a MIME message.
+subject, a text part and an HTML part (`composing.py` puts them in an email).
 
 Templates: `recoup/messages/templates/` ships the defaults, three files per kind
 (`{kind}.subject.txt`, `{kind}.txt`, `{kind}.html`) over two layouts (`_layout.txt`,
@@ -7,7 +7,7 @@ Templates: `recoup/messages/templates/` ships the defaults, three files per kind
 the defaults for the rest. HTML is autoescaped, text is not; an undefined name is an error
 (StrictUndefined), so a typo in a tenant's template fails its preview rather than sending a
 blank. What a template sees is `MessageContext`'s fields plus, formatted with babel in the
-customer's locale and zone: `amount` ("$19.99", "19,99 €"; the minor units are
+customer's locale and zone (`formatting.py`): `amount` ("$19.99", "19,99 €"; the minor units are
 `amount_minor`), `next_attempt`, `respond_by_date`, `renews_on` (full local dates, or None),
 `card_expiry` ("07/2026"), and the final action in words (`final_action_future`: "your
 access will be paused"; `final_action_past`), and `is_reminder` (a kind the customer may
@@ -22,26 +22,28 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal
-from email.utils import format_datetime, formataddr, parseaddr
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from recoup.errors import InvalidInput
+from recoup.messages.formatting import (
+    DEFAULT_LOCALE,
+    check_locale,
+    format_local_date,
+    format_local_datetime,
+    format_money,
+    locale_or_default,
+)
 from recoup.messages.kinds import MessageKind
-from recoup.messages.mime import Composed, compose_mime
 from recoup.messages.planning import PlannedMessage
 from recoup.timekeeping.instants import parse_instant, require_aware
 from recoup.timekeeping.zones import zone
 
 if TYPE_CHECKING:
     import jinja2
-    from babel import Locale
 
-DEFAULT_LOCALE = "en"
 # The sample instant of previews: a Tuesday afternoon, so the dates in them read naturally.
 SAMPLE_AT = datetime(2026, 6, 23, 15, 0, tzinfo=UTC)
 
@@ -226,12 +228,6 @@ def parse_kind(value: MessageKind | str, *, field: str = "event") -> MessageKind
         ) from None
 
 
-def check_locale(value: str, *, field: str = "locale") -> str:
-    """`value` if babel knows it as a locale ("en", "fr_FR", "pt-BR"); else `InvalidInput`."""
-    _locale(value, field=field)
-    return value
-
-
 # ---- rendering ------------------------------------------------------------------------------
 
 
@@ -290,25 +286,17 @@ def _environment(templates_dir: str | None) -> jinja2.Environment:
 
 
 def _values(context: MessageContext) -> dict[str, Any]:
-    locale = _locale_or_default(context.locale)
+    locale = locale_or_default(context.locale)
     tz = zone(context.timezone)
 
     def money(minor: int, currency: str) -> str:
         return format_money(minor, currency, locale)
 
     def local_date(instant: datetime | None) -> str | None:
-        if instant is None:
-            return None
-        from babel.dates import format_date
-
-        return format_date(instant.astimezone(tz).date(), format="full", locale=locale)
+        return None if instant is None else format_local_date(instant, tz, locale)
 
     def local_datetime(instant: datetime | None) -> str | None:
-        if instant is None:
-            return None
-        from babel.dates import format_datetime as babel_datetime
-
-        return babel_datetime(instant, format="long", tzinfo=tz, locale=locale)
+        return None if instant is None else format_local_datetime(instant, tz, locale)
 
     words = _FINAL_ACTION_WORDS.get(context.final_action or "", (None, None))
     raw = {f.name: getattr(context, f.name) for f in fields(context)}
@@ -334,120 +322,16 @@ def _values(context: MessageContext) -> dict[str, Any]:
     return env_values
 
 
-def format_money(minor: int, currency: str, locale: str | Locale) -> str:
-    """`minor` units of `currency` as the locale writes money: 1999 usd → "$19.99" (en),
-    "19,99 $US" (fr); 1999 jpy → "¥1,999" (JPY has no minor unit)."""
-    from babel.numbers import format_currency, get_currency_precision
-
-    code = currency.upper()
-    value = Decimal(minor).scaleb(-get_currency_precision(code))
-    loc = locale if not isinstance(locale, str) else _locale_or_default(locale)
-    return format_currency(value, code, locale=loc)
-
-
-def _locale(value: str, *, field: str) -> Locale:
-    from babel import Locale, UnknownLocaleError
-
-    try:
-        return Locale.parse(value.replace("-", "_"))
-    except (UnknownLocaleError, ValueError, TypeError, AttributeError):
-        raise InvalidInput(
-            field, value, 'expected a locale babel knows, such as "en", "fr_FR" or "pt-BR"'
-        ) from None
-
-
-def _locale_or_default(value: str) -> Locale:
-    """The customer's locale, or English: an unknown locale from a customer's record must not
-    stop the email that tells them their payment failed."""
-    try:
-        return _locale(value, field="locale")
-    except InvalidInput:
-        return _locale(DEFAULT_LOCALE, field="locale")
-
-
-# ---- composing ------------------------------------------------------------------------------
-
-
-def message_id_for(key: str, sender: str) -> str:
-    """`<{key}@{sender's domain}>`: the Message-ID of the email keyed `key`, the same at every
-    try, so a resend after a crash is recognisably the same message."""
-    domain = parseaddr(sender)[1].rpartition("@")[2] or "recoup.invalid"
-    return f"<{key}@{domain}>"
-
-
-def compose(
-    rendered: RenderedMessage,
-    *,
-    to: str,
-    sender: str,
-    reply_to: str | None,
-    message_id: str,
-    list_unsubscribe: str | None,
-    date: datetime,
-    extra_headers: Sequence[tuple[str, str]] = (),
-) -> Composed:
-    """A multipart/alternative email (text, then HTML) with the caller's `message_id` (given
-    with or without its angle brackets), ready for SMTP (`messages.mime`). `list_unsubscribe`
-    (an https URL) adds `List-Unsubscribe` and RFC 8058's one-click `List-Unsubscribe-Post`;
-    without it neither. `extra_headers` (ASCII names and values) come last, as given."""
-    require_aware("date", date)
-    to_header, recipient = _address("to", to)
-    from_header, envelope_sender = _address("sender", sender)
-    mid = message_id if message_id.startswith("<") else f"<{message_id}>"
-    headers = [("Subject", rendered.subject), ("From", from_header), ("To", to_header)]
-    if reply_to:
-        headers.append(("Reply-To", _address("reply_to", reply_to)[0]))
-    headers += [
-        ("Date", format_datetime(date.astimezone(UTC))),
-        ("Message-ID", mid),
-        # RFC 3834: an automatic message, so auto-responders do not answer it.
-        ("Auto-Submitted", "auto-generated"),
-    ]
-    if list_unsubscribe:
-        url = list_unsubscribe.strip("<>")
-        headers += [
-            ("List-Unsubscribe", f"<{url}>"),
-            ("List-Unsubscribe-Post", "List-Unsubscribe=One-Click"),
-        ]
-    for name, value in [*headers, *extra_headers]:
-        if any(c in value for c in "\r\n"):
-            raise InvalidInput(name.lower(), value, "expected a header value on one line")
-    return compose_mime(
-        [*headers, *extra_headers],
-        text=rendered.text,
-        html=rendered.html,
-        sender=envelope_sender,
-        recipient=recipient,
-        message_id=mid,
-    )
-
-
-def _address(field: str, value: str) -> tuple[str, str]:
-    """The header form of one mailbox (its name quoted, or in RFC 2047 words when not ASCII)
-    and its bare address; `InvalidInput(field, …)` for anything but one ASCII address."""
-    name, addr = parseaddr(value)
-    if "@" not in addr or not addr.isascii() or any(c in value for c in "\r\n"):
-        raise InvalidInput(
-            field, value, 'expected an address such as "Acme <billing@acme.example>"'
-        )
-    return formataddr((name, addr), charset="utf-8"), addr
-
-
 def with_locale(context: MessageContext, locale: str) -> MessageContext:
     """`context` in another locale (a preview's `--locale`)."""
     return replace(context, locale=check_locale(locale))
 
 
 __all__ = [
-    "DEFAULT_LOCALE",
     "SAMPLE_AT",
     "MessageContext",
     "RenderedMessage",
-    "check_locale",
-    "compose",
     "context_for",
-    "format_money",
-    "message_id_for",
     "parse_kind",
     "render",
     "sample_context",

@@ -11,7 +11,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from recoup.payments.faults import Fault, FaultKind
-from recoup.payments.gateway import GatewayStats, InjectedFault, SimulatedGateway
+from recoup.payments.faults_in_force import InjectedFault
+from recoup.payments.gateway import GatewayStats, SimulatedGateway
 from recoup.payments.provider import (
     Charge,
     ChargeRequest,

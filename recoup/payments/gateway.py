@@ -35,13 +35,13 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from recoup.errors import InvalidInput, NotFound
 from recoup.payments.faults import Fault, FaultKind
+from recoup.payments.faults_in_force import FaultsInForce, InjectedFault
 from recoup.payments.provider import (
     Charge,
     ChargeRequest,
@@ -57,16 +57,6 @@ from recoup.timekeeping.instants import require_aware, to_utc
 from recoup.timekeeping.zones import zone
 
 Sleep = Callable[[float], None]  # seconds
-
-
-@dataclass(frozen=True, kw_only=True)
-class InjectedFault:
-    """A fault in force: its id (for removal), the fault, and the calls it has left (None:
-    unlimited)."""
-
-    id: str
-    fault: Fault
-    remaining: int | None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,23 +98,6 @@ class _Record:
     currency: str
 
 
-@dataclass(kw_only=True)
-class _Injected:
-    id: str
-    fault: Fault
-    remaining: int | None
-
-
-@dataclass(kw_only=True)
-class _Fired:
-    """The faults one call set off: the one that stops it (if any) and the rest."""
-
-    stop: Fault | None = None
-    duplicate: bool = False
-    timeout_after: bool = False
-    delay: float = 0.0  # seconds
-
-
 class SimulatedGateway:
     """A `PaymentProvider` that moves pretend money (see the module docstring)."""
 
@@ -146,15 +119,13 @@ class SimulatedGateway:
         self._by_invoice: dict[str, list[Charge]] = {}
         self._moved: dict[str, int] = {}  # key → times money moved under it
         self._successes: list[Charge] = []
-        self._faults: list[_Injected] = []
-        self._fault_serial = 0
+        self._faults = FaultsInForce()
         self._calls = 0
         self._deliveries = 0
         self._replays = 0
         self._declined = 0
         self._refused = 0
         self._timeouts = 0
-        self._fired: Counter[str] = Counter()
 
     @property
     def seed(self) -> int:
@@ -188,32 +159,26 @@ class SimulatedGateway:
 
     # Faults.
 
+    # Faults (`faults_in_force.FaultsInForce`, under the gateway's lock).
+
     def inject(self, fault: Fault) -> str:
         """Put `fault` in force; returns its id."""
         with self._lock:
-            self._fault_serial += 1
-            fault_id = f"fault-{self._fault_serial}"
-            self._faults.append(_Injected(id=fault_id, fault=fault, remaining=fault.times))
-            return fault_id
+            return self._faults.inject(fault)
 
     def remove_fault(self, fault_id: str) -> None:
         """Take one fault out of force; `NotFound` if it is not (any more) in force."""
         with self._lock:
-            kept = [f for f in self._faults if f.id != fault_id]
-            if len(kept) == len(self._faults):
-                raise NotFound(f"no fault {fault_id!r} in force")
-            self._faults = kept
+            self._faults.remove(fault_id)
 
     def clear_faults(self) -> None:
         with self._lock:
-            self._faults = []
+            self._faults.clear()
 
     def faults(self) -> list[InjectedFault]:
         """The faults in force, oldest first."""
         with self._lock:
-            return [
-                InjectedFault(id=f.id, fault=f.fault, remaining=f.remaining) for f in self._faults
-            ]
+            return self._faults.listed()
 
     # The provider protocol.
 
@@ -222,7 +187,9 @@ class SimulatedGateway:
         instant = _utc("at", request.at) if request.at is not None else self._now()
         with self._lock:
             self._calls += 1
-            fired = self._fire(request, instant)
+            fired = self._faults.fire(request, instant)
+            self._refused += fired.refused
+            self._timeouts += fired.timeouts
             charge: Charge | None = None
             if fired.stop is None:
                 charge = self._deliver(request, instant)
@@ -247,11 +214,9 @@ class SimulatedGateway:
         """The key's charge, or None; `ProviderUnavailable` during an outage (clock time)."""
         now = self._now()
         with self._lock:
-            for injected in self._faults:
-                if injected.fault.is_outage and injected.fault.covers(now):
-                    raise ProviderUnavailable(
-                        f"the gateway is unavailable ({injected.fault.describe()})"
-                    )
+            outage = self._faults.outage_at(now)
+            if outage is not None:
+                raise ProviderUnavailable(f"the gateway is unavailable ({outage.describe()})")
             record = self._records.get(idempotency_key)
             return record.charge if record else None
 
@@ -296,7 +261,7 @@ class SimulatedGateway:
                 declined=self._declined,
                 refused=self._refused,
                 timeouts=self._timeouts,
-                faults_fired=dict(sorted(self._fired.items())),
+                faults_fired=dict(sorted(self._faults.fired.items())),
                 charges_per_key=dict(self._moved),
                 double_charged_invoices=self._double_charged(),
             )
@@ -305,41 +270,6 @@ class SimulatedGateway:
 
     def _now(self) -> datetime:
         return require_aware("clock.now()", self._clock.now()).astimezone(UTC)
-
-    def _fire(self, request: ChargeRequest, instant: datetime) -> _Fired:
-        """Set off the faults this call meets: at most one of each kind, the oldest first;
-        an `UNAVAILABLE` or `TIMEOUT_BEFORE` fault stops the call and spares the rest."""
-        fired = _Fired()
-        for kind in FaultKind:
-            injected = next(
-                (
-                    f
-                    for f in self._faults
-                    if f.fault.kind is kind and f.fault.matches(request, instant)
-                ),
-                None,
-            )
-            if injected is None:
-                continue
-            if injected.remaining is not None:
-                injected.remaining -= 1
-                if injected.remaining == 0:
-                    self._faults.remove(injected)
-            self._fired[kind.value] += 1
-            fired.delay += injected.fault.delay_seconds
-            if kind in (FaultKind.UNAVAILABLE, FaultKind.TIMEOUT_BEFORE):
-                fired.stop = injected.fault
-                if kind is FaultKind.UNAVAILABLE:
-                    self._refused += 1
-                else:
-                    self._timeouts += 1
-                return fired
-            if kind is FaultKind.DUPLICATE:
-                fired.duplicate = True
-            elif kind is FaultKind.TIMEOUT_AFTER:
-                fired.timeout_after = True
-                self._timeouts += 1
-        return fired
 
     def _deliver(self, request: ChargeRequest, instant: datetime) -> Charge:
         """Process one delivery of the request: replay the key's charge, or make it."""
@@ -461,4 +391,4 @@ def _require_name(field_name: str, value: str) -> None:
         raise InvalidInput(field_name, value, "expected a non-empty name without outer spaces")
 
 
-__all__ = ["GatewayStats", "InjectedFault", "SimulatedGateway", "Sleep"]
+__all__ = ["GatewayStats", "SimulatedGateway", "Sleep"]

@@ -46,7 +46,8 @@ from pydantic import (
 
 from recoup.errors import ConfigError, InvalidInput
 from recoup.payments.faults import Fault, FaultKind
-from recoup.payments.gateway import GatewayStats, InjectedFault
+from recoup.payments.faults_in_force import InjectedFault
+from recoup.payments.gateway import GatewayStats
 from recoup.payments.provider import Charge, ChargeRequest, ChargeStatus
 from recoup.payments.scenarios import DEFAULT_WINDOW_DAYS, Combine, Scenario
 from recoup.payments.world import WORLDS, World, packaged_world, world_from_dict

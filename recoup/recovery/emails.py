@@ -50,10 +50,10 @@ from recoup.messages.channel import (
     SmtpChannel,
     SmtpServer,
 )
+from recoup.messages.composing import message_id_for
 from recoup.messages.kinds import REMINDER_KINDS
 from recoup.messages.mime import Composed
 from recoup.messages.planning import PlannedMessage, still_due
-from recoup.messages.rendering import message_id_for
 from recoup.recovery.customer_store import MAX_REASON
 from recoup.recovery.email_jobs import EMAIL_HANDLER, planned_from_payload, planned_row
 from recoup.recovery.email_settings import EmailSettings
@@ -200,7 +200,8 @@ class EmailSender:
     ) -> Composed:
         from pathlib import Path
 
-        from recoup.messages.rendering import compose, context_for, render
+        from recoup.messages.composing import compose
+        from recoup.messages.rendering import context_for, render
 
         assert settings.email_from is not None  # checked by the caller
         tenant = self.dunning.store.get_tenant(planned.tenant)

@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from recoup.analytics.uplift import in_holdout
-from recoup.dunning.adaptive import AttemptRecord, LearnerCounts, LearnerState, slot_of
+from recoup.dunning.adaptive_counts import LearnerCounts, LearnerState
 from recoup.dunning.adaptive_planner import context_for
+from recoup.dunning.adaptive_slots import AttemptRecord, slot_of
 from recoup.dunning.learned_planning import Learning, plan_failure
 from recoup.dunning.limits import CardAttempt
 from recoup.dunning.messages import (

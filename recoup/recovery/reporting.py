@@ -26,7 +26,7 @@ from recoup.analytics.recovery import (
     attempt_log,
     build_report,
 )
-from recoup.dunning.adaptive import LearnerState
+from recoup.dunning.adaptive_counts import LearnerState
 from recoup.dunning.policy import DunningPolicy
 from recoup.errors import InvalidInput
 from recoup.recovery.figures import money_by_currency

@@ -51,10 +51,10 @@ version 2025-03-31.basil):
   basil, `parent.subscription_details` after), else the zone of the country of the invoice's
   `customer_address` when that country has exactly one IANA zone (IANA's zone.tab as the
   `tzdata` package ships it; a country of several zones, such as the US, is noted), else the
-  tenant's default; a name that is no IANA zone is passed over, noted. `timezone_source`
-  says which (`invoice`, `subscription`, `country`, `default`); with the tenant's Stripe key
-  the intake reads the customer's own `metadata.timezone` before the country
-  (`recoup.recovery.stripe_intake`);
+  tenant's default (`stripe_zones`); a name that is no IANA zone is passed over, noted.
+  `timezone_source` says which (`invoice`, `subscription`, `country`, `default`); with the
+  tenant's Stripe key the intake reads the customer's own `metadata.timezone` before the
+  country (`recoup.recovery.stripe_intake`);
 - country: invoice `customer_address.country` when the holidays package knows it, else none
   (the policy's `calendar.default_country` then applies);
 - merchant id: the Connect account of the event (`account`), if any;
@@ -76,7 +76,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 from recoup.dunning.invoice import INVOICE_ID_PATTERN, INVOICE_ID_RULE
 from recoup.errors import InvalidInput
@@ -89,9 +89,8 @@ from recoup.payments.stripe_reading import codes_of_error as _from_intent_error
 from recoup.payments.stripe_reading import id_of as _id_of
 from recoup.payments.stripe_reading import text as _text
 from recoup.recovery.stripe_contacts import Contact, contact_of
-from recoup.timekeeping.calendar import BusinessCalendar
+from recoup.recovery.stripe_zones import ZoneSource, invoice_country, invoice_timezone
 from recoup.timekeeping.instants import format_utc
-from recoup.timekeeping.zones import country_zones, zone
 
 FAILED_TYPE = "invoice.payment_failed"
 ACTION_REQUIRED_TYPE = "invoice.payment_action_required"
@@ -115,9 +114,6 @@ AUTHENTICATION_REQUIRED = "authentication_required"  # the taxonomy's "customer 
 ENDED_STATUSES = ("canceled", "incomplete_expired")
 MAX_UNIX = 10**11  # year 5138: any instant a plan can start from (and no overflow)
 _CHARGE_KEY = re.compile(r"charge:(?P<invoice>.+):(?P<attempt>[1-9][0-9]{0,3})")
-
-
-ZoneSource = Literal["invoice", "subscription", "customer", "country", "default"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -298,7 +294,7 @@ def _failure(head: EventHead, default_timezone: str, *, decline: str | None = No
         currency=currency.lower(),
         failed_at=head.created,
         timezone=timezone,
-        country=_country(inv, notes),
+        country=invoice_country(inv, notes),
         decline_code=codes.decline,
         advice_code=codes.advice,
         card_fingerprint=codes.fingerprint,
@@ -388,67 +384,6 @@ def _codes(inv: Mapping[str, Any]) -> _Codes | None:
     return None
 
 
-def invoice_timezone(
-    inv: Mapping[str, Any], default: str, notes: list[str]
-) -> tuple[str, ZoneSource]:
-    """The customer's zone for the invoice, and where it came from (the module docstring)."""
-    subscription = _map(inv.get("subscription_details")) or _map(
-        _map(inv.get("parent")).get("subscription_details")
-    )
-    for where, metadata in (
-        ("invoice", inv.get("metadata")),
-        ("subscription", subscription.get("metadata")),
-    ):
-        name = _text(_map(metadata).get("timezone"))
-        if name is None:
-            continue
-        try:
-            zone(name)
-        except InvalidInput:
-            notes.append(f"the {where}'s metadata timezone {name[:64]!r} is no IANA zone")
-            continue
-        return name, "invoice" if where == "invoice" else "subscription"
-    country = _text(_map(inv.get("customer_address")).get("country"), 2)
-    found = zone_of_country(country, notes)
-    if found is not None:
-        return found, "country"
-    notes.append(f"customer zone: the tenant's default, {default}")
-    return default, "default"
-
-
-def zone_of_country(country: str | None, notes: list[str]) -> str | None:
-    """The zone of a country that has exactly one (else None, noted)."""
-    if country is None:
-        return None
-    zones = country_zones(country)
-    if len(zones) == 1:
-        notes.append(f"customer zone: {zones[0]}, the only zone of their country {country.upper()}")
-        return zones[0]
-    if zones:
-        notes.append(f"their country {country.upper()} has {len(zones)} zones: none chosen")
-    return None
-
-
-def _country(inv: Mapping[str, Any], notes: list[str]) -> str | None:
-    return holiday_country(_text(_map(inv.get("customer_address")).get("country")), notes)
-
-
-def holiday_country(code: str | None, notes: list[str]) -> str | None:
-    """`code` (ISO 3166-1 alpha-2, any case) upper-cased when the holidays package knows the
-    country, else None (noted)."""
-    if code is None:
-        return None
-    code = code.upper()
-    try:
-        if len(code) != 2:
-            raise InvalidInput("country", code, "expected an ISO 3166-1 alpha-2 code")
-        BusinessCalendar(country=code)  # the holidays package knows it
-    except InvalidInput:
-        notes.append(f"country {code[:8]!r} unknown to the holidays package: none used")
-        return None
-    return code
-
-
 __all__ = [
     "ACTION_REQUIRED_TYPE",
     "AUTHENTICATION_REQUIRED",
@@ -467,12 +402,8 @@ __all__ = [
     "InvoicePaid",
     "Reading",
     "SubscriptionEnded",
-    "ZoneSource",
     "event_head",
-    "holiday_country",
-    "invoice_timezone",
     "read_event",
     "recoup_attempt",
     "subscription_of",
-    "zone_of_country",
 ]

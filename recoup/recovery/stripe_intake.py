@@ -1,7 +1,8 @@
 """Failure intake from Stripe: a verified webhook event in, the dunning runtime's operations
 out, each event acted on once.
 
-The HTTP edge verifies the `Stripe-Signature` with the tenant's secret (`webhook_secret`) and
+The HTTP edge verifies the `Stripe-Signature` with the tenant's secret
+(`tenant_settings.webhook_secret`) and
 hands the parsed event to `receive`, which claims the event id in the intake store (a
 replay answers what the first delivery answered and changes nothing; see
 `recoup.recovery.intake_store`), reads it (`recoup.recovery.stripe_events`) and acts:
@@ -44,21 +45,11 @@ replay answers what the first delivery answered and changes nothing; see
   (`reminders_cancelled` when no invoice of theirs is open);
 - anything else → nothing: `ignored`, saying why.
 
-Facts from Stripe. A plain `invoice.payment_failed` carries its payment as an id only, so no
-decline code and no card. When the tenant has a Stripe key and the event lacks the decline
-code, the card, or a zone of its own (from the invoice's or subscription's metadata), the
-failure is completed from `failure_facts`, each part only where the event had none:
-- decline and advice codes, the card's fingerprint and network, from the payment intent's
-  error or the charge (Stripe's generic `card_declined` says nothing: still no code);
-- zone, first found: the invoice's `metadata.timezone`, the subscription's (the event's
-  snapshot, then the subscription itself), the customer's `metadata.timezone`, the zone of
-  the customer's country when it has exactly one IANA zone (`tzdata`'s zone.tab; a country of
-  several zones is noted), then the tenant's `default_timezone`;
-- country: the invoice's `customer_address.country`, else the customer's address.
-The answer's `detail` says where each part came from. A facts read that fails loses nothing:
-dunning opens from what the event had, and the detail says so (the event is not released).
-A Stripe read for a subscription's end that fails does release it: Stripe delivers it again
-rather than Recoup stopping some of its invoices and not others.
+Facts from Stripe: when the tenant has a Stripe key and the event lacks a part of a failure,
+it is completed from `failure_facts` (`recovery.stripe_facts`, its rules). A facts read that
+fails loses nothing: dunning opens from what the event had, and the detail says so (the event
+is not released). A Stripe read for a subscription's end that fails does release it: Stripe
+delivers it again rather than Recoup stopping some of its invoices and not others.
 
 An operation that fails (the tenant has no charge URL, the database is down) releases the
 claim and raises: the edge answers an error, and Stripe's retry runs afresh. Events of types
@@ -68,7 +59,7 @@ the intake never acts on are answered without being recorded.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -78,14 +69,12 @@ from recoup.errors import Conflict, RecoupError
 from recoup.idempotency import DEFAULT_LOCK_TIMEOUT
 from recoup.recovery.hosted_charging import StripeAccounts
 from recoup.recovery.intake_store import (
-    DEFAULT_TIMEZONE,
     Answered,
     Busy,
     IntakeEvent,
-    IntakeSettings,
     IntakeStore,
 )
-from recoup.recovery.records import KEEP, FailureReport, Keep
+from recoup.recovery.records import FailureReport
 from recoup.recovery.renewals import RenewalReport
 from recoup.recovery.service import Dunning
 from recoup.recovery.store import InvoiceFilter
@@ -102,16 +91,16 @@ from recoup.recovery.stripe_events import (
     Reading,
     SubscriptionEnded,
     event_head,
-    holiday_country,
     read_event,
-    zone_of_country,
 )
+from recoup.recovery.stripe_facts import CLOSED_AT_STRIPE, completed, wants_facts
+from recoup.recovery.stripe_intake_settings import StripeIntakeSettings
 from recoup.recovery.stripe_renewals import UPCOMING_TYPE, RenewalUpcoming, read_upcoming
-from recoup.sealed import Box, is_sealed
+from recoup.sealed import Box
 from recoup.timekeeping.instants import format_utc
 
 if TYPE_CHECKING:
-    from recoup.payments.stripe_billing import FailureFacts, StripeBilling
+    from recoup.payments.stripe_billing import StripeBilling
 
 log = logging.getLogger("recoup.intake")
 
@@ -122,8 +111,6 @@ _OPEN_STATES = (InvoiceState.AWAITING_CUSTOMER, InvoiceState.RETRYING)
 # which an event can still be sent again (the Events API keeps 30 days).
 RETENTION = timedelta(days=35)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_GENERIC_DECLINE = "card_declined"  # Stripe's code of a decline without a reason
-_CLOSED_AT_STRIPE = ("paid", "void", "uncollectible")
 
 
 class EventInProgress(Conflict):
@@ -196,84 +183,8 @@ class StripeIntake:
         self.lock_timeout = lock_timeout
         self.retention = retention
         self.stripe = stripe
-
-    # -- settings ----------------------------------------------------------------------------
-
-    def settings(self, tenant: str) -> IntakeSettings:
-        found = self.store.get_intake_settings(tenant)
-        return found or IntakeSettings(
-            tenant=tenant,
-            stripe_webhook_secret=None,
-            default_timezone=DEFAULT_TIMEZONE,
-            updated_at=self.dunning.clock.now(),
-        )
-
-    def webhook_secret(self, tenant: str) -> str | None:
-        """The endpoint secret, opened (a secret stored before sealing existed is read as
-        it is)."""
-        found = self.store.get_intake_settings(tenant)
-        if found is None or found.stripe_webhook_secret is None:
-            return None
-        return self.box.open(found.stripe_webhook_secret)
-
-    def settled(
-        self,
-        tenant: str,
-        *,
-        stripe_webhook_secret: str | Keep | None = KEEP,
-        default_timezone: str | Keep | None = KEEP,
-    ) -> IntakeSettings:
-        """The settings `configure` would store (validated, nothing written): each one given
-        replaces the stored one (None: unset; the default zone back to UTC), each one left out
-        stays."""
-        current = self.settings(tenant)
-        secret = current.stripe_webhook_secret
-        if not isinstance(stripe_webhook_secret, Keep):
-            secret = stripe_webhook_secret
-        zone_name = current.default_timezone
-        if not isinstance(default_timezone, Keep):
-            zone_name = default_timezone or DEFAULT_TIMEZONE
-        return IntakeSettings(
-            tenant=tenant,
-            stripe_webhook_secret=secret,
-            default_timezone=zone_name,
-            updated_at=self.dunning.clock.now(),
-        )
-
-    def configure(
-        self,
-        tenant: str,
-        *,
-        stripe_webhook_secret: str | Keep | None = KEEP,
-        default_timezone: str | Keep | None = KEEP,
-    ) -> IntakeSettings:
-        wanted = self.settled(
-            tenant, stripe_webhook_secret=stripe_webhook_secret, default_timezone=default_timezone
-        )
-        return self.save(wanted)
-
-    def save(self, settings: IntakeSettings) -> IntakeSettings:
-        """Store settings made by `settled` (after whatever else had to validate first), the
-        endpoint secret sealed."""
-        secret = settings.stripe_webhook_secret
-        if secret is not None and not is_sealed(secret):
-            settings = replace(settings, stripe_webhook_secret=self.box.seal(secret))
-        return self.store.put_intake_settings(settings)
-
-    def reseal(self, tenants: Iterable[str]) -> int:
-        """Seal the stored endpoint secrets of `tenants` again with the box's current key
-        (after a new key is put first in `RECOUP_SECRET_KEY`, or for a secret stored before
-        sealing); returns how many were sealed."""
-        count = 0
-        for tenant in tenants:
-            found = self.store.get_intake_settings(tenant)
-            if found is None or found.stripe_webhook_secret is None:
-                continue
-            self.store.put_intake_settings(
-                replace(found, stripe_webhook_secret=self.box.reseal(found.stripe_webhook_secret))
-            )
-            count += 1
-        return count
+        # The tenants' endpoint secrets and default zones (`stripe_intake_settings`).
+        self.tenant_settings = StripeIntakeSettings(store, box, now=dunning.clock.now)
 
     # -- events in ---------------------------------------------------------------------------
 
@@ -287,7 +198,7 @@ class StripeIntake:
                 outcome="ignored",
                 detail=f"event type {head.type} is not one the intake acts on",
             )
-        zone = self.settings(tenant).default_timezone
+        zone = self.tenant_settings.settings(tenant).default_timezone
         reading: Reading | RenewalUpcoming = (
             read_upcoming(head, default_timezone=zone)
             if head.type == UPCOMING_TYPE
@@ -448,13 +359,7 @@ class StripeIntake:
         """The failure completed from Stripe's facts where the event lacks a part (see the
         module docstring); as it is without a key or when nothing is missing; `ignored` when
         Stripe shows the invoice paid or closed by now."""
-        wanted = (
-            failed.decline_code is None
-            or failed.card_fingerprint is None
-            or failed.timezone_source in ("country", "default")
-            or failed.country is None
-        )
-        if not wanted or self.stripe is None:
+        if not wants_facts(failed) or self.stripe is None:
             return failed
         try:  # the key unopened (another secret key) is a read that failed too
             client = self._client(tenant)
@@ -467,11 +372,11 @@ class StripeIntake:
                 failed,
                 notes=(*failed.notes, f"Stripe's facts could not be read ({exc}): the event's own"),
             )
-        if facts.invoice_status in _CLOSED_AT_STRIPE:
+        if facts.invoice_status in CLOSED_AT_STRIPE:
             return _Acted(
                 "ignored", f"the invoice is {facts.invoice_status} at Stripe: nothing to collect"
             )
-        return _completed(failed, facts)
+        return completed(failed, facts)
 
     def _client(self, tenant: str) -> StripeBilling | None:
         """The tenant's Stripe client, when it has a key and this intake reads Stripe."""
@@ -601,48 +506,6 @@ def _about(reading: Reading | RenewalUpcoming) -> str | None:
             return reading.subscription_id
         case _:
             return None
-
-
-def _completed(failed: InvoiceFailed, facts: FailureFacts) -> InvoiceFailed:
-    """`failed` with what it lacks taken from `facts`, each part noted."""
-    notes = list(failed.notes)
-    changes: dict[str, Any] = {}
-    if failed.decline_code is None:
-        decline = None if facts.decline_code == _GENERIC_DECLINE else facts.decline_code
-        notes = [n for n in notes if not n.startswith("no expanded payment")]
-        if decline is not None:
-            changes["decline_code"] = decline
-            notes.append(f"decline code {decline} read from the payment at Stripe")
-        else:
-            notes.append("no decline code at Stripe either")
-        if failed.advice_code is None and facts.advice_code is not None:
-            changes["advice_code"] = facts.advice_code
-    if failed.card_fingerprint is None and facts.card_fingerprint is not None:
-        changes["card_fingerprint"] = facts.card_fingerprint
-        notes.append("card read at Stripe")
-    if failed.card_network is None and facts.card_network is not None:
-        changes["card_network"] = facts.card_network
-    if failed.timezone_source in ("country", "default"):
-        found = facts.timezone if facts.timezone_source is not None else None
-        if found is not None and facts.timezone_source in ("subscription", "customer"):
-            notes = [n for n in notes if not n.startswith(("customer zone:", "their country"))]
-            changes["timezone"], changes["timezone_source"] = found, facts.timezone_source
-            notes.append(
-                f"customer zone: {found}, the {facts.timezone_source}'s metadata at Stripe"
-            )
-        elif failed.timezone_source == "default" and facts.customer_country is not None:
-            said: list[str] = []
-            by_country = zone_of_country(facts.customer_country, said)
-            if by_country is not None:
-                notes = [n for n in notes if not n.startswith(("customer zone:", "their country"))]
-                changes["timezone"], changes["timezone_source"] = by_country, "country"
-            notes += [f"{n} (the customer's address at Stripe)" for n in said]
-    if failed.country is None and facts.customer_country is not None:
-        country = holiday_country(facts.customer_country, notes)
-        if country is not None:
-            changes["country"] = country
-            notes.append(f"country {country} from the customer's address at Stripe")
-    return replace(failed, notes=tuple(notes), **changes)
 
 
 __all__ = ["GATEWAY", "PROVIDER", "RETENTION", "EventInProgress", "IntakeAnswer", "StripeIntake"]

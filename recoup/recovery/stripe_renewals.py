@@ -8,7 +8,7 @@ with the invoice it will create (no `id` yet). Read from it:
   `current_period_end` when it is expanded (none: ignored);
 - amount and currency: `amount_due` (0 is a renewal too: a reminder still matters when the
   card runs out before a paid period begins) and `currency`;
-- zone: as a failure's (`stripe_events.invoice_timezone`);
+- zone: as a failure's (`stripe_zones.invoice_timezone`);
 - who to write to: as a failure's (`stripe_contacts`);
 - the card: the first expanded payment method with a `card` among the invoice's
   `default_payment_method`, the expanded subscription's `default_payment_method` and the
@@ -26,7 +26,8 @@ from typing import Any
 
 from recoup.payments.stripe_reading import as_int, as_map, id_of, text
 from recoup.recovery.stripe_contacts import Contact, contact_of
-from recoup.recovery.stripe_events import MAX_UNIX, EventHead, Ignored, invoice_timezone
+from recoup.recovery.stripe_events import MAX_UNIX, EventHead, Ignored
+from recoup.recovery.stripe_zones import invoice_timezone
 
 UPCOMING_TYPE = "invoice.upcoming"
 

@@ -357,4 +357,4 @@ def test_rotate_seals_every_secret_again_with_the_new_key(
     # StripeIntake reads it back with the new key alone, as a restarted server would.
     scheduler = Scheduler(store, clock=SystemClock())
     reader = StripeIntake(Dunning(scheduler, store), store, box=only_new)
-    assert reader.settings("default").stripe_webhook_secret is not None
+    assert reader.tenant_settings.settings("default").stripe_webhook_secret is not None

@@ -10,18 +10,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from recoup.dunning import Failure, Retry, parse_policy, plan_retries, preset
-from recoup.dunning.adaptive import (
-    AttemptRecord,
-    Candidate,
-    Context,
-    LearnerCounts,
-    LearnerState,
-    choose_slot,
-    day_of_month_class,
-    learner_state,
-    slot_of,
-)
+from recoup.dunning.adaptive import Candidate, choose_slot
+from recoup.dunning.adaptive_counts import LearnerCounts, LearnerState, learner_state
 from recoup.dunning.adaptive_planner import plan_adaptive
+from recoup.dunning.adaptive_slots import AttemptRecord, Context, day_of_month_class, slot_of
 from recoup.errors import ConfigError
 
 ADAPTIVE = preset("adaptive")

@@ -19,15 +19,9 @@ from recoup.dunning import (
     parse_policy,
     plan_retries,
 )
-from recoup.dunning.adaptive import (
-    DOM_CLASSES,
-    AttemptRecord,
-    Context,
-    LearnerState,
-    Slot,
-    learner_state,
-)
+from recoup.dunning.adaptive_counts import LearnerState, learner_state
 from recoup.dunning.adaptive_planner import plan_adaptive
+from recoup.dunning.adaptive_slots import DOM_CLASSES, AttemptRecord, Context, Slot
 from recoup.dunning.landing import customer_calendar
 from recoup.dunning.limits import limit_reason
 from recoup.dunning.policy import DunningPolicy

@@ -9,8 +9,9 @@ from datetime import UTC, datetime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from recoup.messages.composing import compose
 from recoup.messages.mime import Composed
-from recoup.messages.rendering import RenderedMessage, compose
+from recoup.messages.rendering import RenderedMessage
 
 DATE = datetime(2026, 6, 23, 15, tzinfo=UTC)
 # Words as templates write them: any script, no control characters (a subject is one line).

@@ -13,16 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recoup.errors import InvalidInput
+from recoup.messages.composing import compose, message_id_for
+from recoup.messages.formatting import check_locale, format_money
 from recoup.messages.kinds import MessageKind
 from recoup.messages.planning import PlannedMessage, message_key
 from recoup.messages.rendering import (
     MessageContext,
     RenderedMessage,
-    check_locale,
-    compose,
     context_for,
-    format_money,
-    message_id_for,
     parse_kind,
     render,
     sample_context,

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from recoup.analytics.uplift import in_holdout
-from recoup.dunning.adaptive import learner_state
+from recoup.dunning.adaptive_counts import learner_state
 from recoup.dunning.invoice import AttemptState, Invoice
 from recoup.dunning.landing import customer_calendar
 from recoup.dunning.limits import CardAttempt, limit_reason

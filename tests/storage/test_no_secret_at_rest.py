@@ -68,7 +68,11 @@ def configured(backend: Backend, store: Store, tmp_path: Path) -> None:
     hosted = HostedSettings(store.hosted, box, now=lambda: T0)
     hosted.save(hosted.settled("acme", charge_with="stripe", api_key=OTHER_KEY))
     intake = StripeIntake(Dunning(Scheduler(store), store), store, box=box)
-    intake.save(intake.settled("acme", stripe_webhook_secret=OTHER_SECRET, default_timezone=KEEP))
+    intake.tenant_settings.save(
+        intake.tenant_settings.settled(
+            "acme", stripe_webhook_secret=OTHER_SECRET, default_timezone=KEEP
+        )
+    )
     emails = EmailSettings(store.messages, box, now=lambda: T0)
     emails.save(
         emails.settled(

@@ -164,7 +164,7 @@ def get_settings(tenant: Tenant, api: Api) -> Response:
         200,
         SettingsOut.of(
             api.dunning.settings(tenant),
-            api.intake.settings(tenant),
+            api.intake.tenant_settings.settings(tenant),
             api.hosted.charge_with(tenant),
             api.emails.settings(tenant),
         ),
@@ -180,7 +180,7 @@ def put_settings(body: SettingsIn, tenant: Tenant, api: Api) -> Response:
     secret = (
         body.stripe_webhook_secret if "stripe_webhook_secret" in body.model_fields_set else KEEP
     )
-    intake = api.intake.settled(
+    intake = api.intake.tenant_settings.settled(
         tenant, stripe_webhook_secret=secret, default_timezone=body.default_timezone
     )
     charging = api.hosted.settled(
@@ -206,7 +206,7 @@ def put_settings(body: SettingsIn, tenant: Tenant, api: Api) -> Response:
         experiment_policy_toml=body.experiment_policy,
         experiment_share=body.experiment_share,
     )
-    saved_intake = api.intake.save(intake)
+    saved_intake = api.intake.tenant_settings.save(intake)
     charged_by = api.hosted.save(charging)
     saved_emails = api.emails.save(emails)
     return json_response(

@@ -133,7 +133,7 @@ async def stripe_webhook(
     first answer and changes nothing."""
     secret = None
     if re.fullmatch(TENANT_PATTERN, tenant):
-        secret = await run_in_threadpool(api.intake.webhook_secret, tenant)
+        secret = await run_in_threadpool(api.intake.tenant_settings.webhook_secret, tenant)
     if secret is None:
         raise ApiProblem(
             404,
