@@ -20,24 +20,21 @@ pass, a stale owner) it declines, and the route's full handler answers it as bef
 from __future__ import annotations
 
 import functools
-import json
 from datetime import timedelta
 
-from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from recoup.api.deps import refuse_over_limit
+from recoup.api.fast_posts import fast_post
 from recoup.api.idempotent import PostContext
 from recoup.api.state import ApiState
 from recoup.api.token_cache import CachedOwner, StaleToken
 from recoup.api.trace_headers import traced
 from recoup.errors import InvalidInput
-from recoup.idempotency import fingerprint, parse_key
 from recoup.jobs.model import Job, NewJob
 from recoup.jobs.scheduler import OnConflict, Scheduler
-from recoup.jobs.trace_context import TraceContext, trace_context
+from recoup.jobs.trace_context import TraceContext
 from recoup.storage.job_creations import CREATED, JSON, Declined, JobCreation, KeyClaim
 from recoup.timekeeping.instants import to_utc
 from recoup.wire.schemas import JobIn, JobOut
@@ -132,51 +129,16 @@ def _refuse(error: InvalidInput) -> JobOut:
     raise error
 
 
-def _json(content_type: str | None) -> bool:
-    """Whether FastAPI reads a body of this type as JSON (the types a fast path takes)."""
-    if content_type is None:
-        return False
-    media = content_type.partition(";")[0].strip().lower()
-    return media == "application/json"
-
-
 async def fast_create(request: Request) -> Response | None:
     """`POST /v1/jobs` answered without dependency solving, or None: see the module."""
+    post = await fast_post(request, JobIn)
+    if post is None:
+        return None
     api: ApiState = request.app.state.api
-    headers = request.headers
-    if request.scope.get("query_string") or not _json(headers.get("content-type")):
-        return None  # refused (or read) by the full route's dependencies
-    owner = api.tokens.cached(headers.get("authorization"))
-    if owner is None or len(headers.getlist("authorization")) != 1:
-        return None
-    keys = headers.getlist("idempotency-key")
     try:
-        key = parse_key(keys[0]) if len(keys) == 1 else None
-        trace = trace_context(headers.get("traceparent"), headers.get("tracestate"))
-    except InvalidInput:
-        return None  # its 400 comes after the token's check, as the full route orders them
-    if len(keys) > 1:
-        return None
-    raw = await request.body()
-    try:
-        body = JobIn.model_validate(json.loads(raw))
-    except (ValueError, RecursionError, ValidationError):
-        return None  # the full route's 422 (or 400) names every field
-    refuse_over_limit(api, owner.tenant, request)
-    path = request.url.path  # as `post_context` fingerprints it: a retry may take either path
-    ctx = PostContext(
-        tenant=owner.tenant,
-        key=key,
-        fingerprint=fingerprint(request.method, path, raw),
-        method=request.method,
-        path=path,
-        store=api.services.tables,
-        clock=api.clock,
-        lock_timeout=api.settings.idempotency_lock_timeout,
-        guard=functools.partial(api.tokens.check, owner),
-    )
-    try:
-        return await run_in_threadpool(create_at_once, body, ctx, owner, api, trace)
+        return await run_in_threadpool(
+            create_at_once, post.body, post.ctx, post.owner, api, post.trace
+        )
     except StaleToken:
         return None  # undone: the full route reads the token afresh (401 if it is revoked)
 
