@@ -98,6 +98,7 @@ def test_the_answer_stored_under_the_key_is_the_job_as_read_back(api: Api) -> No
     assert {k: v for k, v in created.json().items() if k != "waiting_for"} == shown
     # Byte for byte in the keys' order too: jsonb's order, which a read gives.
     assert list(created.json()["metadata"]) == list(read.json()["metadata"])
+    assert list(created.json()["target"]["headers"]) == list(read.json()["target"]["headers"])
     replay = http.post("/v1/jobs", json=BODY, headers={"Idempotency-Key": "rt-3"})
     assert replay.content == created.content
 
