@@ -125,7 +125,7 @@ def free_port() -> int:
         return port
 
 
-def wait_listening(port: int, process: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+def wait_listening(port: int, process: subprocess.Popen[bytes], timeout: float = 90.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:

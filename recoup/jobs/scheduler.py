@@ -414,6 +414,11 @@ class Scheduler(ScheduleCalls):
         """Wake the embedded workers (jobs were added or moved earlier)."""
         self._poke()
 
+    def jobs_added(self) -> None:
+        """Wake this process's workers for jobs a caller inserted through the store itself
+        (the API's one-statement creation), as `enqueue` does for its own."""
+        self._poke()
+
     def _poke(self) -> None:
         for worker in self._workers:
             worker.poke()

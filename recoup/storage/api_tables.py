@@ -1,8 +1,9 @@
 """The API tables (idempotency keys and API tokens, migration 0002; operators' actions, 0017)
 on both backends, written once over the dialect: the mapping between token records and rows,
 and every operation (`SqlApiTables`, what `Store.api_tables()` returns). Only claiming a key
-(`begin`) differs by backend in more than its SQL: each backend's `key_claims.claim_key`, which
-`SqlApiTables` takes as an argument."""
+(`begin`) and creating a job at once (`create_job`) differ by backend in more than their SQL:
+each backend's `key_claims.claim_key` and `job_creation.create_job`, which `SqlApiTables` takes
+as arguments."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any, TypeVar
 from recoup.idempotency.keys import DEFAULT_LOCK_TIMEOUT, Outcome
 from recoup.jobs.model import new_id
 from recoup.storage.dialect import Dialect, ping
+from recoup.storage.job_creations import Created, CreateJob, Declined, JobCreation
 from recoup.storage.job_rows import DecodeInstant
 from recoup.tenancy import ActionSubject, OperatorAction, TokenInfo, TokenOwner
 
@@ -51,9 +53,10 @@ def token_from_row(row: Sequence[Any], instant: DecodeInstant) -> TokenInfo:
 class SqlApiTables:
     """`IdempotencyStore` and `TokenStore` (`recoup.storage.ApiTables`) over a dialect."""
 
-    def __init__(self, dialect: Dialect, claim_key: ClaimKey) -> None:
+    def __init__(self, dialect: Dialect, claim_key: ClaimKey, create_job: CreateJob) -> None:
         self._dialect = dialect
         self._claim_key = claim_key
+        self._create_job = create_job
         self._sql = dialect.queries
 
     def ping(self) -> None:
@@ -88,6 +91,10 @@ class SqlApiTables:
         }
         request = KeyRequest(ids, claim, fingerprint, now, lock_timeout)
         return self._claim_key(self._dialect, request)
+
+    def create_job(self, creation: JobCreation) -> Created | Declined:
+        """The API's usual job creation in one unit (`recoup.storage.job_creations`)."""
+        return self._create_job(self._dialect, creation)
 
     def complete(
         self,

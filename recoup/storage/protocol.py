@@ -28,6 +28,7 @@ from recoup.recovery.store import DunningStore
 from recoup.tenancy import ActionLog, TenantStore, TokenStore
 
 if TYPE_CHECKING:
+    from recoup.storage.job_creations import Created, Declined, JobCreation
     from recoup.storage.sql_files import Migration
 
 T = TypeVar("T")
@@ -49,6 +50,11 @@ class ApiTables(IdempotencyStore, TokenStore, ActionLog, Protocol):
 
     def ping(self) -> None:
         """Raise `StorageError` unless the database answers."""
+        ...
+
+    def create_job(self, creation: JobCreation) -> Created | Declined:
+        """The API's usual job creation, key and answer included, as one unit, or nothing
+        written (`recoup.storage.job_creations`)."""
         ...
 
 

@@ -27,6 +27,7 @@ from recoup.storage.dunning_reports import SqlDunningReports
 from recoup.storage.dunning_tables import SqlDunningTables
 from recoup.storage.hosted_tables import SqlHostedTables
 from recoup.storage.intake_tables import SqlIntakeTables
+from recoup.storage.job_creations import CreateJob
 from recoup.storage.job_tables import SqlJobTables
 from recoup.storage.lease_tables import SqlLeaseTables
 from recoup.storage.message_tables import SqlMessageTables
@@ -86,6 +87,7 @@ class StoreParts:
     workers: WorkerSessions
     migrator: Migrator
     claim_key: ClaimKey  # `SqlApiTables.begin`'s per-backend part
+    create_job: CreateJob  # `SqlApiTables.create_job`'s
     close: Sequence[Callable[[], None]]  # what `close` closes, in order
 
 
@@ -220,7 +222,7 @@ class SqlStore:
 
     def api_tables(self) -> SqlApiTables:
         """The API's tables in this store's database."""
-        return SqlApiTables(self.dialect, self._parts.claim_key)
+        return SqlApiTables(self.dialect, self._parts.claim_key, self._parts.create_job)
 
     def close(self) -> None:
         for close in self._parts.close:

@@ -647,6 +647,8 @@ def test_an_unexpected_error_is_a_bare_logged_500(
 
     monkeypatch.setattr(scheduler, "list_jobs", broken)
     monkeypatch.setattr(scheduler, "insert_checked", broken)  # what POST /v1/jobs runs
+    # … and what its fast path runs instead, once the token is cached (`create_at_once`).
+    monkeypatch.setattr(api.app.state.services.tables, "create_job", broken)
     with caplog.at_level(logging.ERROR, logger="recoup.api"):
         response = http.get("/v1/jobs")
         posted = http.post("/v1/jobs", json=job_body(), headers={"Idempotency-Key": "boom"})

@@ -8,8 +8,11 @@ requests committing at the same time).
 The fast path (`fast_create`, through `recoup.api.fast_route`) answers the usual request
 without FastAPI's dependency solving and with one hop to the thread pool (the blocking store
 calls), where the declared route costs two (its sync dependency and its sync endpoint): it
-takes the token's owner from the process's cache (`recoup.api.token_cache`), whose epoch is
-the first statement of the unit; the body is validated once, by the same model. Whatever it is
+takes the token's owner from the process's cache (`recoup.api.token_cache`), whose epoch the
+unit checks; the body is validated once, by the same model. Its unit is the store's
+`create_job` (`create_at_once`): on PostgreSQL one statement, one round trip, for the epoch,
+the key's claim, the insert and the stored answer; on SQLite the same as plain statements of
+one group-commit unit. What that unit declines goes through `create`. Whatever it is
 not sure of (no cached token, a query string, a content type, a header or a body that does not
 pass, a stale owner) it declines, and the route's full handler answers it as before.
 """
@@ -17,24 +20,22 @@ pass, a stale owner) it declines, and the route's full handler answers it as bef
 from __future__ import annotations
 
 import functools
-import json
 from datetime import timedelta
 
-from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from recoup.api.deps import refuse_over_limit
+from recoup.api.fast_posts import fast_post
 from recoup.api.idempotent import PostContext
 from recoup.api.state import ApiState
-from recoup.api.token_cache import StaleToken
+from recoup.api.token_cache import CachedOwner, StaleToken
 from recoup.api.trace_headers import traced
 from recoup.errors import InvalidInput
-from recoup.idempotency import fingerprint, parse_key
-from recoup.jobs.model import NewJob
+from recoup.jobs.model import Job, NewJob
 from recoup.jobs.scheduler import OnConflict, Scheduler
-from recoup.jobs.trace_context import TraceContext, trace_context
+from recoup.jobs.trace_context import TraceContext
+from recoup.storage.job_creations import CREATED, JSON, Declined, JobCreation, KeyClaim
 from recoup.timekeeping.instants import to_utc
 from recoup.wire.schemas import JobIn, JobOut
 from recoup.wire.schemas.flow import flow_fields
@@ -43,28 +44,8 @@ from recoup.wire.schemas.flow import flow_fields
 def create(body: JobIn, ctx: PostContext, api: ApiState, trace: TraceContext | None) -> Response:
     """The job of `body` for `ctx.tenant`: 201 and the new job, 200 and the one that had the
     body's `idempotency_key`, or the problem of a refusal (stored under the request's key)."""
-    scheduler = api.scheduler
     try:
-        job = NewJob(
-            run_at=to_utc("run_at", body.instant(api.clock.now())),
-            target=body.with_callbacks(body.target.to_target()),
-            tenant=ctx.tenant,
-            name=body.name,
-            # The job's own key, else the request's (with its fingerprint): either way a
-            # retry after a lost response or a 5xx finds the job instead of making another.
-            idempotency_key=body.idempotency_key or ctx.operation_key,
-            retry=body.retry.to_policy(),
-            timeout=timedelta(seconds=body.timeout_seconds),
-            group=body.group,
-            metadata=body.metadata,
-            **flow_fields(body.flow, body.ordering_key, body.ordering_on_failure),
-            trace=trace,
-        )
-        if body.on_conflict == "replace" and body.idempotency_key is None:
-            raise InvalidInput("on_conflict", "replace", "expected an idempotency_key with it")
-        # The checks (the SSRF guard's DNS look-up too) run before the transaction.
-        scheduler.check(job)
-        job = traced(job, api)
+        job = _new_job(body, ctx, api, trace)
     except InvalidInput as exc:
         # Refused under the key as any refusal is: a response stored for it is replayed first.
         return ctx.run(201, functools.partial(_refuse, exc))
@@ -72,8 +53,67 @@ def create(body: JobIn, ctx: PostContext, api: ApiState, trace: TraceContext | N
     # A job found by the request's own key is what this request created before (a retry
     # after a lost answer): 201 as the first time. One found by the body's key is another's.
     found = 200 if body.idempotency_key is not None else 201
-    insert = functools.partial(_insert, scheduler, job, found, on_conflict=body.on_conflict)
+    insert = functools.partial(_insert, api.scheduler, job, found, on_conflict=body.on_conflict)
     return ctx.run_with_status(insert, atomic=True)
+
+
+def create_at_once(
+    body: JobIn, ctx: PostContext, owner: CachedOwner, api: ApiState, trace: TraceContext | None
+) -> Response:
+    """`create` for the usual request: the job, its key's claim and stored answer in one unit
+    of the store (`ApiTables.create_job`: one statement on PostgreSQL), while the token's epoch
+    is still `owner`'s (`StaleToken` if not). Whatever that unit declines (a key already used,
+    a job that clashes) and every refusal are answered by `create`, as before."""
+    try:
+        job = _new_job(body, ctx, api, trace)
+    except InvalidInput:
+        return create(body, ctx, api, trace)
+    claim = None
+    if ctx.key is not None:
+        claim = KeyClaim(key=ctx.key, fingerprint=ctx.fingerprint, method=ctx.method, path=ctx.path)
+    creation = JobCreation(
+        job=job,
+        now=api.scheduler.clock.now(),
+        epoch=owner.epoch,
+        claim=claim,
+        answer=_answer,
+    )
+    result = api.services.tables.create_job(creation)
+    if isinstance(result, Declined):
+        if result.stale:
+            raise StaleToken("the tokens or tenants changed since this token was read")
+        return create(body, ctx, api, trace)
+    api.scheduler.jobs_added()
+    return Response(result.body, status_code=CREATED, media_type=JSON)
+
+
+def _answer(job: Job) -> bytes:
+    """A created job's answer, the bytes `json_response` gives."""
+    return JobOut.of(job).model_dump_json().encode()
+
+
+def _new_job(body: JobIn, ctx: PostContext, api: ApiState, trace: TraceContext | None) -> NewJob:
+    """The job `body` asks for, checked (the SSRF guard's DNS look-up too: before any
+    transaction), or `InvalidInput`."""
+    job = NewJob(
+        run_at=to_utc("run_at", body.instant(api.clock.now())),
+        target=body.with_callbacks(body.target.to_target()),
+        tenant=ctx.tenant,
+        name=body.name,
+        # The job's own key, else the request's (with its fingerprint): either way a
+        # retry after a lost response or a 5xx finds the job instead of making another.
+        idempotency_key=body.idempotency_key or ctx.operation_key,
+        retry=body.retry.to_policy(),
+        timeout=timedelta(seconds=body.timeout_seconds),
+        group=body.group,
+        metadata=body.metadata,
+        **flow_fields(body.flow, body.ordering_key, body.ordering_on_failure),
+        trace=trace,
+    )
+    if body.on_conflict == "replace" and body.idempotency_key is None:
+        raise InvalidInput("on_conflict", "replace", "expected an idempotency_key with it")
+    api.scheduler.check(job)
+    return traced(job, api)
 
 
 def _insert(
@@ -89,53 +129,18 @@ def _refuse(error: InvalidInput) -> JobOut:
     raise error
 
 
-def _json(content_type: str | None) -> bool:
-    """Whether FastAPI reads a body of this type as JSON (the types a fast path takes)."""
-    if content_type is None:
-        return False
-    media = content_type.partition(";")[0].strip().lower()
-    return media == "application/json"
-
-
 async def fast_create(request: Request) -> Response | None:
     """`POST /v1/jobs` answered without dependency solving, or None: see the module."""
+    post = await fast_post(request, JobIn)
+    if post is None:
+        return None
     api: ApiState = request.app.state.api
-    headers = request.headers
-    if request.scope.get("query_string") or not _json(headers.get("content-type")):
-        return None  # refused (or read) by the full route's dependencies
-    owner = api.tokens.cached(headers.get("authorization"))
-    if owner is None or len(headers.getlist("authorization")) != 1:
-        return None
-    keys = headers.getlist("idempotency-key")
     try:
-        key = parse_key(keys[0]) if len(keys) == 1 else None
-        trace = trace_context(headers.get("traceparent"), headers.get("tracestate"))
-    except InvalidInput:
-        return None  # its 400 comes after the token's check, as the full route orders them
-    if len(keys) > 1:
-        return None
-    raw = await request.body()
-    try:
-        body = JobIn.model_validate(json.loads(raw))
-    except (ValueError, RecursionError, ValidationError):
-        return None  # the full route's 422 (or 400) names every field
-    refuse_over_limit(api, owner.tenant, request)
-    path = request.url.path  # as `post_context` fingerprints it: a retry may take either path
-    ctx = PostContext(
-        tenant=owner.tenant,
-        key=key,
-        fingerprint=fingerprint(request.method, path, raw),
-        method=request.method,
-        path=path,
-        store=api.services.tables,
-        clock=api.clock,
-        lock_timeout=api.settings.idempotency_lock_timeout,
-        guard=functools.partial(api.tokens.check, owner),
-    )
-    try:
-        return await run_in_threadpool(create, body, ctx, api, trace)
+        return await run_in_threadpool(
+            create_at_once, post.body, post.ctx, post.owner, api, post.trace
+        )
     except StaleToken:
         return None  # undone: the full route reads the token afresh (401 if it is revoked)
 
 
-__all__ = ["create", "fast_create"]
+__all__ = ["create", "create_at_once", "fast_create"]

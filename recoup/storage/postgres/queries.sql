@@ -739,3 +739,49 @@ FOR UPDATE
 -- live_schedule_by_name --
 SELECT id FROM schedules
 WHERE tenant = %(tenant)s AND name = %(name)s AND deleted_at IS NULL
+
+-- create_job --
+-- The API's job while the token epoch (migration 0018) is still the caller's, in one statement:
+-- the epoch read, and the row or nothing (a clash, a moved epoch), in one round trip
+-- (`recoup.storage.job_creations`). One placeholder per column of {insert_columns}, then the
+-- epoch.
+WITH epoch AS (SELECT coalesce((SELECT epoch FROM auth_epoch WHERE id = 1), 0) AS epoch),
+job AS (
+    INSERT INTO jobs ({insert_columns})
+    SELECT %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
+           %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s
+    WHERE (SELECT epoch FROM epoch) = %s
+    ON CONFLICT DO NOTHING
+    RETURNING {job_columns}
+)
+SELECT (SELECT epoch FROM epoch), job.* FROM (VALUES (1)) AS one (x) LEFT JOIN job ON true
+
+-- create_job_keyed --
+-- The same under the request's idempotency key, its answer stored with it: the key's row
+-- (tenant, key, fingerprint, method, path, created_at, status, content_type, body), inserted
+-- completed while the epoch holds (the fifteenth placeholder) and the key is free; the job
+-- only then. A job that clashes with another after the key was claimed undoes the statement,
+-- and with it the key, by a cast that fails on purpose (nothing else of SQL raises): the
+-- caller answers such a request the general way. The cast reads a subquery so that the
+-- planner cannot fold it into an error of every run.
+WITH epoch AS (SELECT coalesce((SELECT epoch FROM auth_epoch WHERE id = 1), 0) AS epoch),
+claim AS (
+    INSERT INTO idempotency_keys
+        (tenant, key, fingerprint, method, path, created_at, status, content_type, body)
+    SELECT %s, %s, %s, %s, %s, %s, %s, %s, %s
+    WHERE (SELECT epoch FROM epoch) = %s
+    ON CONFLICT (tenant, key) DO NOTHING
+    RETURNING 1
+),
+job AS (
+    INSERT INTO jobs ({insert_columns})
+    SELECT %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
+           %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s
+    WHERE EXISTS (SELECT 1 FROM claim)
+    ON CONFLICT DO NOTHING
+    RETURNING id
+)
+SELECT (SELECT epoch FROM epoch), EXISTS (SELECT 1 FROM claim),
+       CASE WHEN EXISTS (SELECT 1 FROM claim) AND NOT EXISTS (SELECT 1 FROM job)
+            THEN ('recoup: job clashed, key undone ' || (SELECT count(*) FROM job))::integer
+       END

@@ -8,7 +8,7 @@ the table code written once over the dialect is `SqlStore`'s.
 
 from __future__ import annotations
 
-from recoup.storage.postgres import key_claims
+from recoup.storage.postgres import job_creation, key_claims
 from recoup.storage.postgres.dialect import (
     DEFAULT_SCHEMA,
     PROBE_TIMEOUT,
@@ -47,6 +47,7 @@ class PostgresStore(SqlStore):
                 workers=PostgresWorkers(dialect),
                 migrator=PostgresMigrator(dialect),
                 claim_key=key_claims.claim_key,
+                create_job=job_creation.create_job,
                 close=(queue.close, dialect.close),
             )
         )

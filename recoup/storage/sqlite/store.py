@@ -8,7 +8,7 @@ heartbeat row per running worker), migrations (`migrator.py`) and claiming an id
 from __future__ import annotations
 
 from recoup.storage.sql_store import SqlStore, StoreParts
-from recoup.storage.sqlite import key_claims
+from recoup.storage.sqlite import job_creation, key_claims
 from recoup.storage.sqlite.dialect import BUSY_TIMEOUT, QUERIES, SqliteDialect
 from recoup.storage.sqlite.migrator import SqliteMigrator
 from recoup.storage.sqlite.queue import SqliteQueue
@@ -40,6 +40,7 @@ class SqliteStore(SqlStore):
                 workers=SqliteWorkers(dialect),
                 migrator=SqliteMigrator(dialect),
                 claim_key=key_claims.claim_key,
+                create_job=job_creation.create_job,
                 close=(dialect.close,),
             )
         )

@@ -1,0 +1,99 @@
+"""`POST /v1/dunning/failures`'s fast path (`recoup.api.routes.dunning.fast_report_failure`):
+the declared route's answers, without a read of the token per request, and a revoked token
+refused by the next request."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from recoup.api.fast_route import FastPathRoute
+from recoup.api.routes import dunning as dunning_routes
+from recoup.timekeeping.clock import SystemClock
+from tests.api.conftest import Api
+from tests.api.test_dunning_api import FAILURE
+
+
+def _counting_token_reads(api: Api, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    tables = api.app.state.api.services.tables
+    reads: list[str] = []
+    original = tables.token_owner
+
+    def counted(token_hash: str) -> Any:
+        reads.append(token_hash)
+        return original(token_hash)
+
+    monkeypatch.setattr(tables, "token_owner", counted)
+    return reads
+
+
+def test_failures_is_the_dunning_routers_one_fast_route() -> None:
+    fast = [r for r in dunning_routes.router.routes if isinstance(r, FastPathRoute)]
+    assert [route.path for route in fast] == ["/v1/dunning/failures"]
+
+
+def test_a_failure_with_a_cached_token_is_answered_and_replayed_without_reading_it(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    http = api.http(api.tenant())
+    reads = _counting_token_reads(api, monkeypatch)
+    first = http.post("/v1/dunning/failures", json={**FAILURE, "invoice_id": "inv_f0"})
+    assert first.status_code == 201, first.text
+    assert len(reads) == 1  # the first request fills the cache
+    headers = {"Idempotency-Key": "fail-1"}
+    created = http.post(
+        "/v1/dunning/failures", json={**FAILURE, "invoice_id": "inv_f1"}, headers=headers
+    )
+    assert created.status_code == 201, created.text
+    again = http.post(
+        "/v1/dunning/failures", json={**FAILURE, "invoice_id": "inv_f1"}, headers=headers
+    )
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert again.content == created.content
+    same = http.post("/v1/dunning/failures", json={**FAILURE, "invoice_id": "inv_f1"})
+    assert same.status_code == 200  # the same failure again: unchanged
+    assert same.json()["invoice_id"] == "inv_f1"
+    assert len(reads) == 1
+
+
+def test_what_the_failure_fast_path_declines_gets_the_declared_routes_problems(
+    api: Api,
+) -> None:
+    caller = api.tenant()
+    http = api.http(caller)
+    assert http.post("/v1/dunning/failures", json=FAILURE).status_code == 201  # cached now
+    invalid = http.post("/v1/dunning/failures", json={**FAILURE, "amount": 0})
+    assert invalid.status_code == 422
+    assert invalid.headers["content-type"] == "application/problem+json"
+    assert any(error["field"] == "amount" for error in invalid.json()["errors"])
+    mismatch = http.post(
+        "/v1/dunning/failures",
+        json={**FAILURE, "invoice_id": "inv_m"},
+        headers={"Idempotency-Key": "k"},
+    )
+    assert mismatch.status_code == 201
+    reused = http.post(
+        "/v1/dunning/failures",
+        json={**FAILURE, "invoice_id": "inv_n"},
+        headers={"Idempotency-Key": "k"},
+    )
+    assert reused.status_code == 422
+    assert reused.json()["type"].endswith("idempotency-key-reused")
+
+
+def test_a_revoked_token_is_refused_by_the_next_failure_report(api: Api) -> None:
+    caller = api.tenant()
+    http = api.http(caller)
+    assert http.post("/v1/dunning/failures", json=FAILURE).status_code == 201  # cached now
+    tables = api.tables
+    (token,) = tables.list_tokens(caller.tenant)
+    assert tables.revoke_token(token.id, now=SystemClock().now()) is not None
+    refused = http.post("/v1/dunning/failures", json={**FAILURE, "invoice_id": "inv_r"})
+    assert refused.status_code == 401
+    assert refused.headers["content-type"] == "application/problem+json"
+    stranger = httpx.post(
+        f"{api.url}/v1/dunning/failures", json=FAILURE, headers={"Authorization": "Bearer rcp_x"}
+    )
+    assert stranger.status_code == 401

@@ -1,0 +1,120 @@
+"""What one usual `POST /v1/jobs` costs the database (`recoup.storage.job_creations`): on
+PostgreSQL one statement in autocommit (one round trip), on SQLite plain statements in one
+transaction with no savepoint; and its answer is the job as the store reads it back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+import pytest
+
+from tests.api.conftest import TARGET, Api
+from tests.storage.conftest import Backend
+
+# Keys of differing lengths out of order: jsonb reorders them, the stored answer must agree.
+BODY = {
+    "target": {"url": TARGET, "headers": {"X-Long-Header": "1", "X-B": "2"}},
+    "delay_seconds": 3600,
+    "metadata": {"zeta": "1", "a": "2", "mid": "3"},
+}
+
+
+class _Statements:
+    """The statements the store's connections run, with whether each ran in autocommit."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, bool]] = []
+
+
+@pytest.fixture
+def pg_statements(monkeypatch: pytest.MonkeyPatch) -> _Statements:
+    statements = _Statements()
+    original = psycopg.Connection.execute
+
+    def counted(self: psycopg.Connection[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
+        statements.seen.append((str(query), self.autocommit))
+        return original(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Connection, "execute", counted)
+    return statements
+
+
+def _sqlite_trace(api: Api) -> list[str]:
+    traced: list[str] = []
+    dialect = api.store.dialect  # type: ignore[attr-defined]
+    with dialect._all_lock:
+        for conn in dialect._all:
+            conn.set_trace_callback(traced.append)
+    return traced
+
+
+def test_a_job_with_a_key_costs_postgresql_one_round_trip(
+    api: Api, backend: Backend, pg_statements: _Statements
+) -> None:
+    if backend.name != "postgres":
+        pytest.skip("counts PostgreSQL round trips")
+    http = api.http(api.tenant())
+    assert http.post("/v1/jobs", json=BODY).status_code == 201  # the token is cached now
+    for n, key in enumerate([None, "rt-1"]):
+        pg_statements.seen.clear()
+        headers = {} if key is None else {"Idempotency-Key": key}
+        answer = http.post("/v1/jobs", json=BODY, headers=headers)
+        assert answer.status_code == 201, answer.text
+        assert len(pg_statements.seen) == 1, (n, pg_statements.seen)
+        assert pg_statements.seen[0][1] is True  # autocommit: no BEGIN, no COMMIT to wait for
+    pg_statements.seen.clear()
+    again = http.post("/v1/jobs", json=BODY, headers={"Idempotency-Key": "rt-1"})
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert again.content == answer.content
+
+
+def test_a_job_with_a_key_costs_sqlite_one_transaction_without_savepoints(
+    api: Api, backend: Backend
+) -> None:
+    if backend.name != "sqlite":
+        pytest.skip("counts SQLite statements")
+    http = api.http(api.tenant())
+    assert http.post("/v1/jobs", json=BODY).status_code == 201
+    traced = _sqlite_trace(api)
+    answer = http.post("/v1/jobs", json=BODY, headers={"Idempotency-Key": "rt-2"})
+    assert answer.status_code == 201, answer.text
+    words = [statement.split()[0].upper() for statement in traced]
+    assert "SAVEPOINT" not in words
+    assert words.count("BEGIN") == 1 and words.count("COMMIT") == 1
+    # BEGIN, the epoch, the claim, the insert, the stored answer, the wake-up, COMMIT.
+    assert len(words) <= 7, traced
+
+
+def test_the_answer_stored_under_the_key_is_the_job_as_read_back(api: Api) -> None:
+    http = api.http(api.tenant())
+    assert http.post("/v1/jobs", json=BODY).status_code == 201
+    created = http.post("/v1/jobs", json=BODY, headers={"Idempotency-Key": "rt-3"})
+    assert created.status_code == 201
+    read = http.get(f"/v1/jobs/{created.json()['id']}")
+    assert read.status_code == 200
+    # `waiting_for` is what a read adds (whether a flow key holds the job now).
+    shown = {k: v for k, v in read.json().items() if k != "waiting_for"}
+    assert {k: v for k, v in created.json().items() if k != "waiting_for"} == shown
+    # Byte for byte in the keys' order too: jsonb's order, which a read gives.
+    assert list(created.json()["metadata"]) == list(read.json()["metadata"])
+    assert list(created.json()["target"]["headers"]) == list(read.json()["target"]["headers"])
+    replay = http.post("/v1/jobs", json=BODY, headers={"Idempotency-Key": "rt-3"})
+    assert replay.content == created.content
+
+
+def test_a_key_whose_job_clashes_is_answered_the_general_way_and_not_left_claimed(
+    api: Api,
+) -> None:
+    http = api.http(api.tenant())
+    body = {**BODY, "idempotency_key": "job-key"}
+    first = http.post("/v1/jobs", json=body, headers={"Idempotency-Key": "a-1"})
+    assert first.status_code == 201
+    # Another request key, the same job key: the one-unit creation meets the job, undoes its
+    # claim, and the general path answers 200 with the first job, stored under "a-2".
+    second = http.post("/v1/jobs", json=body, headers={"Idempotency-Key": "a-2"})
+    assert second.status_code == 200, second.text
+    assert second.json()["id"] == first.json()["id"]
+    replay = http.post("/v1/jobs", json=body, headers={"Idempotency-Key": "a-2"})
+    assert replay.status_code == 200
+    assert replay.headers["Idempotent-Replayed"] == "true"
