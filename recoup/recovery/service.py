@@ -213,24 +213,8 @@ class Dunning:
         self._check_target(tenant, charge_url)
         # The invoice's arm, when an experiment runs; the invoice records its policy's name.
         policy = tenant_policies(settings).for_new_invoice(report.invoice_id)
-        opening = Opening(
-            tenant=tenant,
-            invoice_id=report.invoice_id,
-            customer_id=report.customer_id,
-            amount=report.amount,
-            currency=report.currency.lower(),
-            failed_at=report.failed_at,
-            timezone=report.timezone,
-            country=report.country,
-            decline_code=report.decline_code,
-            advice_code=report.advice_code,
-            card_fingerprint=report.card_fingerprint,
-            card_network=report.card_network,
-            gateway=report.gateway,
-            merchant_id=report.merchant_id,
-            charge_url=charge_url,
-            policy=policy,
-        )
+        # The report is the opening's failure as it is (`dunning.failure.ChargeFailure`).
+        opening = Opening(tenant=tenant, failure=report, charge_url=charge_url, policy=policy)
         history = self._history(tenant, report.card_fingerprint, report.failed_at)
         decision = self.learners.plan(tenant, opening, history)
         now = self.clock.now()

@@ -118,6 +118,8 @@ class FailureIn(StrictModel):
     )
 
     def to_report(self) -> FailureReport:
+        """The one conversion of a failure on its way in: the report is checked and its
+        codes written in their one form as it is made (`dunning.failure.ChargeFailure`)."""
         card = self.card or CardIn()
         return FailureReport(
             invoice_id=self.invoice_id,
@@ -126,11 +128,11 @@ class FailureIn(StrictModel):
             currency=self.currency,
             failed_at=self.failed_at,
             timezone=self.timezone,
-            country=self.country.upper() if self.country else None,
+            country=self.country,
             decline_code=self.decline_code,
             advice_code=self.advice_code,
             card_fingerprint=card.fingerprint,
-            card_network=card.network.lower() if card.network else None,
+            card_network=card.network,
             gateway=self.gateway,
             merchant_id=self.merchant_id,
             charge_url=self.charge_url,

@@ -13,6 +13,7 @@ import aiohttp
 import pytest
 from starlette.responses import JSONResponse
 
+from recoup.dunning.failure import ChargeFailure
 from recoup.dunning.invoice import AttemptState, InvoiceState
 from recoup.dunning.lifecycle import Opening, open_invoice
 from recoup.dunning.planner import plan_retries
@@ -302,23 +303,25 @@ def test_resync_recreates_the_jobs_and_events_a_crash_left_undone(runtime: Runti
     # As if the process died right after storing the invoice: no job, no event sent.
     opening = Opening(
         tenant="default",
-        invoice_id="inv_1",
-        customer_id="cus_1",
-        amount=1999,
-        currency="usd",
-        failed_at=START,
-        timezone="America/Chicago",
-        country="US",
-        decline_code="insufficient_funds",
-        advice_code=None,
-        card_fingerprint="fp_ok",
-        card_network="visa",
-        gateway=None,
-        merchant_id=None,
+        failure=ChargeFailure(
+            invoice_id="inv_1",
+            customer_id="cus_1",
+            amount=1999,
+            currency="usd",
+            failed_at=START,
+            timezone="America/Chicago",
+            country="US",
+            decline_code="insufficient_funds",
+            advice_code=None,
+            card_fingerprint="fp_ok",
+            card_network="visa",
+            gateway=None,
+            merchant_id=None,
+        ),
         charge_url=runtime.charge_url,
         policy=runtime.dunning.policy("default"),
     )
-    decision = plan_retries(opening.failure(), opening.policy)
+    decision = plan_retries(opening.failure.for_planner(), opening.policy)
     invoice, first = open_invoice(opening, decision, now=START)
     runtime.store.create_invoice(invoice, first.events)
     runtime.side.cards["inv_1"] = "fp_ok"
