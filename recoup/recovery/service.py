@@ -437,8 +437,10 @@ class Dunning:
         if invoice.charge_url == STRIPE_CHARGE_TARGET:
             jobs.extend(self._provider_actions(invoice, events, now=now))
         jobs.extend(self._emails(invoice, events, now=now))
-        if jobs:
-            self.store.insert_many(jobs, now=now)
+        # Through the Scheduler's one bulk path, as every job is created: the targets were
+        # checked before the unit began (the charge URL in `report_failure`, the event URL
+        # when it was set), so nothing is resolved inside the transaction.
+        self.scheduler.insert_many_checked(jobs, now=now)
         self._dispatch(list(events), urls={invoice.tenant: event_url}, now=now)
 
     def _emails(
@@ -479,15 +481,16 @@ class Dunning:
         if not events:
             return
         urls = dict(urls or {})
+        jobs = []
         for event in events:
             if not event.is_sent:
                 continue
             if event.tenant not in urls:
                 urls[event.tenant] = self.settings(event.tenant).event_url
             url = urls[event.tenant]
-            if url is None:
-                continue
-            self.store.insert(event_job(event, url, now=now), now=now)
+            if url is not None:
+                jobs.append(event_job(event, url, now=now))
+        self.scheduler.insert_many_checked(jobs, now=now)
         self.store.mark_events_dispatched([e.id for e in events], now=now)
 
     def resync(self, *, limit: int = 500) -> int:
@@ -509,7 +512,8 @@ class Dunning:
                 # The same flow key and limits as at its first creation (`_carry_out`): the
                 # policy the invoice is planned by, per gateway or merchant.
                 flow = self.policies(invoice.tenant).for_invoice(invoice.policy).flow
-                self.store.insert(attempt_job(invoice, ref.attempt.attempt, flow=flow), now=now)
+                job = attempt_job(invoice, ref.attempt.attempt, flow=flow)
+                self.scheduler.insert_many_checked([job], now=now)
             else:
                 self.store.cancel(ref.tenant, ref.attempt.job_id, now=now, begun=False)
             fixed += 1

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from datetime import timedelta
+from collections.abc import Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
 import aiohttp
@@ -19,7 +20,7 @@ from recoup.dunning.lifecycle import Opening, open_invoice
 from recoup.dunning.planner import plan_retries
 from recoup.errors import Conflict, InvalidInput, StorageError
 from recoup.jobs.handlers import HandlerContext
-from recoup.jobs.model import JobState
+from recoup.jobs.model import JobState, NewJob
 from recoup.payments import Fault, FaultKind, Scenario
 from recoup.recovery.attempts import AttemptRunner
 from tests.recovery.conftest import START, Runtime
@@ -65,6 +66,23 @@ def test_a_replayed_failure_changes_nothing_and_another_failure_conflicts(
     assert all(j is not None and j.state is JobState.SCHEDULED for j in jobs)
     with pytest.raises(Conflict, match="inv_1"):
         runtime.fail("inv_1", "fp_1", at=START + timedelta(hours=1))
+
+
+def test_the_runtime_creates_its_jobs_through_the_schedulers_path(
+    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One way to create a job: a job the runtime made any other way would be missing here.
+    seen: list[str] = []
+    real = runtime.dunning.scheduler.insert_many_checked
+
+    def spy(jobs: Sequence[NewJob], *, now: datetime) -> int:
+        seen.extend(job.id for job in jobs)
+        return real(jobs, now=now)
+
+    monkeypatch.setattr(runtime.dunning.scheduler, "insert_many_checked", spy)
+    invoice = runtime.fail("inv_1", "fp_1")
+    assert invoice.attempts and {a.job_id for a in invoice.attempts} <= set(seen)
+    assert all(runtime.store.get("default", job_id) is not None for job_id in seen)
 
 
 def test_a_hard_decline_on_attempt_two_cancels_three_and_four_and_acts_once(
