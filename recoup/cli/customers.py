@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from recoup.client import Client
     from recoup.recovery.customer_store import Customer
     from recoup.recovery.customers import CustomerBook
-    from recoup.wire.dunning import CustomerOut
+    from recoup.wire.customers import CustomerOut
 
 customers_app = typer.Typer(
     help="Customers: who Recoup writes to, and their access state.", no_args_is_help=True
@@ -64,7 +64,7 @@ def _customer(
     from recoup.recovery.customers import CustomerBook
     from recoup.recovery.service import Dunning
     from recoup.timekeeping.clock import SystemClock
-    from recoup.wire.dunning import CustomerOut
+    from recoup.wire.customers import CustomerOut
 
     with opened_store(place) as (store, tenant):
         book = CustomerBook(Dunning(Scheduler(store, clock=SystemClock()), store))

@@ -7,16 +7,9 @@ from typing import Any
 
 from recoup.client.shapes import instant, seg
 from recoup.client.transport import Transport
-from recoup.wire.dunning import (
-    CardUpdateOut,
-    ClockOut,
-    CustomerOut,
-    InvoiceOut,
-    InvoicePageOut,
-    RenewalOut,
-    SettingsOut,
-    TimelineOut,
-)
+from recoup.wire.customers import CardUpdateOut, CustomerOut, RenewalOut
+from recoup.wire.dunning import ClockOut, InvoiceOut, InvoicePageOut, TimelineOut
+from recoup.wire.dunning_settings import SettingsOut
 from recoup.wire.reports import ReviewQueueOut, TagOut
 
 

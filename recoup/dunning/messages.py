@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
+from recoup.dunning.failure import ChargeFailure
 from recoup.dunning.invoice import (
     AttemptRecord,
     Invoice,
@@ -16,7 +17,6 @@ from recoup.dunning.invoice import (
 )
 from recoup.dunning.learned_planning import Learning
 from recoup.dunning.limits import CardAttempt
-from recoup.dunning.planner import Failure
 from recoup.dunning.policy import DunningPolicy
 from recoup.errors import InvalidInput
 from recoup.timekeeping.instants import require_aware
@@ -145,39 +145,13 @@ class Planning:
 
 @dataclass(frozen=True, kw_only=True)
 class Opening:
-    """A reported failure with everything `open_invoice` stores about it."""
+    """A reported failure with what `open_invoice` stores beside it: the tenant, the charge
+    target the retries ask, and the policy (the experiment's arm) the invoice is planned by."""
 
     tenant: str
-    invoice_id: str
-    customer_id: str
-    amount: int
-    currency: str
-    failed_at: datetime
-    timezone: str
-    country: str | None
-    decline_code: str | None
-    advice_code: str | None
-    card_fingerprint: str | None
-    card_network: str | None
-    gateway: str | None
-    merchant_id: str | None
+    failure: ChargeFailure
     charge_url: str
     policy: DunningPolicy
-
-    def failure(self) -> Failure:
-        return Failure(
-            invoice=self.invoice_id,
-            failed_at=self.failed_at,
-            timezone=self.timezone,
-            country=self.country,
-            decline_code=self.decline_code,
-            advice_codes=(self.advice_code,) if self.advice_code else (),
-            card=self.card_fingerprint,
-            network=self.card_network,
-            gateway=self.gateway,
-            merchant_id=self.merchant_id,
-            amount=self.amount,
-        )
 
 
 __all__ = [

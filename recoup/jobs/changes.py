@@ -18,15 +18,15 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Final
+from typing import Final, TypeVar
 
-from recoup.jobs.metadata import merge_metadata
+from recoup.jobs.metadata import Metadata, merge_metadata
 from recoup.jobs.model import BackoffPolicy, HttpTarget, Job, Target, check_timeout
 from recoup.jobs.schedules.model import MissedPolicy, Rule, Schedule, check_window
 from recoup.timekeeping.instants import to_utc
 
 
-def carried_over(new: Target | None, old: Target) -> Target | None:
+def carried_over(new: Target, old: Target) -> Target:
     """A PATCH's new target keeps what the old one said beyond the request itself: how its
     deliveries present themselves (QStash's or Standard Webhooks') and where its end is
     reported (`callback`, `failure_callback`), unless the new one names its own callbacks."""
@@ -42,107 +42,112 @@ def carried_over(new: Target | None, old: Target) -> Target | None:
     )
 
 
-class _Unset:
-    """The value of a field a change leaves as it is, where None is a value (a name removed)."""
+class Unset:
+    """The value of a field a change leaves as it is: the one "not given" marker of a change,
+    so that None always means "remove" where a field may be removed."""
 
     def __repr__(self) -> str:
         return "UNSET"
 
 
-UNSET: Final = _Unset()
+UNSET: Final = Unset()
+T = TypeVar("T")
+
+
+def given_or(value: T | Unset, current: T) -> T:
+    """`value` when the change gives one, else `current` (the field left as it is)."""
+    return current if isinstance(value, Unset) else value
 
 
 @dataclass(frozen=True, kw_only=True)
 class JobChange:
-    """What a PATCH of a job changes; None (or `UNSET` where None means "remove") leaves a
-    field as it is."""
+    """What a PATCH of a job changes; a field left `UNSET` stays as it is. Only `name` may be
+    None (the name removed)."""
 
-    run_at: datetime | None = None
-    target: Target | None = None
-    retry: BackoffPolicy | None = None
-    timeout: timedelta | None = None
-    name: str | _Unset | None = UNSET
-    metadata: Mapping[str, str | None] | None = None  # merged: None removes a key
+    run_at: datetime | Unset = UNSET
+    target: Target | Unset = UNSET
+    retry: BackoffPolicy | Unset = UNSET
+    timeout: timedelta | Unset = UNSET
+    name: str | Unset | None = UNSET
+    metadata: Mapping[str, str | None] | Unset = UNSET  # merged: None removes a key
 
     def __post_init__(self) -> None:
-        if self.run_at is not None:
+        if not isinstance(self.run_at, Unset):
             object.__setattr__(self, "run_at", to_utc("run_at", self.run_at))
-        if self.timeout is not None:
+        if not isinstance(self.timeout, Unset):
             check_timeout(self.timeout)
 
     def applied_to(self, job: Job) -> Job:
         """`job` with this change (`InvalidInput` when the merged metadata breaks a limit)."""
         return dataclasses.replace(
             job,
-            run_at=job.run_at if self.run_at is None else self.run_at,
-            target=carried_over(self.target, job.target) or job.target,
-            retry=job.retry if self.retry is None else self.retry,
-            timeout=job.timeout if self.timeout is None else self.timeout,
-            name=job.name if isinstance(self.name, _Unset) else self.name,
-            metadata=(
-                job.metadata
-                if self.metadata is None
-                else merge_metadata(job.metadata, self.metadata)
-            ),
+            run_at=given_or(self.run_at, job.run_at),
+            target=_target(self.target, job.target),
+            retry=given_or(self.retry, job.retry),
+            timeout=given_or(self.timeout, job.timeout),
+            name=given_or(self.name, job.name),
+            metadata=_metadata(self.metadata, job.metadata),
         )
 
 
 @dataclass(frozen=True, kw_only=True)
 class ScheduleChange:
-    """What a PATCH of a schedule changes; None (or `UNSET` for the window's bounds, where None
-    removes one) leaves a field as it is."""
+    """What a PATCH of a schedule changes; a field left `UNSET` stays as it is. Only the
+    window's bounds may be None (that bound removed)."""
 
-    name: str | None = None
-    rule: Rule | None = None
-    target: Target | None = None
-    retry: BackoffPolicy | None = None
-    timeout: timedelta | None = None
-    missed: MissedPolicy | None = None
-    paused: bool | None = None
-    metadata: Mapping[str, str | None] | None = None  # merged: None removes a key
-    start_at: datetime | _Unset | None = UNSET
-    end_at: datetime | _Unset | None = UNSET
+    name: str | Unset = UNSET
+    rule: Rule | Unset = UNSET
+    target: Target | Unset = UNSET
+    retry: BackoffPolicy | Unset = UNSET
+    timeout: timedelta | Unset = UNSET
+    missed: MissedPolicy | Unset = UNSET
+    paused: bool | Unset = UNSET
+    metadata: Mapping[str, str | None] | Unset = UNSET  # merged: None removes a key
+    start_at: datetime | Unset | None = UNSET
+    end_at: datetime | Unset | None = UNSET
 
     def __post_init__(self) -> None:
-        if self.timeout is not None:
+        if not isinstance(self.timeout, Unset):
             check_timeout(self.timeout)
 
     @property
     def moves_occurrences(self) -> bool:
         """Whether the change can move or remove the next occurrence (its rule, its window,
         its pausing): the next one is then computed afresh from now."""
-        return (
-            self.rule is not None
-            or self.paused is not None
-            or not isinstance(self.start_at, _Unset)
-            or not isinstance(self.end_at, _Unset)
+        return not all(
+            isinstance(value, Unset)
+            for value in (self.rule, self.paused, self.start_at, self.end_at)
         )
+
+
+def _target(new: Target | Unset, old: Target) -> Target:
+    return old if isinstance(new, Unset) else carried_over(new, old)
+
+
+def _metadata(change: Mapping[str, str | None] | Unset, current: Metadata) -> Metadata:
+    return current if isinstance(change, Unset) else merge_metadata(current, change)
 
 
 def changed_schedule(current: Schedule, change: ScheduleChange) -> Schedule:
     """`current` with `change` applied, its next occurrence not yet recomputed (the caller
     knows `now`). `InvalidInput` for a window that ends before it starts or metadata past a
     limit."""
-    start_at = current.start_at if isinstance(change.start_at, _Unset) else change.start_at
-    end_at = current.end_at if isinstance(change.end_at, _Unset) else change.end_at
+    start_at = given_or(change.start_at, current.start_at)
+    end_at = given_or(change.end_at, current.end_at)
     check_window(start_at, end_at)
     return dataclasses.replace(
         current,
-        name=current.name if change.name is None else change.name,
-        rule=current.rule if change.rule is None else change.rule,
-        target=carried_over(change.target, current.target) or current.target,
-        retry=current.retry if change.retry is None else change.retry,
-        timeout=current.timeout if change.timeout is None else change.timeout,
-        missed=current.missed if change.missed is None else change.missed,
-        paused=current.paused if change.paused is None else change.paused,
-        metadata=(
-            current.metadata
-            if change.metadata is None
-            else merge_metadata(current.metadata, change.metadata)
-        ),
+        name=given_or(change.name, current.name),
+        rule=given_or(change.rule, current.rule),
+        target=_target(change.target, current.target),
+        retry=given_or(change.retry, current.retry),
+        timeout=given_or(change.timeout, current.timeout),
+        missed=given_or(change.missed, current.missed),
+        paused=given_or(change.paused, current.paused),
+        metadata=_metadata(change.metadata, current.metadata),
         start_at=None if start_at is None else to_utc("start_at", start_at),
         end_at=None if end_at is None else to_utc("end_at", end_at),
     )
 
 
-__all__ = ["UNSET", "JobChange", "ScheduleChange", "changed_schedule"]
+__all__ = ["UNSET", "JobChange", "ScheduleChange", "Unset", "changed_schedule", "given_or"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from recoup.errors import Conflict, InvalidInput, NotFound
-from recoup.jobs.changes import JobChange
+from recoup.jobs.changes import JobChange, Unset
 from recoup.jobs.model import Job, check_one_off_name
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ def update_job(scheduler: Scheduler, job_id: str, change: JobChange, *, tenant: 
     current = scheduler.get(job_id, tenant=tenant)
     if isinstance(change.name, str) and current.schedule_id is None:
         check_one_off_name(change.name)
-    if change.target is not None:
+    if not isinstance(change.target, Unset):
         scheduler.check_target(change.target, payload=current.payload)
     found = scheduler.store.update_scheduled_job(tenant, job_id, change, now=scheduler.clock.now())
     if found.job is None:

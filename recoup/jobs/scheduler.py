@@ -194,10 +194,7 @@ class Scheduler(ScheduleCalls):
     def check(self, job: NewJob) -> None:
         """`submit`'s checks (the SSRF guard's DNS look-up included) without the insert, for a
         caller that inserts inside a transaction of its own and checks before it begins."""
-        if job.schedule_id is None:
-            check_one_off_name(job.name)
-        check_printable("name", job.name)
-        check_printable("group", job.group)
+        _check_text(job)
         self.check_target(job.target, payload=job.payload)
         self._ensure_tenant(job.tenant)
 
@@ -222,16 +219,27 @@ class Scheduler(ScheduleCalls):
         Returns how many were inserted."""
         checked: set[str] = set()
         for job in jobs:
+            if isinstance(job.target, HttpTarget) and job.target.url not in checked:
+                self.check_target(job.target, payload=job.payload)  # DNS: once per URL
+                checked.add(job.target.url)
+        return self.insert_many_checked(jobs, now=self.clock.now())
+
+    def insert_many_checked(self, jobs: Sequence[NewJob], *, now: datetime) -> int:
+        """The insert every bulk creation of jobs goes through (`enqueue_many`, the dunning
+        runtime's transitions): the checks that need no look-up (names, control characters,
+        an HTTP target's method and headers), then one insert at `now` in which a job clashing
+        on a live name or an idempotency key is skipped. For jobs whose target URLs were
+        checked before (the SSRF guard resolves names: not inside a caller's transaction);
+        `now` is the caller's, since a unit of work reads no clock. Returns how many were
+        inserted."""
+        for job in jobs:
+            _check_text(job)
             if isinstance(job.target, HttpTarget):
-                if job.target.url in checked:
-                    check_method(job.target, job.payload)
-                    check_headers(job.target.headers)  # the URL's checks (DNS) are done once
-                else:
-                    self.check_target(job.target, payload=job.payload)
-                    checked.add(job.target.url)
+                check_method(job.target, job.payload)
+                check_headers(job.target.headers)
         for tenant in {job.tenant for job in jobs}:
             self._ensure_tenant(tenant)
-        count = self.store.insert_many(jobs, now=self.clock.now())
+        count = self.store.insert_many(jobs, now=now) if jobs else 0
         self._poke()
         return count
 
@@ -422,6 +430,15 @@ class Scheduler(ScheduleCalls):
     def _poke(self) -> None:
         for worker in self._workers:
             worker.poke()
+
+
+def _check_text(job: NewJob) -> None:
+    """A job's name and group as every creation holds them (no '@' in a one-off job's name,
+    no control characters)."""
+    if job.schedule_id is None:
+        check_one_off_name(job.name)
+    check_printable("name", job.name)
+    check_printable("group", job.group)
 
 
 __all__ = ["Scheduler", "check_method"]

@@ -154,8 +154,10 @@ class TenantLearners:
     def plan(self, tenant: str, opening: Opening, history: Sequence[CardAttempt]) -> Decision:
         """The first plan of a failure: `learned_planning.plan_failure` with what the tenant's
         log has taught (for an adaptive policy)."""
-        learning = self.learning(tenant, opening.customer_id, opening.policy)
-        return plan_failure(opening.failure(), opening.policy, history=history, learning=learning)
+        learning = self.learning(tenant, opening.failure.customer_id, opening.policy)
+        return plan_failure(
+            opening.failure.for_planner(), opening.policy, history=history, learning=learning
+        )
 
     def planning(
         self,

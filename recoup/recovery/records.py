@@ -6,38 +6,23 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import TypeVar
 
-from recoup.dunning.invoice import Invoice, InvoiceEvent, check_invoice_id
-from recoup.errors import InvalidInput
+from recoup.dunning.failure import MAX_ID_LENGTH, ChargeFailure
+from recoup.dunning.invoice import Invoice, InvoiceEvent
 from recoup.jobs.model import Run
 from recoup.recovery.contacts import display_name, email_address, locale_tag
 from recoup.recovery.email_store import Email
-from recoup.timekeeping.instants import require_aware
-from recoup.timekeeping.zones import zone
 
-MAX_ID_LENGTH = 100
 T = TypeVar("T")
 
 
 @dataclass(frozen=True, kw_only=True)
-class FailureReport:
-    """A failed charge handed to Recoup (`POST /v1/dunning/failures`)."""
+class FailureReport(ChargeFailure):
+    """A failed charge handed to Recoup (`POST /v1/dunning/failures`): the failure itself
+    (`dunning.failure.ChargeFailure`, which the invoice's opening carries as it is), where to
+    ask for the retries, and who to write to."""
 
-    invoice_id: str
-    customer_id: str
-    amount: int  # minor units
-    currency: str
-    failed_at: datetime
-    timezone: str
-    country: str | None = None
-    decline_code: str | None = None
-    advice_code: str | None = None
-    card_fingerprint: str | None = None
-    card_network: str | None = None
-    gateway: str | None = None
-    merchant_id: str | None = None
     charge_url: str | None = None  # default: the tenant's
     # Who to write to (`recovery.contacts`): stored on the customer, None keeps what is known.
     customer_email: str | None = None
@@ -45,7 +30,7 @@ class FailureReport:
     locale: str | None = None  # written babel's way (`de-DE` becomes `de_DE`)
 
     def __post_init__(self) -> None:
-        require_aware("failed_at", self.failed_at)
+        super().__post_init__()
         # Frozen: the contact details are written once, in their one form, as they are made.
         if self.customer_email is not None:
             object.__setattr__(self, "customer_email", email_address(self.customer_email))
@@ -53,26 +38,6 @@ class FailureReport:
             object.__setattr__(self, "customer_name", display_name(self.customer_name))
         if self.locale is not None:
             object.__setattr__(self, "locale", locale_tag(self.locale))
-        # Every entrance (API, Stripe intake, CLI, demo) builds a report: the one check of ids.
-        check_invoice_id(self.invoice_id)
-        if not 1 <= len(self.customer_id) <= MAX_ID_LENGTH or "\x00" in self.customer_id:
-            raise InvalidInput(
-                "customer_id", self.customer_id, f"expected 1–{MAX_ID_LENGTH} characters"
-            )
-        if self.amount <= 0:
-            raise InvalidInput("amount", self.amount, "expected a positive integer (minor units)")
-        if len(self.currency) != 3 or not self.currency.isascii() or not self.currency.isalpha():
-            raise InvalidInput("currency", self.currency, "expected an ISO 4217 code such as usd")
-        zone(self.timezone)  # UnknownTimeZone names `timezone`
-
-    def same_failure(self, invoice: Invoice) -> bool:
-        """A replayed report of the failure that opened `invoice` (a provider webhook sent
-        twice): same instant, same decline."""
-        return (
-            invoice.failed_at == self.failed_at
-            and invoice.decline_code == self.decline_code
-            and invoice.advice_code == self.advice_code
-        )
 
 
 @dataclass(frozen=True, kw_only=True)

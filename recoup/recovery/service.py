@@ -12,20 +12,13 @@ redoes it. An attempt job re-checks the invoice before it asks for a charge
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
-from recoup.dunning.invoice import (
-    AttemptState,
-    Invoice,
-    InvoiceEvent,
-)
+from recoup.dunning.invoice import Invoice
 from recoup.dunning.lifecycle import (
     AttemptReported,
-    CancelAttempt,
-    Command,
     DeadlinePassed,
     DunningStopped,
     Message,
@@ -33,31 +26,16 @@ from recoup.dunning.lifecycle import (
     PaidOutOfBand,
     PaymentMethodUpdated,
     ReportedOutcome,
-    ScheduleAttempt,
-    ScheduleDeadline,
     Transition,
     open_invoice,
     transition,
 )
 from recoup.dunning.policy import DunningPolicy
-from recoup.dunning.policy_flow import FlowLimit
 from recoup.errors import Conflict, InvalidInput, NotFound
-from recoup.jobs.model import HttpTarget, NewJob
+from recoup.jobs.model import HttpTarget
 from recoup.jobs.scheduler import Scheduler
-from recoup.jobs.store import JobStore
 from recoup.recovery.access_tracking import AccessTracker
-from recoup.recovery.attempt_ends import settle_unanswered
-from recoup.recovery.customer_store import CustomerStore
-from recoup.recovery.email_jobs import transition_emails
-from recoup.recovery.email_store import MessageStore
-from recoup.recovery.hosted_store import STRIPE_CHARGE_TARGET, HostedChargeStore
-from recoup.recovery.job_specs import (
-    PROVIDER_ACTIONS,
-    attempt_job,
-    deadline_job,
-    event_job,
-    final_action_job,
-)
+from recoup.recovery.hosted_store import STRIPE_CHARGE_TARGET
 from recoup.recovery.learning import TenantLearners
 from recoup.recovery.policies import (
     DEFAULT_POLICY,
@@ -67,34 +45,20 @@ from recoup.recovery.policies import (
 )
 from recoup.recovery.records import KEEP, FailureReport, Keep, Timeline, given_or_kept
 from recoup.recovery.renewals import Reminders
+from recoup.recovery.resync import resync
+from recoup.recovery.runtime_store import RuntimeStore
 from recoup.recovery.store import (
     DunningSettings,
-    DunningStore,
     InvoiceChange,
     InvoiceFilter,
     InvoicePage,
 )
+from recoup.recovery.transition_jobs import TransitionJobs
 from recoup.timekeeping.clock import Clock
 from recoup.timekeeping.instants import format_utc
 
 CARD_HISTORY = timedelta(days=31)  # network limits count at most 30 days back
 T = TypeVar("T")
-
-
-class RuntimeStore(JobStore, DunningStore, Protocol):
-    """What the runtime needs of a backend: jobs and dunning tables in one database, written
-    together in one transaction, and hosted charging's tables beside them."""
-
-    def atomically(self, fn: Callable[[], T]) -> T: ...
-
-    @property
-    def hosted(self) -> HostedChargeStore: ...
-
-    @property
-    def customers(self) -> CustomerStore: ...
-
-    @property
-    def messages(self) -> MessageStore: ...
 
 
 class Dunning:
@@ -108,6 +72,13 @@ class Dunning:
         # Renewals and the card_expiring reminders a card update cancels (`recovery.renewals`).
         self.reminders = Reminders(store, self.policies)
         self.learners = TenantLearners(store)  # adaptive policies' (`recovery.learning`)
+        # What each transition's commands and events become (`recovery.transition_jobs`).
+        self.jobs = TransitionJobs(
+            scheduler,
+            store,
+            policies=self.policies,
+            event_url=lambda tenant: self.settings(tenant).event_url,
+        )
 
     @property
     def clock(self) -> Clock:
@@ -213,24 +184,8 @@ class Dunning:
         self._check_target(tenant, charge_url)
         # The invoice's arm, when an experiment runs; the invoice records its policy's name.
         policy = tenant_policies(settings).for_new_invoice(report.invoice_id)
-        opening = Opening(
-            tenant=tenant,
-            invoice_id=report.invoice_id,
-            customer_id=report.customer_id,
-            amount=report.amount,
-            currency=report.currency.lower(),
-            failed_at=report.failed_at,
-            timezone=report.timezone,
-            country=report.country,
-            decline_code=report.decline_code,
-            advice_code=report.advice_code,
-            card_fingerprint=report.card_fingerprint,
-            card_network=report.card_network,
-            gateway=report.gateway,
-            merchant_id=report.merchant_id,
-            charge_url=charge_url,
-            policy=policy,
-        )
+        # The report is the opening's failure as it is (`dunning.failure.ChargeFailure`).
+        opening = Opening(tenant=tenant, failure=report, charge_url=charge_url, policy=policy)
         history = self._history(tenant, report.card_fingerprint, report.failed_at)
         decision = self.learners.plan(tenant, opening, history)
         now = self.clock.now()
@@ -244,7 +199,7 @@ class Dunning:
             opened = self.access.follow(first, seq=0, now=now)
             stored, created = self.store.create_invoice(invoice, opened.events)
             if created:
-                self._carry_out(
+                self.jobs.carry_out(
                     stored,
                     opened.commands,
                     opened.events,
@@ -362,7 +317,7 @@ class Dunning:
             if self.store.change_invoice(tenant, invoice_id, change) is None:
                 return None
             t = done[-1]
-            self._carry_out(
+            self.jobs.carry_out(
                 t.invoice,
                 t.commands,
                 t.events,
@@ -393,7 +348,7 @@ class Dunning:
         def unit() -> InvoiceChange | None:
             changed = self.store.change_invoice(tenant, invoice_id, change)
             if changed is not None:
-                self._dispatch(list(changed.events), urls={tenant: settings.event_url}, now=now)
+                self.jobs.dispatch(list(changed.events), urls={tenant: settings.event_url}, now=now)
             return changed
 
         self.store.atomically(unit)
@@ -425,112 +380,10 @@ class Dunning:
 
     # -- jobs out ----------------------------------------------------------------------------
 
-    def _carry_out(
-        self,
-        invoice: Invoice,
-        commands: tuple[Command, ...],
-        events: tuple[InvoiceEvent, ...],
-        *,
-        event_url: str | None,
-        now: datetime,
-        flow: FlowLimit | None = None,
-    ) -> None:
-        """The jobs of a transition: the new ones in one insert (each skipped if it exists
-        already: doing this twice is harmless), the cancellations, then its events (to
-        `event_url`, the tenant's, read once with its policy)."""
-        jobs = []
-        for command in commands:
-            match command:
-                case ScheduleAttempt():
-                    jobs.append(attempt_job(invoice, command.attempt.attempt, flow=flow))
-                case CancelAttempt():
-                    # An attempt already asked (in flight, or to be asked again after a
-                    # retry or a crash) is left to finish: its charge may have gone through,
-                    # and its answer must be heard (credited, or flagged).
-                    self.store.cancel(invoice.tenant, command.attempt.job_id, now=now, begun=False)
-                case ScheduleDeadline():
-                    jobs.append(deadline_job(invoice, command.at))
-        if invoice.charge_url == STRIPE_CHARGE_TARGET:
-            jobs.extend(self._provider_actions(invoice, events, now=now))
-        jobs.extend(self._emails(invoice, events, now=now))
-        if jobs:
-            self.store.insert_many(jobs, now=now)
-        self._dispatch(list(events), urls={invoice.tenant: event_url}, now=now)
-
-    def _emails(
-        self, invoice: Invoice, events: tuple[InvoiceEvent, ...], *, now: datetime
-    ) -> list[NewJob]:
-        """The emails the events call for (`recovery.email_jobs`), by the invoice's policy."""
-        if not events:
-            return []
-        policy = self.policies(invoice.tenant).for_invoice(invoice.policy)
-        return transition_emails(self.store.messages, invoice, events, policy, now=now)
-
-    def _provider_actions(
-        self, invoice: Invoice, events: tuple[InvoiceEvent, ...], *, now: datetime
-    ) -> list[NewJob]:
-        """For an invoice charged through Stripe, the final action taken there when it is
-        exhausted (marked uncollectible, subscription cancelled, collection paused), and the
-        pause undone when it is recovered after one."""
-        types = {e.type for e in events}
-        action = invoice.final_action
-        if "invoice.exhausted" in types and action in PROVIDER_ACTIONS:
-            return [final_action_job(invoice, action, at=now)]
-        if "invoice.recovered" in types and action == "pause_access":
-            paused = final_action_job(invoice, "pause_access", at=now)
-            if self.store.get(invoice.tenant, paused.id) is not None:
-                return [final_action_job(invoice, "resume_access", at=now)]
-        return []
-
-    def _dispatch(
-        self,
-        events: list[InvoiceEvent],
-        *,
-        urls: dict[str, str | None] | None = None,
-        now: datetime,
-    ) -> None:
-        """Send the sendable events through durable jobs (they retry and keep run logs); the
-        job's id is the event's, so the receiver sees one `webhook-id` per event. `urls`: the
-        event URLs of tenants already known (the others are read)."""
-        if not events:
-            return
-        urls = dict(urls or {})
-        for event in events:
-            if not event.is_sent:
-                continue
-            if event.tenant not in urls:
-                urls[event.tenant] = self.settings(event.tenant).event_url
-            url = urls[event.tenant]
-            if url is None:
-                continue
-            self.store.insert(event_job(event, url, now=now), now=now)
-        self.store.mark_events_dispatched([e.id for e in events], now=now)
-
     def resync(self, *, limit: int = 500) -> int:
-        """Redo what a crash between a transition and its jobs left undone: events not yet
-        dispatched, attempts scheduled without their job, cancelled attempts whose job is
-        live; and report as errored the open attempts whose job ended without an answer
-        (`recoup.recovery.attempt_ends`). Returns how many things it fixed. Safe to run at
-        any time, from any process."""
-        fixed = 0
-        now = self.clock.now()
-        events = self.store.undispatched_events(limit=limit)
-        self._dispatch(events, now=now)
-        fixed += len(events)
-        for ref in self.store.attempts_out_of_sync(limit=limit):
-            invoice = self.store.get_invoice(ref.tenant, ref.invoice_id)
-            if invoice is None:
-                continue
-            if ref.attempt.state is AttemptState.SCHEDULED:
-                # The same flow key and limits as at its first creation (`_carry_out`): the
-                # policy the invoice is planned by, per gateway or merchant.
-                flow = self.policies(invoice.tenant).for_invoice(invoice.policy).flow
-                self.store.insert(attempt_job(invoice, ref.attempt.attempt, flow=flow), now=now)
-            else:
-                self.store.cancel(ref.tenant, ref.attempt.job_id, now=now, begun=False)
-            fixed += 1
-        # Attempts whose job was ended from outside move their invoice on (every invoice ends).
-        return fixed + settle_unanswered(self, limit=limit)
+        """Redo what a crash between a transition and its jobs left undone; how many things
+        it fixed (`recovery.resync`). Safe to run at any time, from any process."""
+        return resync(self, limit=limit)
 
 
 __all__ = ["DEFAULT_POLICY", "Dunning", "RuntimeStore"]

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from recoup.dunning.failure import ChargeFailure
 from recoup.dunning.invoice import AttemptState, Invoice, InvoiceState
 from recoup.dunning.lifecycle import (
     AttemptReported,
@@ -39,19 +40,21 @@ FAILED_AT = datetime(2026, 6, 23, 15, 0, tzinfo=UTC)  # a Tuesday
 def opening(decline: str | None = "insufficient_funds", advice: str | None = None) -> Opening:
     return Opening(
         tenant="acme",
-        invoice_id="inv_1",
-        customer_id="cus_1",
-        amount=1999,
-        currency="usd",
-        failed_at=FAILED_AT,
-        timezone="America/Chicago",
-        country="US",
-        decline_code=decline,
-        advice_code=advice,
-        card_fingerprint="fp_1",
-        card_network="visa",
-        gateway="stripe",
-        merchant_id="m_1",
+        failure=ChargeFailure(
+            invoice_id="inv_1",
+            customer_id="cus_1",
+            amount=1999,
+            currency="usd",
+            failed_at=FAILED_AT,
+            timezone="America/Chicago",
+            country="US",
+            decline_code=decline,
+            advice_code=advice,
+            card_fingerprint="fp_1",
+            card_network="visa",
+            gateway="stripe",
+            merchant_id="m_1",
+        ),
         charge_url="https://billing.example/charge",
         policy=POLICY,
     )
@@ -59,7 +62,7 @@ def opening(decline: str | None = "insufficient_funds", advice: str | None = Non
 
 def opened(decline: str | None = "insufficient_funds") -> tuple[Invoice, Transition]:
     o = opening(decline)
-    return open_invoice(o, plan_retries(o.failure(), POLICY), now=FAILED_AT)
+    return open_invoice(o, plan_retries(o.failure.for_planner(), POLICY), now=FAILED_AT)
 
 
 class Run:

@@ -11,7 +11,7 @@ import pytest
 import recoup.jobs
 from recoup.errors import Conflict, InvalidInput, NotFound
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry
-from recoup.jobs.model import HttpTarget, JobState, PythonTarget
+from recoup.jobs.model import HttpTarget, JobState, NewJob, PythonTarget
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.schedules.model import CronRule, NewSchedule
 from recoup.jobs.ssrf import SsrfGuard, TargetRefused
@@ -281,3 +281,33 @@ def test_an_extreme_run_at_is_refused_naming_run_at(jobstore: Any) -> None:
     with pytest.raises(InvalidInput) as caught:
         make(jobstore).enqueue(NOOP, run_at=extreme)
     assert caught.value.field == "run_at"
+
+
+def test_the_bulk_path_holds_jobs_to_the_same_rules_and_stores_nothing_of_a_bad_batch(
+    jobstore: Any,
+) -> None:
+    scheduler = make(jobstore)
+    good = NewJob(run_at=START, target=NOOP, name="fine")
+    for bad, field in (
+        (NewJob(run_at=START, target=NOOP, name="a@2026-06-01T12:00:00Z"), "name"),
+        (NewJob(run_at=START, target=NOOP, name="tab\there"), "name"),
+        (NewJob(run_at=START, target=NOOP, group="line\nbreak"), "group"),
+        (
+            NewJob(run_at=START, target=HttpTarget(url="https://93.184.216.34/", method="BREW")),
+            "target.method",
+        ),
+    ):
+        with pytest.raises(InvalidInput) as caught:
+            scheduler.insert_many_checked([good, bad], now=START)
+        assert caught.value.field == field
+    assert jobstore.count_by_state().get(JobState.SCHEDULED, 0) == 0
+
+
+def test_the_bulk_path_stamps_the_callers_instant_and_skips_what_exists(jobstore: Any) -> None:
+    scheduler = make(jobstore)
+    at = START - timedelta(minutes=3)  # a unit of work's `now`, taken before it began
+    job = NewJob(run_at=START, target=NOOP, idempotency_key="k1")
+    assert scheduler.insert_many_checked([job], now=at) == 1
+    assert scheduler.insert_many_checked([job], now=START) == 0
+    assert scheduler.get(job.id).created_at == at
+    assert scheduler.insert_many_checked([], now=START) == 0

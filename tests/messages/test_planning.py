@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from recoup.dunning.failure import ChargeFailure
 from recoup.dunning.invoice import Invoice
 from recoup.dunning.lifecycle import (
     AttemptReported,
@@ -48,19 +49,21 @@ FAILED_AT = datetime(2026, 6, 23, 15, 0, tzinfo=UTC)  # a Tuesday, 10:00 in Chic
 def opening(decline: str = "insufficient_funds", *, at: datetime = FAILED_AT) -> Opening:
     return Opening(
         tenant="acme",
-        invoice_id="inv_1",
-        customer_id="cus_1",
-        amount=1999,
-        currency="usd",
-        failed_at=at,
-        timezone=ZONE,
-        country="US",
-        decline_code=decline,
-        advice_code=None,
-        card_fingerprint="fp_1",
-        card_network="visa",
-        gateway="stripe",
-        merchant_id="m_1",
+        failure=ChargeFailure(
+            invoice_id="inv_1",
+            customer_id="cus_1",
+            amount=1999,
+            currency="usd",
+            failed_at=at,
+            timezone=ZONE,
+            country="US",
+            decline_code=decline,
+            advice_code=None,
+            card_fingerprint="fp_1",
+            card_network="visa",
+            gateway="stripe",
+            merchant_id="m_1",
+        ),
         charge_url="https://billing.example/charge",
         policy=POLICY,
     )
@@ -71,7 +74,7 @@ class Run:
 
     def __init__(self, decline: str = "insufficient_funds", *, at: datetime = FAILED_AT) -> None:
         o = opening(decline, at=at)
-        self.invoice, first = open_invoice(o, plan_retries(o.failure(), POLICY), now=at)
+        self.invoice, first = open_invoice(o, plan_retries(o.failure.for_planner(), POLICY), now=at)
         self.seq = len(first.events)
         self.planned = messages_for(self.invoice, first.events, MESSAGES)
 
@@ -194,7 +197,7 @@ def test_a_stopped_invoice_gets_nothing() -> None:
 
 def test_kinds_the_policy_leaves_out_and_a_disabled_policy_plan_nothing() -> None:
     o = opening()
-    invoice, first = open_invoice(o, plan_retries(o.failure(), POLICY), now=FAILED_AT)
+    invoice, first = open_invoice(o, plan_retries(o.failure.for_planner(), POLICY), now=FAILED_AT)
     only_recovery = MessagePolicy(send=frozenset({MessageKind.RECOVERED}))
     assert messages_for(invoice, first.events, only_recovery) == []
     assert messages_for(invoice, first.events, MessagePolicy(enabled=False)) == []
@@ -221,7 +224,7 @@ def test_a_failure_at_night_is_written_about_when_the_window_opens() -> None:
 
 def test_the_access_state_is_passed_on_when_the_event_has_it() -> None:
     o = opening()
-    invoice, first = open_invoice(o, plan_retries(o.failure(), POLICY), now=FAILED_AT)
+    invoice, first = open_invoice(o, plan_retries(o.failure.for_planner(), POLICY), now=FAILED_AT)
     events = [replace(e, data={**e.data, "access": "grace"}) for e in first.events]
     (p,) = messages_for(invoice, events, MESSAGES)
     assert p.data["access"] == "grace"

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from recoup.dunning.experiments import assign_arm
+from recoup.dunning.failure import ChargeFailure
 from recoup.dunning.invoice import AttemptState, Invoice
 from recoup.dunning.lifecycle import Opening
 from recoup.dunning.planner import Retry, plan_retries
@@ -65,23 +66,25 @@ def planned(invoice: Invoice, policy: DunningPolicy) -> list[datetime]:
     """The attempt instants `policy` plans for the invoice's failure."""
     opening = Opening(
         tenant=invoice.tenant,
-        invoice_id=invoice.invoice_id,
-        customer_id=invoice.customer_id,
-        amount=invoice.amount,
-        currency=invoice.currency,
-        failed_at=invoice.failed_at,
-        timezone=invoice.timezone,
-        country=invoice.country,
-        decline_code=invoice.decline_code,
-        advice_code=invoice.advice_code,
-        card_fingerprint=None,
-        card_network=None,
-        gateway=None,
-        merchant_id=None,
+        failure=ChargeFailure(
+            invoice_id=invoice.invoice_id,
+            customer_id=invoice.customer_id,
+            amount=invoice.amount,
+            currency=invoice.currency,
+            failed_at=invoice.failed_at,
+            timezone=invoice.timezone,
+            country=invoice.country,
+            decline_code=invoice.decline_code,
+            advice_code=invoice.advice_code,
+            card_fingerprint=None,
+            card_network=None,
+            gateway=None,
+            merchant_id=None,
+        ),
         charge_url=invoice.charge_url,
         policy=policy,
     )
-    decision = plan_retries(opening.failure(), policy)
+    decision = plan_retries(opening.failure.for_planner(), policy)
     assert isinstance(decision, Retry)
     return [a.at for a in decision.attempts]
 

@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 
 from recoup.dunning import parse_policy
+from recoup.dunning.failure import ChargeFailure
 from recoup.dunning.lifecycle import Opening, open_invoice
 from recoup.dunning.planner import plan_retries
 from recoup.dunning.policy_flow import FlowLimit, parse_flow
@@ -76,23 +77,27 @@ def test_attempt_jobs_resync_recreates_keep_the_policys_flow_key(runtime: Runtim
     policy = runtime.dunning.policy("default")
     opening = Opening(
         tenant="default",
-        invoice_id="inv_r",
-        customer_id="cus_r",
-        amount=1999,
-        currency="usd",
-        failed_at=START,
-        timezone="Europe/Paris",
-        country="FR",
-        decline_code="insufficient_funds",
-        advice_code=None,
-        card_fingerprint="fp_r",
-        card_network="visa",
-        gateway="adyen",
-        merchant_id="acct_1",
+        failure=ChargeFailure(
+            invoice_id="inv_r",
+            customer_id="cus_r",
+            amount=1999,
+            currency="usd",
+            failed_at=START,
+            timezone="Europe/Paris",
+            country="FR",
+            decline_code="insufficient_funds",
+            advice_code=None,
+            card_fingerprint="fp_r",
+            card_network="visa",
+            gateway="adyen",
+            merchant_id="acct_1",
+        ),
         charge_url=runtime.charge_url,
         policy=policy,
     )
-    invoice, first = open_invoice(opening, plan_retries(opening.failure(), policy), now=START)
+    invoice, first = open_invoice(
+        opening, plan_retries(opening.failure.for_planner(), policy), now=START
+    )
     runtime.store.create_invoice(invoice, first.events)
     assert invoice.attempts
     assert all(runtime.store.get("default", a.job_id) is None for a in invoice.attempts)

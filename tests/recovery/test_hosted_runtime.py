@@ -211,7 +211,7 @@ def test_an_exhausted_invoice_charged_at_stripe_gets_one_final_action_job(
     exhausted = hosted.exhaust("in_1", action)
     # The same transition carried out again (a resync, a retried unit of work): still one.
     events = tuple(hosted.store.invoice_events(TENANT, "in_1"))
-    hosted.dunning._carry_out(exhausted, (), events, event_url=None, now=hosted.clock.now())
+    hosted.dunning.jobs.carry_out(exhausted, (), events, event_url=None, now=hosted.clock.now())
 
     [job] = hosted.jobs("in_1")
     assert job.id == final_action_job(exhausted, action, at=START).id

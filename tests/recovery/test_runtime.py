@@ -6,19 +6,21 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from datetime import timedelta
+from collections.abc import Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
 import aiohttp
 import pytest
 from starlette.responses import JSONResponse
 
+from recoup.dunning.failure import ChargeFailure
 from recoup.dunning.invoice import AttemptState, InvoiceState
 from recoup.dunning.lifecycle import Opening, open_invoice
 from recoup.dunning.planner import plan_retries
 from recoup.errors import Conflict, InvalidInput, StorageError
 from recoup.jobs.handlers import HandlerContext
-from recoup.jobs.model import JobState
+from recoup.jobs.model import JobState, NewJob
 from recoup.payments import Fault, FaultKind, Scenario
 from recoup.recovery.attempts import AttemptRunner
 from tests.recovery.conftest import START, Runtime
@@ -64,6 +66,23 @@ def test_a_replayed_failure_changes_nothing_and_another_failure_conflicts(
     assert all(j is not None and j.state is JobState.SCHEDULED for j in jobs)
     with pytest.raises(Conflict, match="inv_1"):
         runtime.fail("inv_1", "fp_1", at=START + timedelta(hours=1))
+
+
+def test_the_runtime_creates_its_jobs_through_the_schedulers_path(
+    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One way to create a job: a job the runtime made any other way would be missing here.
+    seen: list[str] = []
+    real = runtime.dunning.scheduler.insert_many_checked
+
+    def spy(jobs: Sequence[NewJob], *, now: datetime) -> int:
+        seen.extend(job.id for job in jobs)
+        return real(jobs, now=now)
+
+    monkeypatch.setattr(runtime.dunning.scheduler, "insert_many_checked", spy)
+    invoice = runtime.fail("inv_1", "fp_1")
+    assert invoice.attempts and {a.job_id for a in invoice.attempts} <= set(seen)
+    assert all(runtime.store.get("default", job_id) is not None for job_id in seen)
 
 
 def test_a_hard_decline_on_attempt_two_cancels_three_and_four_and_acts_once(
@@ -302,23 +321,25 @@ def test_resync_recreates_the_jobs_and_events_a_crash_left_undone(runtime: Runti
     # As if the process died right after storing the invoice: no job, no event sent.
     opening = Opening(
         tenant="default",
-        invoice_id="inv_1",
-        customer_id="cus_1",
-        amount=1999,
-        currency="usd",
-        failed_at=START,
-        timezone="America/Chicago",
-        country="US",
-        decline_code="insufficient_funds",
-        advice_code=None,
-        card_fingerprint="fp_ok",
-        card_network="visa",
-        gateway=None,
-        merchant_id=None,
+        failure=ChargeFailure(
+            invoice_id="inv_1",
+            customer_id="cus_1",
+            amount=1999,
+            currency="usd",
+            failed_at=START,
+            timezone="America/Chicago",
+            country="US",
+            decline_code="insufficient_funds",
+            advice_code=None,
+            card_fingerprint="fp_ok",
+            card_network="visa",
+            gateway=None,
+            merchant_id=None,
+        ),
         charge_url=runtime.charge_url,
         policy=runtime.dunning.policy("default"),
     )
-    decision = plan_retries(opening.failure(), opening.policy)
+    decision = plan_retries(opening.failure.for_planner(), opening.policy)
     invoice, first = open_invoice(opening, decision, now=START)
     runtime.store.create_invoice(invoice, first.events)
     runtime.side.cards["inv_1"] = "fp_ok"

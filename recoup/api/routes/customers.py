@@ -15,15 +15,15 @@ from recoup.api.deps import Api, Post, Tenant
 from recoup.api.idempotent import json_response
 from recoup.api.routes.common import CHECKED, ERRORS, Id
 from recoup.recovery.customers import CustomerBook
-from recoup.wire.dunning import (
+from recoup.wire.customers import (
     CardUpdateIn,
     CardUpdateOut,
     CustomerIn,
     CustomerOut,
-    InvoiceOut,
     RenewalIn,
     RenewalOut,
 )
+from recoup.wire.dunning import InvoiceOut
 
 router = APIRouter(prefix="/v1/dunning", responses=ERRORS, tags=["customers"], dependencies=CHECKED)
 

@@ -30,10 +30,9 @@ from recoup.wire.dunning import (
     InvoiceOut,
     InvoicePageOut,
     OutcomeIn,
-    SettingsIn,
-    SettingsOut,
     TimelineOut,
 )
+from recoup.wire.dunning_settings import SettingsIn, SettingsOut
 
 router = APIRouter(prefix="/v1/dunning", responses=ERRORS, tags=["dunning"], dependencies=CHECKED)
 

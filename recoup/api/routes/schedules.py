@@ -17,6 +17,7 @@ from recoup.api.routes.jobs import METADATA_FILTER, MetadataFilter
 from recoup.api.state import ApiState
 from recoup.api.trace_headers import Trace, traced_schedule
 from recoup.errors import NotFound
+from recoup.jobs.changes import Unset
 from recoup.jobs.model import new_id
 from recoup.jobs.schedules.model import MissedPolicy, NewSchedule
 from recoup.wire.schemas import (
@@ -130,7 +131,7 @@ def update_schedule(tenant: Tenant, schedule_id: Id, body: SchedulePatchIn, api:
     not started are replaced by jobs of the new definition."""
     current = api.services.schedule(tenant, schedule_id)  # 404 for a deleted schedule
     change = body.change(current)
-    if change.rule is not None:
+    if not isinstance(change.rule, Unset):
         api.services.check_rule(change.rule)
     return json_response(
         200, ScheduleOut.of(api.scheduler.update_schedule(schedule_id, change, tenant=tenant))

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from recoup.errors import Conflict, InvalidInput, NotFound
-from recoup.jobs.changes import ScheduleChange, changed_schedule
+from recoup.jobs.changes import ScheduleChange, Unset, changed_schedule
 from recoup.jobs.metadata import check_filter
 from recoup.jobs.model import DEFAULT_TENANT, Target
 from recoup.jobs.schedules.model import NewSchedule, Schedule
@@ -57,11 +57,11 @@ class ScheduleCalls:
     ) -> Schedule:
         """Apply `change` to a live schedule (`NotFound` if absent or deleted); the next
         occurrence recomputed and the jobs materialised ahead replaced (module docstring)."""
-        if change.name is not None:
+        if not isinstance(change.name, Unset):
             validate_schedule_name(change.name)
-        if change.rule is not None:
+        if not isinstance(change.rule, Unset):
             change = dataclasses.replace(change, rule=validate_rule(change.rule))
-        if change.target is not None:
+        if not isinstance(change.target, Unset):
             self.check_target(change.target)
         for _ in range(MAX_REVISION_RETRIES):
             current = self.get_schedule(schedule_id, tenant=tenant)

@@ -1,5 +1,6 @@
 """Request and response models of the /v1 API, one module per resource (`common`, `jobs`,
-`schedules`; /v1/dunning's are in `recoup.wire.dunning`).
+`schedules`; /v1/dunning's are in `recoup.wire.dunning`, `recoup.wire.customers` and
+`recoup.wire.dunning_settings`).
 
 Requests are strict (`extra="forbid"`: an unknown or misspelt field is an error naming it, never
 silently ignored; no string may hold NUL, which PostgreSQL cannot store, or a lone surrogate,

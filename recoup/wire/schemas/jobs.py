@@ -172,18 +172,17 @@ class JobPatchIn(StrictModel):
             check_not_past("run_at", run_at, now=now, allowed=self.allow_past)
         if self.delay_seconds is not None:
             run_at = now + timedelta(seconds=self.delay_seconds)
+        # null, like a field left out, leaves a field as it is; only `name: null` removes.
         return JobChange(
-            run_at=run_at,
-            target=None if self.target is None else self.target.to_target(),
-            retry=None if self.retry is None else self.retry.to_policy(),
-            timeout=_seconds(self.timeout_seconds),
+            run_at=UNSET if run_at is None else run_at,
+            target=UNSET if self.target is None else self.target.to_target(),
+            retry=UNSET if self.retry is None else self.retry.to_policy(),
+            timeout=UNSET
+            if self.timeout_seconds is None
+            else timedelta(seconds=self.timeout_seconds),
             name=self.name if "name" in self.model_fields_set else UNSET,
-            metadata=self.metadata,
+            metadata=UNSET if self.metadata is None else self.metadata,
         )
-
-
-def _seconds(value: float | None) -> timedelta | None:
-    return None if value is None else timedelta(seconds=value)
 
 
 class CancelIn(StrictModel):

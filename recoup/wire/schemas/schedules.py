@@ -194,17 +194,19 @@ class SchedulePatchIn(StrictModel):
         elif self.timezone is not None:
             # The same rule on another wall clock (a cron's or an anchor's).
             rule = dataclasses.replace(current.rule, timezone=self.timezone)
+        # null, like a field left out, leaves a field as it is; only the window's bounds
+        # are removed by null.
         return ScheduleChange(
-            name=self.name,
-            rule=rule,
-            target=None if self.target is None else self.target.to_target(),
-            retry=None if self.retry is None else self.retry.to_policy(),
-            timeout=None
+            name=UNSET if self.name is None else self.name,
+            rule=UNSET if rule is None else rule,
+            target=UNSET if self.target is None else self.target.to_target(),
+            retry=UNSET if self.retry is None else self.retry.to_policy(),
+            timeout=UNSET
             if self.timeout_seconds is None
             else timedelta(seconds=self.timeout_seconds),
-            missed=None if self.missed is None else MissedPolicy(self.missed),
-            paused=self.paused,
-            metadata=self.metadata,
+            missed=UNSET if self.missed is None else MissedPolicy(self.missed),
+            paused=UNSET if self.paused is None else self.paused,
+            metadata=UNSET if self.metadata is None else self.metadata,
             start_at=self.start_at if "start_at" in given else UNSET,
             end_at=self.end_at if "end_at" in given else UNSET,
         )
