@@ -17,7 +17,7 @@ same; a server's refusal is one line, exit 2 (a 4xx) or 1 (a 5xx, or no answer).
 
 A deleted schedule is unknown here, as it is to the API. `default` is the embedded tenant.
 Bad input: one line naming the option, the value and what is allowed, exit 2; an unknown
-schedule or tenant: one line, exit 1.
+schedule or tenant: one line naming it, exit 2.
 """
 
 from __future__ import annotations
