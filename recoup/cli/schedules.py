@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from recoup.cli._app import JsonOption, SchemaOption, app, print_json
-from recoup.cli._job_sources import Jobs, opened_jobs
+from recoup.cli._job_sources import Jobs, ScheduleQuery, opened_jobs
 from recoup.cli._records import (
     CursorOption,
     LimitOption,
@@ -92,7 +92,7 @@ def list_schedules(
     place = where(db=db, schema=schema, tenant=tenant, url=url, token=token)
     with opened_jobs(place) as jobs, spelled_as_typed(_SPELLED):
         page = jobs.list_schedules(
-            state=state, metadata=metadata_filter(metadata), limit=limit, **checked
+            ScheduleQuery(state=state, metadata=metadata_filter(metadata), limit=limit, **checked)
         )
     if json:
         print_json(
