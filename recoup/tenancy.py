@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -264,6 +265,17 @@ def issue_token(
     return IssuedToken(info=info, secret=secret)
 
 
+def token_name(tokens: Iterable[TokenInfo], token: str) -> str:
+    """What the run log calls the person acting with `token`: the token's label (set by
+    `recoup tokens create TENANT --label …`), else its prefix, which `recoup tokens list`
+    shows; never the secret."""
+    prefix = display_prefix(token)
+    for info in tokens:
+        if info.active and info.prefix == prefix and info.label:
+            return f"{info.label} ({prefix}…)"
+    return f"token {prefix}…"
+
+
 def identify(store: TokenStore, token: str) -> TokenOwner | None:
     """The owner of a bearer token, or None (unknown, malformed or revoked)."""
     if not token.startswith(TOKEN_PREFIX) or len(token) > TOKEN_MAX_LENGTH:
@@ -372,4 +384,5 @@ __all__ = [
     "refuse_default",
     "rotate_signing_secret",
     "secret_display",
+    "token_name",
 ]

@@ -25,6 +25,7 @@ from recoup.api.rate_limits import TenantRateLimiter
 from recoup.api.routes import clock as clock_routes
 from recoup.api.routes import customers as customer_routes
 from recoup.api.routes import dunning as dunning_routes
+from recoup.api.routes import emails as email_routes
 from recoup.api.routes import intake as intake_routes
 from recoup.api.routes import jobs as job_routes
 from recoup.api.routes import operations as operation_routes
@@ -144,6 +145,7 @@ def create_app(
     app.include_router(schedule_routes.router)
     app.include_router(dunning_routes.router)
     app.include_router(customer_routes.router)
+    app.include_router(email_routes.router)
     app.include_router(report_routes.router)
     app.include_router(intake_routes.router)
     app.include_router(tenant_routes.router)  # whose the token is (`recoup --url`)

@@ -12,11 +12,13 @@ from fastapi import Depends, Header, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from recoup.api.idempotent import PostContext, post_context
+from recoup.api.operator_actions import Operator
 from recoup.api.problems import ApiProblem
 from recoup.api.query_params import refuse_unknown_query
 from recoup.api.rate_limits import retry_after
 from recoup.api.state import ApiState
 from recoup.idempotency import KEY_HEADER_PATTERN
+from recoup.tenancy import token_name
 
 bearer = HTTPBearer(auto_error=False, description="A tenant's API token (`rcp_…`).")
 
@@ -124,13 +126,29 @@ async def posting(
 
 Post = Annotated[PostContext, Depends(posting)]
 
+
+def operator_of(
+    api: Api,
+    tenant: Tenant,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Security(bearer)],
+) -> Operator:
+    """Who acts by hand through the API (retry, cancel, stop, mark paid): the bearer token's
+    label, else its prefix, as the dashboard names the token that signed in."""
+    token = credentials.credentials if credentials else ""  # `tenant` has checked it
+    return Operator(tenant=tenant, who=token_name(api.services.tables.list_tokens(tenant), token))
+
+
+Acting = Annotated[Operator, Depends(operator_of)]
+
 __all__ = [
+    "Acting",
     "Api",
     "Post",
     "Tenant",
     "api_state",
     "bearer",
     "known_query",
+    "operator_of",
     "posting",
     "refuse_over_limit",
     "tenant_of",

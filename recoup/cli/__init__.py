@@ -11,7 +11,7 @@ import typer
 from typer.exceptions import TyperException
 
 from recoup.cli._app import EXIT_USAGE, app
-from recoup.errors import InvalidInput, RecoupError
+from recoup.errors import InvalidInput, NotFound, RecoupError
 
 # Command modules: importing one registers its commands.
 # (one import line per command module, e.g. `from recoup.cli import renewals as _renewals`)
@@ -40,7 +40,8 @@ from recoup.cli import customers as _customers  # noqa: F401  # isort: skip
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; usage errors and invalid input become one line on stderr and exit 2."""
+    """Run the CLI; usage errors, invalid input and an id that names nothing become one line
+    on stderr and exit 2 (the same line and code as a remote server's 404, `cli._where`)."""
     command = typer.main.get_command(app)
     try:
         # RECOUP_<COMMAND>_<OPTION> sets any option (RECOUP_SERVE_PORT=9000); an option's own
@@ -55,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         if message:
             typer.echo(f"error: {message}", err=True)
         return EXIT_USAGE
-    except InvalidInput as exc:
+    except (InvalidInput, NotFound) as exc:  # an unknown id is bad input too
         typer.echo(f"error: {exc}", err=True)
         return EXIT_USAGE
     except RecoupError as exc:

@@ -46,6 +46,15 @@ class JobQuery:
     cursor: str | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class ScheduleQuery:
+    state: ScheduleState | None = None
+    name: str | None = None
+    metadata: Mapping[str, str] | None = None
+    limit: int = 50
+    cursor: str | None = None
+
+
 class Jobs(Protocol):
     """One tenant's jobs and schedules, wherever they are."""
 
@@ -60,15 +69,7 @@ class Jobs(Protocol):
     def cancel_by_name(self, name: str) -> int: ...
     def redrive(self, job_id: str) -> JobOut: ...
     def redrive_failed(self, found: FailedFilter, *, dry_run: bool) -> RedriveOut: ...
-    def list_schedules(
-        self,
-        *,
-        state: ScheduleState | None,
-        name: str | None,
-        metadata: Mapping[str, str] | None,
-        limit: int,
-        cursor: str | None,
-    ) -> ScheduleListOut: ...
+    def list_schedules(self, query: ScheduleQuery) -> ScheduleListOut: ...
     def get_schedule(self, schedule_id: str) -> ScheduleOut: ...
     def schedule_named(self, name: str) -> ScheduleOut: ...
     def upcoming(self, schedule: ScheduleOut, count: int) -> list[datetime]: ...
@@ -138,25 +139,18 @@ class LocalJobs:
         outcome = self.scheduler.redrive_failed(found, who=who, dry_run=dry_run)
         return RedriveOut.of(outcome, found)
 
-    def list_schedules(
-        self,
-        *,
-        state: ScheduleState | None,
-        name: str | None,
-        metadata: Mapping[str, str] | None,
-        limit: int,
-        cursor: str | None,
-    ) -> ScheduleListOut:
+    def list_schedules(self, query: ScheduleQuery) -> ScheduleListOut:
+        state = query.state
         page = self.scheduler.list_schedules(
             tenant=self.tenant,
             paused=None
             if state is None or state is ScheduleState.ENDED
             else state is ScheduleState.PAUSED,
             ended=None if state is None else state is ScheduleState.ENDED,
-            metadata=None if metadata is None else dict(metadata),
-            name=name,
-            limit=limit,
-            cursor=cursor,
+            metadata=None if query.metadata is None else dict(query.metadata),
+            name=query.name,
+            limit=query.limit,
+            cursor=query.cursor,
         )
         schedules = [ScheduleOut.of(s) for s in page.schedules]
         return ScheduleListOut(schedules=schedules, next_cursor=page.next_cursor)
@@ -169,10 +163,7 @@ class LocalJobs:
         return ScheduleOut.of(schedule)
 
     def schedule_named(self, name: str) -> ScheduleOut:
-        named = self.scheduler.list_schedules(tenant=self.tenant, name=name, limit=1).schedules
-        if not named:
-            raise NotFound(f"no schedule named {name!r}")
-        return ScheduleOut.of(named[0])
+        return schedule_named(self, name)
 
     def upcoming(self, schedule: ScheduleOut, count: int) -> list[datetime]:
         stored = self.scheduler.get_schedule(schedule.id, tenant=self.tenant)
@@ -205,12 +196,7 @@ class RemoteJobs:
         return self.client.get_job(job_id)
 
     def get_by_name(self, name: str) -> JobOut:
-        """The live job of that name, else the most recent one (as the scheduler's)."""
-        named = self.client.list_jobs(name=name, limit=100).jobs  # newest first
-        if not named:
-            raise _not_found(f"no job named {name!r}")
-        live = [j for j in named if not j.state.is_final]
-        return live[0] if live else named[0]
+        return job_named(self, name)
 
     def runs(self, job_id: str) -> list[RunOut]:
         return self.client.runs(job_id)
@@ -237,31 +223,20 @@ class RemoteJobs:
             dry_run=dry_run,
         )
 
-    def list_schedules(
-        self,
-        *,
-        state: ScheduleState | None,
-        name: str | None,
-        metadata: Mapping[str, str] | None,
-        limit: int,
-        cursor: str | None,
-    ) -> ScheduleListOut:
+    def list_schedules(self, query: ScheduleQuery) -> ScheduleListOut:
         return self.client.schedules_page(
-            state=None if state is None else state.value,
-            name=name,
-            metadata=metadata,
-            limit=limit,
-            cursor=cursor,
+            state=None if query.state is None else query.state.value,
+            name=query.name,
+            metadata=query.metadata,
+            limit=query.limit,
+            cursor=query.cursor,
         )
 
     def get_schedule(self, schedule_id: str) -> ScheduleOut:
         return self.client.get_schedule(schedule_id)
 
     def schedule_named(self, name: str) -> ScheduleOut:
-        named = self.client.schedules_page(name=name, limit=1).schedules
-        if not named:
-            raise _not_found(f"no schedule named {name!r}")
-        return named[0]
+        return schedule_named(self, name)
 
     def upcoming(self, schedule: ScheduleOut, count: int) -> list[datetime]:
         return self.client.upcoming(schedule.id, count)
@@ -271,11 +246,32 @@ class RemoteJobs:
         return change(schedule_id)
 
 
-def _not_found(detail: str) -> Exception:
-    """What the server would answer for an id: a 404 (exit 2, as every 4xx through it)."""
-    from recoup.client import NotFoundError
+def job_named(jobs: Jobs, name: str) -> JobOut:
+    """The live job of that name, else the most recent one (as `Scheduler.get_by_name`, which
+    a database answers itself), read through the place's list; `NotFound` (exit 2, the line a
+    database gives) when none."""
+    named = jobs.list_jobs(JobQuery(name=name, limit=100)).jobs  # newest first
+    if not named:
+        raise NotFound(f"no job named {name!r}")
+    live = [j for j in named if not j.state.is_final]
+    return live[0] if live else named[0]
 
-    return NotFoundError(404, detail)
+
+def schedule_named(jobs: Jobs, name: str) -> ScheduleOut:
+    """The schedule of that name, read through the place's own list; `NotFound` when none."""
+    named = jobs.list_schedules(ScheduleQuery(name=name, limit=1)).schedules
+    if not named:
+        raise NotFound(f"no schedule named {name!r}")
+    return named[0]
 
 
-__all__ = ["JobQuery", "Jobs", "LocalJobs", "RemoteJobs", "opened_jobs"]
+__all__ = [
+    "JobQuery",
+    "Jobs",
+    "LocalJobs",
+    "RemoteJobs",
+    "ScheduleQuery",
+    "job_named",
+    "opened_jobs",
+    "schedule_named",
+]

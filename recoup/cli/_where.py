@@ -4,8 +4,9 @@ through the Python client, whose token chooses the tenant.
 
 The two are exclusive (`--url` with `--db` or `--schema` is bad input, exit 2). A server's
 error answer becomes one line, the message of its problem details: exit 2 for a 4xx (the
-request was wrong), 1 for a 5xx or no answer at all (which says the URL it could not reach).
-The token is never printed, in an answer or an error.
+request was wrong; a 404's line is its detail alone, the words a database's `NotFound` says,
+as an unknown id exits 2 from either place), 1 for a 5xx or no answer at all (which says the
+URL it could not reach). The token is never printed, in an answer or an error.
 """
 
 from __future__ import annotations
@@ -190,6 +191,8 @@ def _refused(exc: ApiError, place: Where) -> NoReturn:
         why = str(cause) if cause is not None and str(cause) else type(cause).__name__
         fail(_scrubbed(f"cannot reach {shown_url(place.url or '')} ({why})", place), code=1)
     status = exc.status or 500
+    if status == 404:  # an unknown id: the same line a database gives (`NotFound`'s words)
+        fail(_scrubbed(exc.detail, place))
     fail(_scrubbed(str(exc), place), code=EXIT_USAGE if status < 500 else 1)
 
 

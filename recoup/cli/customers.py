@@ -10,8 +10,9 @@ Contract:
 
 `set` changes what it is given and keeps the rest (a new address clears a suppression of the
 old one); a bad address or locale exits 2 naming the option. `show` of a customer Recoup does
-not know: exit 1. The JSON is `GET /v1/dunning/customers/{id}`'s. With `--url URL --token T`
-(or RECOUP_URL, RECOUP_TOKEN) instead of `--db`, they read and change the customer on a remote
+not know: exit 2, one line naming it (from a database or a server alike). The JSON is `GET
+/v1/dunning/customers/{id}`'s. With `--url URL --token T` (or RECOUP_URL, RECOUP_TOKEN) instead
+of `--db`, they read and change the customer on a remote
 `recoup serve`; its refusals are one line, exit 2 (a 4xx) or 1.
 """
 

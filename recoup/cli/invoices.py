@@ -3,14 +3,15 @@ attempts (and, under an adaptive policy, why each one is when it is), and stoppi
 
 Contract:
 
-    recoup invoices show INVOICE_ID [--tenant T] [--db URL] [--schema S] [--json]
+    recoup invoices show INVOICE_ID [--tenant T] [--db URL] [--schema S | --url URL
+        --token T] [--json]
         → the invoice's state, policy and reason, then each attempt: number, due instant and
           the customer's local time, state, decline code, and its timing decision (arm,
           propensity, slot, explanation) when an adaptive policy placed it; `--json`:
           {"invoice_id", "state", "policy", "reason", "timezone", "attempts": [{"attempt",
           "at", "state", "decline_code", "advice_code", "timing": {"arm", "slot",
           "static_slot", "moved", "propensity", "explanation", "figures"} | null}]}
-          (the timing as GET /v1/dunning/invoices/{id} gives it). No such invoice: exit 1.
+          (the timing as GET /v1/dunning/invoices/{id} gives it). No such invoice: exit 2.
 
     recoup invoices cancel INVOICE_ID --reason TEXT [--tenant T] [--db URL] [--schema S]
         [--json]
@@ -19,9 +20,10 @@ Contract:
 The invoice ends `cancelled` (`invoice.dunning_cancelled`), its scheduled attempts are
 cancelled and nothing is charged for it again; an attempt whose request already went out is
 still heard. An invoice already recovered, exhausted or cancelled is left as it is (exit 0,
-its state shown). No such invoice: exit 1. With `--url URL --token T` (or RECOUP_URL,
-RECOUP_TOKEN) instead of `--db`, a remote `recoup serve` stops it, as `POST
-/v1/dunning/invoices/{id}/cancel`; its refusals are one line, exit 2 (a 4xx) or 1.
+its state shown). No such invoice: exit 2, one line naming it, from either place. With
+`--url URL --token T` (or RECOUP_URL, RECOUP_TOKEN) instead of `--db`, a remote `recoup
+serve` stops it, as `POST /v1/dunning/invoices/{id}/cancel` (and `show` reads it, as `GET
+/v1/dunning/invoices/{id}`); its refusals are one line, exit 2 (a 4xx) or 1.
 """
 
 from __future__ import annotations
@@ -42,13 +44,13 @@ from recoup.cli._where import (
     opened_store,
     where,
 )
-from recoup.dunning.invoice import AttemptRecord, AttemptState
+from recoup.dunning.invoice import AttemptState
 from recoup.dunning.messages import STOP_REASON_MAX
-from recoup.errors import InvalidInput, NotFound
+from recoup.errors import InvalidInput
 from recoup.timekeeping.instants import format_utc
 
 if TYPE_CHECKING:
-    from recoup.wire.dunning import InvoiceOut
+    from recoup.wire.dunning import InvoiceOut, TimelineAttemptOut, TimelineOut
 
 invoices_app = typer.Typer(
     help="Invoices in dunning: show one, stop dunning one.", no_args_is_help=True
@@ -62,15 +64,13 @@ def show_invoice(
     tenant: TenantOption = None,
     db: DbOption = None,
     schema: SchemaOption = None,
+    url: UrlOption = None,
+    token: TokenOption = None,
     json: JsonOption = False,
 ) -> None:
     """An invoice with its attempts, and why each one is when it is (learned timing)."""
-    place = where(db=db, schema=schema, tenant=tenant, url=None, token=None)
-    with opened_store(place) as (store, tenant_id):
-        invoice = store.get_invoice(tenant_id, invoice_id)
-    if invoice is None:
-        raise NotFound(f"no invoice {invoice_id!r} in dunning")
-    attempts = [_attempt_row(a) for a in invoice.attempts]
+    place = where(db=db, schema=schema, tenant=tenant, url=url, token=token)
+    invoice = _timeline(place, invoice_id)
     if json:
         print_json(
             {
@@ -79,7 +79,7 @@ def show_invoice(
                 "policy": invoice.policy,
                 "reason": invoice.reason,
                 "timezone": invoice.timezone,
-                "attempts": attempts,
+                "attempts": [_attempt_row(a) for a in invoice.attempts],
             }
         )
         return
@@ -102,15 +102,30 @@ def show_invoice(
             say(f"  why: {_clean(t.explanation)}")
 
 
-def _attempt_row(a: AttemptRecord) -> dict[str, Any]:
-    timing = None if a.timing is None else {**a.timing.as_dict(), "moved": a.timing.moved}
+def _timeline(place: Where, invoice_id: str) -> TimelineOut:
+    """The invoice as GET /v1/dunning/invoices/{id} answers it, from either place, so both
+    print alike; an unknown id is `NotFound` naming it (exit 2), from either."""
+    if place.remote:
+        with opened_client(place) as (client, _):
+            return client.get_invoice(invoice_id)
+    from recoup.jobs.scheduler import Scheduler
+    from recoup.recovery.service import Dunning
+    from recoup.timekeeping.clock import SystemClock
+    from recoup.wire.dunning import TimelineOut
+
+    with opened_store(place) as (store, tenant):
+        dunning = Dunning(Scheduler(store, clock=SystemClock()), store)
+        return TimelineOut.of_timeline(dunning.timeline(tenant, invoice_id))
+
+
+def _attempt_row(a: TimelineAttemptOut) -> dict[str, Any]:
     return {
         "attempt": a.attempt,
         "at": format_utc(a.at),
         "state": str(a.state),
         "decline_code": a.decline_code,
         "advice_code": a.advice_code,
-        "timing": timing,
+        "timing": None if a.timing is None else a.timing.model_dump(mode="json"),
     }
 
 

@@ -27,7 +27,8 @@ then acts on a remote `recoup serve` through its API, for the token's tenant, an
 same; a server's refusal is one line, exit 2 (a 4xx) or 1 (a 5xx, or no answer).
 
 `default` is the embedded tenant. Bad input: one line naming the option, the value and what is
-allowed, exit 2; an unknown job or tenant: one line, exit 1.
+allowed, exit 2; an unknown job or tenant: one line naming it, exit 2 (bad input, from
+a database or a server alike).
 """
 
 from __future__ import annotations

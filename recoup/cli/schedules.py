@@ -17,7 +17,7 @@ same; a server's refusal is one line, exit 2 (a 4xx) or 1 (a 5xx, or no answer).
 
 A deleted schedule is unknown here, as it is to the API. `default` is the embedded tenant.
 Bad input: one line naming the option, the value and what is allowed, exit 2; an unknown
-schedule or tenant: one line, exit 1.
+schedule or tenant: one line naming it, exit 2.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from recoup.cli._app import JsonOption, SchemaOption, app, print_json
-from recoup.cli._job_sources import Jobs, opened_jobs
+from recoup.cli._job_sources import Jobs, ScheduleQuery, opened_jobs
 from recoup.cli._records import (
     CursorOption,
     LimitOption,
@@ -92,7 +92,7 @@ def list_schedules(
     place = where(db=db, schema=schema, tenant=tenant, url=url, token=token)
     with opened_jobs(place) as jobs, spelled_as_typed(_SPELLED):
         page = jobs.list_schedules(
-            state=state, metadata=metadata_filter(metadata), limit=limit, **checked
+            ScheduleQuery(state=state, metadata=metadata_filter(metadata), limit=limit, **checked)
         )
     if json:
         print_json(

@@ -28,7 +28,7 @@ reads any of them from stdin, out of the shell's history); all are stored sealed
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -43,10 +43,14 @@ from recoup.cli._app import (
 )
 from recoup.cli._policy import load_policy
 from recoup.cli._secrets import secret_box
+from recoup.cli._where import TokenOption, UrlOption, Where, opened_client, where
 from recoup.cli.tenants import _opened, tenants_app
 from recoup.errors import InvalidInput, NotFound
 from recoup.jobs.model import DEFAULT_TENANT
 from recoup.timekeeping.instants import format_utc
+
+if TYPE_CHECKING:
+    from recoup.wire.dunning_settings import SettingsOut
 
 
 @tenants_app.command("configure")
@@ -162,6 +166,8 @@ def configure_tenant(
     allow_cidr: AllowCidrOption = None,
     db: DbOption = "sqlite:///recoup.db",
     schema: SchemaOption = None,
+    url: UrlOption = None,
+    token: TokenOption = None,
     json: JsonOption = False,
 ) -> None:
     """Set a tenant's dunning policy, event URL, where its attempts are charged (its charge
@@ -195,6 +201,38 @@ def configure_tenant(
         if given:
             raise InvalidInput("--no-experiment", True, f"expected without {_option(given[0])}")
         experiment = dict.fromkeys(experiment)
+    if url is not None or token is not None:
+        place = where(db=None, schema=schema, tenant=name, url=url, token=token)
+        for option, given_here in (
+            ("--no-stripe-webhook-secret", no_stripe_webhook_secret),
+            ("--no-smtp-url", no_smtp_url),
+            ("--allow-private-targets", allow_private_targets),
+            ("--allow-cidr", bool(allow_cidr)),
+        ):
+            if given_here:
+                raise InvalidInput(option, True, "a database's option: not with --url")
+        changes = {
+            "policy": KEEP if policy_toml is None else policy_toml,
+            "event_url": KEEP if event_url is None else event_url,
+            "charge_url": KEEP if charge_url is None else charge_url,
+            "experiment_name": experiment["experiment_name"],
+            "experiment_policy": experiment["experiment_policy_toml"],
+            "experiment_share": experiment["experiment_share"],
+            "default_timezone": KEEP if default_timezone is None else default_timezone,
+            "stripe_webhook_secret": None if secret is KEEP else secret,
+            "charge_with": charge_with,
+            "stripe_api_key": None if api_key is KEEP else api_key,
+            "smtp_url": None if smtp is KEEP else smtp,
+            "email_from": KEEP if email_from is None else email_from,
+            "reply_to": KEEP if reply_to is None else reply_to,
+            "update_card_url": KEEP if update_card_url is None else update_card_url,
+            "email_templates": KEEP if email_templates is None else email_templates,
+            "allow_unsubscribe": KEEP if allow_unsubscribe is None else allow_unsubscribe,
+        }
+        shown = _configured_remotely(place, changes)
+        _print_configured(shown, json, policy=policy, experiment_policy=experiment_policy)
+        return
+
     with _opened(db, schema) as (store, _):
         scheduler = Scheduler(store, ssrf=ssrf_guard(allow_private_targets, allow_cidr))
         if name == DEFAULT_TENANT:
@@ -264,31 +302,59 @@ def configure_tenant(
         "email_templates": emailed.templates_dir,
         "allow_unsubscribe": emailed.allow_unsubscribe,
     }
+    _print_configured(row, json, policy=policy, experiment_policy=experiment_policy)
+
+
+def _print_configured(
+    row: dict[str, Any], json: bool, *, policy: str | None, experiment_policy: str | None
+) -> None:
+    """The settings stored (`row`, what `--json` prints), from a database or a server alike;
+    `policy` and `experiment_policy` as given, to name them as the user did."""
     if json:
         print_json(row)
         return
+    name = row["tenant"]
     typer.echo(f"tenant:     {name}")
-    typer.echo(f"policy:     {policy or ('custom' if stored.policy_toml else 'business-days')}")
-    typer.echo(f"event url:  {stored.event_url or '(none: events stay in the timeline)'}")
-    if charged_by is not None:
+    typer.echo(f"policy:     {policy or ('custom' if row['policy'] else 'business-days')}")
+    typer.echo(f"event url:  {row['event_url'] or '(none: events stay in the timeline)'}")
+    if row["charge_with"] == "stripe":
         typer.echo("charge:     through Stripe, by Recoup (the key is stored sealed)")
-    typer.echo(f"charge url: {stored.charge_url or '(none: each failure gives its own)'}")
-    if stored.has_experiment:
+    typer.echo(f"charge url: {row['charge_url'] or '(none: each failure gives its own)'}")
+    if row["experiment_name"] is not None:
         typer.echo(
-            f"experiment: {stored.experiment_name}: {stored.experiment_share:.0%} of new "
+            f"experiment: {row['experiment_name']}: {row['experiment_share']:.0%} of new "
             f"invoices on {experiment_policy or 'the stored second policy'}"
         )
     typer.echo(
         f"stripe:     webhooks at /v1/intake/stripe/{name}, zone by default "
-        f"{intake_stored.default_timezone}"
-        if intake_stored.stripe_webhook_secret
+        f"{row['default_timezone']}"
+        if row["stripe_webhook_secret_set"]
         else "stripe:     (no endpoint secret: no Stripe intake)"
     )
     typer.echo(
-        f"emails:     from {emailed.email_from} (the SMTP URL is stored sealed)"
-        if emailed.sends
+        f"emails:     from {row['email_from']} (the SMTP URL is stored sealed)"
+        if row["smtp_configured"] and row["email_from"] is not None
         else "emails:     (no SMTP server and sender: none sent)"
     )
+
+
+def _configured_remotely(place: Where, changes: dict[str, Any]) -> dict[str, Any]:
+    """The server's settings with `changes` made (KEEP: as they are), as `PUT
+    /v1/dunning/settings` stores them: read, changed, written whole (the PUT replaces)."""
+    from recoup.recovery.records import KEEP
+
+    with opened_client(place) as (client, tenant):
+        current = client.dunning_settings().model_dump()
+        wanted: dict[str, Any] = {k: current.get(k) if v is KEEP else v for k, v in changes.items()}
+        stored = client.configure_dunning(**wanted)
+    return _settings_row(tenant, stored)
+
+
+def _settings_row(tenant: str, stored: SettingsOut) -> dict[str, Any]:
+    """What `--json` prints, from the settings as the API answers them."""
+    row = stored.model_dump(mode="json")
+    row["updated_at"] = format_utc(stored.updated_at)
+    return {"tenant": tenant, **row}
 
 
 def _stripe_secret(given: str | None, remove: bool) -> Any:

@@ -10,13 +10,14 @@ from recoup.client.transport import Transport
 from recoup.wire.customers import CardUpdateOut, CustomerOut, RenewalOut
 from recoup.wire.dunning import ClockOut, InvoiceOut, InvoicePageOut, TimelineOut
 from recoup.wire.dunning_settings import SettingsOut
+from recoup.wire.emails import EmailPreviewOut
 from recoup.wire.reports import ReviewQueueOut, TagOut
 
 
 class DunningCalls(Transport):
     """Failures in, invoices and their timelines, payments, card updates, settings, the
-    recovery report and merchant tags, and the test clock. Every POST is sent under an
-    Idempotency-Key, the same on each retry."""
+    recovery report and merchant tags, email previews, and the test clock. Every POST is sent
+    under an Idempotency-Key, the same on each retry."""
 
     def report_failure(
         self,
@@ -277,6 +278,12 @@ class DunningCalls(Transport):
 
     def review_queue(self, *, min_volume: int | None = None) -> ReviewQueueOut:
         return self._get(ReviewQueueOut, "/v1/dunning/review-queue", {"min_volume": min_volume})
+
+    def preview_email(self, event: str, *, locale: str | None = None) -> EmailPreviewOut:
+        """One customer email of the tenant's (`event`: payment_failed, retry_failed, …),
+        rendered with sample data as its settings make it."""
+        params = {"event": event, "locale": locale}
+        return self._get(EmailPreviewOut, "/v1/dunning/emails/preview", params)
 
     def clock(self) -> ClockOut:
         """The test clock of a server started with `--clock virtual:…` (404 elsewhere)."""

@@ -52,5 +52,24 @@ class ReviewQueueOut(BaseModel):
     )
     tags: list[TagOut] = Field(description="Every tag of the tenant, by merchant id.")
 
+    @classmethod
+    def of(
+        cls,
+        document: dict[str, Any],
+        *,
+        now: datetime,
+        since: datetime,
+        tags: list[MerchantTag],
+    ) -> ReviewQueueOut:
+        """The queue of a report's JSON `document` (`report_json`) judged in [since, now), and
+        the tenant's `tags`: what the route answers and `recoup merchants review` prints."""
+        return cls(
+            now=now,
+            since=since,
+            review_queue=[ReviewItemOut.model_validate(i) for i in document["review_queue"]],
+            suppressed=[ReviewItemOut.model_validate(i) for i in document["suppressed"]],
+            tags=[TagOut.of(t) for t in tags],
+        )
+
 
 __all__ = ["ReviewItemOut", "ReviewQueueOut", "TagIn", "TagOut"]

@@ -73,9 +73,9 @@ def test_tokens_are_created_listed_and_revoked(
     assert authenticate(tables, first["token"]) == "acme"
     assert run(capsys, "tokens", "revoke", second["id"], *backend.db_args())[0] == 0  # idempotent
     code, _, err = run(capsys, "tokens", "revoke", "no-such-token", *backend.db_args())
-    assert code == 1 and "no token" in err
+    assert code == 2 and "no token" in err
     code, _, err = run(capsys, "tokens", "create", "nobody", *backend.db_args())
-    assert code == 1 and "no tenant" in err
+    assert code == 2 and "no tenant" in err
 
     tenants = json.loads(run(capsys, "tenants", "list", *backend.db_args(), "--json")[1])
     assert tenants == [

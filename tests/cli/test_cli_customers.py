@@ -41,4 +41,4 @@ def test_bad_input_names_the_option_and_an_unknown_customer_is_not_found(
     code, _, err = run(capsys, "customers", "set", "cus_1", "--locale", "x!", *backend.db_args())
     assert code == 2 and "--locale" in err
     code, _, err = run(capsys, "customers", "show", "cus_404", *backend.db_args())
-    assert code == 1 and "cus_404" in err
+    assert code == 2 and "cus_404" in err

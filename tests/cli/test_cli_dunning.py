@@ -90,7 +90,7 @@ def test_configure_an_unknown_tenant_is_not_found(
     backend: Backend, store: Store, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, _, err = run(capsys, "tenants", "configure", "nobody", *backend.db_args())
-    assert code == 1 and "nobody" in err
+    assert code == 2 and "nobody" in err
 
 
 @pytest.mark.parametrize(

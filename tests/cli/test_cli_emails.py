@@ -115,7 +115,7 @@ def test_with_a_database_the_final_action_is_the_tenants_policys(
         capsys, "emails", "preview", "--tenant", "nobody", "--event", "recovered",
         *backend.db_args(),
     )  # fmt: skip
-    assert code == 1 and "no tenant 'nobody'" in err
+    assert code == 2 and "no tenant 'nobody'" in err
 
 
 def test_with_a_database_the_preview_is_the_email_the_tenants_settings_make(

@@ -237,13 +237,13 @@ def test_cancelling_a_final_invoice_leaves_it_as_it_is(
     assert dunning(store).get("default", "in_1").state is InvoiceState.RECOVERED
 
 
-def test_cancelling_an_unknown_invoice_exits_1(
+def test_cancelling_an_unknown_invoice_exits_2(
     backend: Backend, store: Store, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, out, err = run(
         capsys, "invoices", "cancel", "in_nope", "--reason", "r", *backend.db_args()
     )
-    assert code == 1 and out == "" and "in_nope" in err
+    assert code == 2 and out == "" and "in_nope" in err
 
 
 @pytest.mark.parametrize("reason", ["", "   ", "x" * 1001])

@@ -1,6 +1,6 @@
 """`recoup invoices show`, on each backend: an adaptive tenant's invoice with each attempt's
 timing decision and its explanation, in text and as JSON; a static one's without; no such
-invoice: exit 1."""
+invoice: exit 2."""
 
 from __future__ import annotations
 
@@ -71,4 +71,4 @@ def test_show_a_static_invoice_and_a_missing_one(
     code, out, _ = run(capsys, "invoices", "show", "in-2", *backend.db_args())
     assert code == 0 and "timing:" not in out
     code, _, err = run(capsys, "invoices", "show", "nope", *backend.db_args())
-    assert code == 1 and err.strip() == "error: no invoice 'nope' in dunning"
+    assert code == 2 and err.strip() == "error: no invoice 'nope' in dunning"

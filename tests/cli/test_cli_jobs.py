@@ -1,6 +1,6 @@
 """`recoup jobs …` and `recoup schedules …` on SQLite: what they print (tables, `--json`),
 what they change, and their errors (bad input: one line naming the option, exit 2; an unknown
-id: one line, exit 1)."""
+id: one line, exit 2)."""
 
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ def test_jobs_of_another_tenant_are_not_listed_and_an_unknown_tenant_is_an_error
 ) -> None:
     schedule_jobs(scheduler, "mine")
     code, _, err = cli(capsys, db, "jobs", "list", "--tenant", "acme")
-    assert code == 1 and "no tenant 'acme'" in err and err.count("\n") == 1
+    assert code == 2 and "no tenant 'acme'" in err and err.count("\n") == 1
 
 
 @pytest.mark.parametrize(
@@ -165,14 +165,14 @@ def test_jobs_runs_pages_the_run_log(
     assert [r["outcome"] for r in rest["runs"]] == ["succeeded"] and rest["next_cursor"] is None
 
 
-def test_an_unknown_job_is_exit_1_with_one_line(
+def test_an_unknown_job_is_exit_2_with_one_line(
     scheduler: Scheduler, db: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     for argv in (["jobs", "show", "nope"], ["jobs", "runs", "nope"], ["jobs", "cancel", "nope"]):
         code, _, err = cli(capsys, db, *argv)
-        assert code == 1 and err == "error: no job 'nope'\n", argv
+        assert code == 2 and err == "error: no job 'nope'\n", argv
     code, _, err = cli(capsys, db, "jobs", "show", "--name", "nobody")
-    assert code == 1 and "no job named 'nobody'" in err
+    assert code == 2 and "no job named 'nobody'" in err
 
 
 def test_jobs_cancel_by_id_and_by_name(
@@ -205,7 +205,7 @@ def test_jobs_retry_redrives_a_failed_job_and_refuses_any_other(
     code, _, err = cli(capsys, db, "jobs", "retry", waiting)  # claimed: running
     assert code == 1 and "is running" in err
     code, _, err = cli(capsys, db, "jobs", "retry", "no-such-job")
-    assert code == 1 and "no-such-job" in err
+    assert code == 2 and "no-such-job" in err
 
 
 # recoup schedules …
@@ -255,16 +255,16 @@ def test_schedules_show_prints_its_next_occurrences(
     assert "Next 5 occurrences" in out and "America/New_York" in out and "02:30" in out
 
 
-def test_an_unknown_or_deleted_schedule_is_exit_1(
+def test_an_unknown_or_deleted_schedule_is_exit_2(
     scheduler: Scheduler, db: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     gone = make_schedule(scheduler, "gone")
     scheduler.delete_schedule(gone)
     for argv in (["schedules", "show", gone], ["schedules", "resume", "nope"]):
         code, _, err = cli(capsys, db, *argv)
-        assert code == 1 and "no schedule" in err and err.count("\n") == 1, argv
+        assert code == 2 and "no schedule" in err and err.count("\n") == 1, argv
     code, _, err = cli(capsys, db, "schedules", "pause", "--name", "gone")
-    assert code == 1 and "no schedule named 'gone'" in err
+    assert code == 2 and "no schedule named 'gone'" in err
 
 
 def test_piped_tables_keep_every_id_whole_on_its_line(

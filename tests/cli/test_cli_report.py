@@ -163,7 +163,7 @@ def test_report_of_an_unknown_tenant_is_not_found(
     backend: Backend, store: Store, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, _, err = run(capsys, "report", *backend.db_args(), "--tenant", "nobody")
-    assert code == 1 and "nobody" in err and err.count("\n") == 1
+    assert code == 2 and "nobody" in err and err.count("\n") == 1
 
 
 # recoup merchants
@@ -257,7 +257,7 @@ def test_merchants_of_an_unknown_tenant_is_not_found(
     code, _, err = run(
         capsys, "merchants", "tag", "nobody", "m-1", "--tag", "new", *backend.db_args()
     )
-    assert code == 1 and "nobody" in err
+    assert code == 2 and "nobody" in err
 
 
 # recoup tenants configure: the experiment

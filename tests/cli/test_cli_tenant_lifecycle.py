@@ -54,12 +54,12 @@ def test_disable_and_enable_switch_the_tokens_and_report_the_state(
 
 
 @pytest.mark.parametrize("command", ["disable", "enable", "delete", "rotate-secret"])
-def test_an_unknown_tenant_is_one_line_and_exit_1(
+def test_an_unknown_tenant_is_one_line_and_exit_2(
     backend: Backend, store: Store, capsys: pytest.CaptureFixture[str], command: str
 ) -> None:
     extra = ["--yes"] if command == "delete" else []
     code, out, err = run(capsys, "tenants", command, "nobody", *extra, *backend.db_args())
-    assert (code, out) == (1, "") and "no tenant 'nobody'" in err and err.count("\n") == 1
+    assert (code, out) == (2, "") and "no tenant 'nobody'" in err and err.count("\n") == 1
 
 
 @pytest.mark.parametrize("command", ["disable", "delete"])

@@ -11,7 +11,6 @@ address and across addresses (`throttle.py`); a logout ends the session on the s
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
@@ -38,7 +37,7 @@ from recoup.api.dashboard.web import (
     session_cookie,
 )
 from recoup.api.deps import Api
-from recoup.tenancy import TOKEN_MAX_LENGTH, TokenInfo, display_prefix, hash_token
+from recoup.tenancy import TOKEN_MAX_LENGTH, hash_token, token_name
 
 router = APIRouter(route_class=HtmlRoute, include_in_schema=False)
 
@@ -60,17 +59,6 @@ def safe_next(url: str | None) -> str:
     ):
         return HOME
     return url
-
-
-def token_name(tokens: Iterable[TokenInfo], token: str) -> str:
-    """What the run log calls the person who signed in with `token`: the token's label (set by
-    `recoup tokens create TENANT --label …`), else its prefix, which `recoup tokens list`
-    shows; never the secret."""
-    prefix = display_prefix(token)
-    for info in tokens:
-        if info.active and info.prefix == prefix and info.label:
-            return f"{info.label} ({prefix}…)"
-    return f"token {prefix}…"
 
 
 def _set_cookie(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from fastapi import APIRouter, Request
 from starlette.responses import Response
@@ -178,49 +179,75 @@ def _first(ids: Iterator[str]) -> list[str]:
     return found
 
 
-def _confirm(
+class _Search(Protocol):
+    def fields(self) -> dict[str, str]: ...
+
+    def words(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """What a bulk action is over: `nav` names its list page (and its form's address)."""
+
+    nav: str  # "jobs" or "invoices"
+    labels: Mapping[str, str]
+
+
+_JOBS = _Kind("jobs", JOB_ACTIONS)
+_INVOICES = _Kind("invoices", INVOICE_ACTIONS)
+
+
+def _confirmation(
     request: Request,
     visitor: Visitor,
-    *,
-    nav: str,
-    post: str,
-    label: str,
-    action: str,
-    count: int,
-    words: str,
-    fields: dict[str, str],
-    back: str,
+    kind: _Kind,
+    chosen: str,
+    search: _Search,
+    ids: Iterator[str],
 ) -> Response:
+    """How many of `ids` (the filter's matches) the action would change, and the form that
+    confirms it; too many to act on at once is said on the page."""
+    count = len(_first(ids))
     return render(
         request,
         "bulk.html",
         {
             "visitor": visitor,
-            "nav": nav,
-            "post": post,
-            "label": label,
-            "action": action,
+            "nav": kind.nav,
+            "post": f"/bulk/{kind.nav}",
+            "label": kind.labels[chosen],
+            "action": chosen,
             "count": count,
             "too_many": count > BULK_MAX,
             "most": BULK_MAX,
-            "words": words,
-            "fields": fields,
-            "back": back,
-            "noun": nav[:-1],
+            "words": search.words(),
+            "fields": search.fields(),
+            "back": f"/{kind.nav}",
+            "noun": kind.nav[:-1],
         },
     )
 
 
-def _run(ids: list[str], act: Callable[[str], actions.Done]) -> tuple[int, int]:
-    changed = sum(1 for item in ids if act(item).changed)
-    return changed, len(ids) - changed
-
-
-def _too_many(count: int) -> None:
-    if count > BULK_MAX:
+def _carried_out(
+    kind: _Kind,
+    chosen: str,
+    search: _Search,
+    ids: Iterator[str],
+    act: Callable[[str, str], actions.Done],
+) -> Response:
+    """`act(id, detail)` on each match of the confirmed filter (refused whole when it names
+    more than `BULK_MAX`), then back to the list, which says how many changed."""
+    found = _first(ids)
+    if len(found) > BULK_MAX:
         raise InvalidInput(
             "filter", f"more than {BULK_MAX} match", f"expected at most {BULK_MAX}: narrow it"
         )
+    detail = f"bulk {chosen} of {len(found)} {kind.nav[:-1]}(s): {search.words()}"
+    changed = sum(1 for item in found if act(item, detail).changed)
+    skipped = len(found) - changed
+    return see_other(
+        f"/{kind.nav}", **search.fields(), bulk=chosen, changed=str(changed), skipped=str(skipped)
+    )
 
 
 @router.get("/bulk/jobs")
@@ -237,19 +264,8 @@ def confirm_jobs(
     """How many jobs the filter names that the action can change, and a confirmation."""
     chosen = _action(action, JOB_ACTIONS)
     search = JobSearch.read({"name": name, "group": group, "state": state, "schedule": schedule})
-    count = len(_first(matching_jobs(api, visitor.tenant, search, chosen)))
-    return _confirm(
-        request,
-        visitor,
-        nav="jobs",
-        post="/bulk/jobs",
-        label=JOB_ACTIONS[chosen],
-        action=chosen,
-        count=count,
-        words=search.words(),
-        fields=search.fields(),
-        back="/jobs",
-    )
+    ids = matching_jobs(api, visitor.tenant, search, chosen)
+    return _confirmation(request, visitor, _JOBS, chosen, search, ids)
 
 
 @router.post("/bulk/jobs")
@@ -257,13 +273,13 @@ def bulk_jobs(action: Acting, api: Api) -> Response:
     """Retry or cancel each job the confirmed filter names now."""
     chosen = _action(action.form.get("action"), JOB_ACTIONS)
     search = JobSearch.read(action.form)
-    ids = _first(matching_jobs(api, action.tenant, search, chosen))
-    _too_many(len(ids))
-    detail = f"bulk {chosen} of {len(ids)} job(s): {search.words()}"
     act = actions.retry_job if chosen == "retry" else actions.cancel_job
-    changed, skipped = _run(ids, lambda job_id: act(api, action.visitor, job_id, detail=detail))
-    return see_other(
-        "/jobs", **search.fields(), bulk=chosen, changed=str(changed), skipped=str(skipped)
+    return _carried_out(
+        _JOBS,
+        chosen,
+        search,
+        matching_jobs(api, action.tenant, search, chosen),
+        lambda job_id, detail: act(api, action.visitor, job_id, detail=detail),
     )
 
 
@@ -279,19 +295,8 @@ def confirm_invoices(
     """How many invoices still in dunning the filter names, and a confirmation."""
     chosen = _action(action, INVOICE_ACTIONS)
     search = InvoiceSearch.read({"state": state, "customer": customer})
-    count = len(_first(matching_invoices(api, visitor.tenant, search)))
-    return _confirm(
-        request,
-        visitor,
-        nav="invoices",
-        post="/bulk/invoices",
-        label=INVOICE_ACTIONS[chosen],
-        action=chosen,
-        count=count,
-        words=search.words(),
-        fields=search.fields(),
-        back="/invoices",
-    )
+    ids = matching_invoices(api, visitor.tenant, search)
+    return _confirmation(request, visitor, _INVOICES, chosen, search, ids)
 
 
 @router.post("/bulk/invoices")
@@ -304,20 +309,15 @@ def bulk_invoices(action: Acting, api: Api) -> Response:
         reason = text_param("reason", action.form.get("reason"), max_length=STOP_REASON_MAX)
         if reason is None:
             raise InvalidInput("reason", "", f"expected 1–{STOP_REASON_MAX} characters")
-    ids = _first(matching_invoices(api, action.tenant, search))
-    _too_many(len(ids))
-    detail = f"bulk {chosen} of {len(ids)} invoice(s): {search.words()}"
     visitor = action.visitor
 
-    def act(invoice_id: str) -> actions.Done:
+    def act(invoice_id: str, detail: str) -> actions.Done:
         if reason is not None:
             return actions.stop_invoice(api, visitor, invoice_id, reason=reason, detail=detail)
         return actions.mark_paid(api, visitor, invoice_id, detail=detail)
 
-    changed, skipped = _run(ids, act)
-    return see_other(
-        "/invoices", **search.fields(), bulk=chosen, changed=str(changed), skipped=str(skipped)
-    )
+    ids = matching_invoices(api, action.tenant, search)
+    return _carried_out(_INVOICES, chosen, search, ids, act)
 
 
 __all__ = ["BULK_MAX", "INVOICE_ACTIONS", "JOB_ACTIONS", "bulk_done", "router"]

@@ -14,7 +14,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from recoup.api.deps import Api, Post, Tenant
+from recoup.api import operator_actions
+from recoup.api.deps import Acting, Api, Post, Tenant
 from recoup.api.fast_posts import fast_post
 from recoup.api.fast_route import with_fast_path
 from recoup.api.idempotent import PostContext, json_response
@@ -162,9 +163,12 @@ def report_outcome(
 
 
 @router.post("/invoices/{invoice_id}/paid", response_model=InvoiceOut)
-def mark_paid(invoice_id: Id, ctx: Post, api: Api) -> Response:
-    """The invoice was paid out of band: the remaining attempts are cancelled."""
-    return ctx.run(200, lambda: InvoiceOut.of(api.dunning.mark_paid(ctx.tenant, invoice_id)))
+def mark_paid(invoice_id: Id, ctx: Post, api: Api, by: Acting) -> Response:
+    """The invoice was paid out of band: the remaining attempts are cancelled. Recorded with
+    the token that said so (the invoice's timeline shows it), in the same transaction."""
+    return ctx.run(
+        200, lambda: InvoiceOut.of(operator_actions.mark_paid(api, by, invoice_id).value)
+    )
 
 
 @router.post("/invoices/{invoice_id}/payment-method-updated", response_model=InvoiceOut)
@@ -177,13 +181,19 @@ def payment_method_updated(invoice_id: Id, ctx: Post, api: Api) -> Response:
 
 
 @router.post("/invoices/{invoice_id}/cancel", response_model=InvoiceOut)
-def cancel_invoice(invoice_id: Id, body: InvoiceCancelIn, ctx: Post, api: Api) -> Response:
+def cancel_invoice(
+    invoice_id: Id, body: InvoiceCancelIn, ctx: Post, api: Api, by: Acting
+) -> Response:
     """Stop dunning the invoice without a payment: it ends `cancelled`
     (`invoice.dunning_cancelled`), its scheduled attempts are cancelled and nothing is charged
-    for it again. An invoice already recovered, exhausted or cancelled is answered as it is."""
-    return ctx.run(
-        200, lambda: InvoiceOut.of(api.dunning.stop(ctx.tenant, invoice_id, reason=body.reason))
-    )
+    for it again. An invoice already recovered, exhausted or cancelled is answered as it is.
+    A stop is recorded with the token that asked, in the same transaction."""
+
+    def stop() -> InvoiceOut:
+        done = operator_actions.stop_invoice(api, by, invoice_id, reason=body.reason)
+        return InvoiceOut.of(done.value)
+
+    return ctx.run(200, stop)
 
 
 @router.get("/settings", response_model=SettingsOut)

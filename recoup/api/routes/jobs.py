@@ -8,7 +8,8 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query
 from starlette.responses import Response
 
-from recoup.api.deps import Api, Post, Tenant
+from recoup.api import operator_actions
+from recoup.api.deps import Acting, Api, Post, Tenant
 from recoup.api.fast_route import with_fast_path
 from recoup.api.idempotent import json_response
 from recoup.api.query_params import QueryFamily
@@ -196,19 +197,19 @@ def update_job(tenant: Tenant, job_id: Id, body: JobPatchIn, api: Api) -> Respon
 
 
 @router.delete("/jobs/{job_id}", response_model=JobOut)
-def cancel_job(tenant: Tenant, job_id: Id, api: Api) -> Response:
-    """Cancel a job. Idempotent: a job that already ended is returned as it is."""
-    return json_response(200, JobOut.of(api.scheduler.cancel(job_id, tenant=tenant)))
+def cancel_job(job_id: Id, api: Api, by: Acting) -> Response:
+    """Cancel a job. Idempotent: a job that already ended is returned as it is. A cancel that
+    changed the job is recorded with the token that asked (its run log shows it)."""
+    return json_response(200, JobOut.of(operator_actions.cancel_job(api, by, job_id).value))
 
 
 @router.post("/jobs/{job_id}/retry", response_model=JobOut)
-def retry_job(job_id: Id, ctx: Post, api: Api) -> Response:
+def retry_job(job_id: Id, ctx: Post, api: Api, by: Acting) -> Response:
     """Redrive a job that failed for good (a dead letter, `GET /v1/jobs?state=failed`):
     scheduled again now with a fresh budget of attempts (as many again as it had, up to 100
     in all), its run log kept. 409 unless it failed, or when it has made 100 attempts or a
-    live job holds its name."""
-    scheduler = api.scheduler
-    return ctx.run(200, lambda: JobOut.of(scheduler.redrive(job_id, tenant=ctx.tenant)))
+    live job holds its name. Recorded with the token that asked, in the same transaction."""
+    return ctx.run(200, lambda: JobOut.of(operator_actions.retry_job(api, by, job_id)))
 
 
 @router.get("/jobs/{job_id}/runs", response_model=RunsOut)

@@ -24,7 +24,7 @@ from recoup.api.state import ApiState
 from recoup.errors import InvalidInput
 from recoup.recovery.figures import MONEY_KINDS
 from recoup.recovery.reporting import Reports
-from recoup.wire.reports import ReviewItemOut, ReviewQueueOut, TagIn, TagOut
+from recoup.wire.reports import ReviewQueueOut, TagIn, TagOut
 
 router = APIRouter(
     prefix="/v1/dunning", responses=ERRORS, tags=["recovery report"], dependencies=CHECKED
@@ -147,17 +147,10 @@ def review_queue(tenant: Tenant, api: Api, min_volume: MinVolume = None) -> Resp
     suppresses, and every tag."""
     reports = _reports(api)
     report, window = reports.build(tenant, min_volume=min_volume)
-    document = report_json(report)
-    return json_response(
-        200,
-        ReviewQueueOut(
-            now=window.now,
-            since=window.since,
-            review_queue=[ReviewItemOut.model_validate(i) for i in document["review_queue"]],
-            suppressed=[ReviewItemOut.model_validate(i) for i in document["suppressed"]],
-            tags=[TagOut.of(t) for t in reports.tags(tenant)],
-        ),
+    queue = ReviewQueueOut.of(
+        report_json(report), now=window.now, since=window.since, tags=reports.tags(tenant)
     )
+    return json_response(200, queue)
 
 
 __all__ = ["router"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -30,7 +29,6 @@ except ModuleNotFoundError:
     pytest.skip("playwright is in the dev extra (pip install -e '.[dev]')", allow_module_level=True)
 expect = playwright_api.expect
 
-CHROMIUM = os.environ.get("RECOUP_TEST_CHROMIUM", "/usr/bin/chromium")
 WAIT_MS = 15_000  # what an assertion waits for the page (a loaded machine is slow)
 
 
@@ -43,20 +41,6 @@ class Site:
     flaky_id: str
     to_cancel_id: str
     rival_job_id: str
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[playwright_api.Browser]:
-    path = shutil.which(CHROMIUM) or (CHROMIUM if os.access(CHROMIUM, os.X_OK) else None)
-    if path is None:
-        reason = f"no chromium at {CHROMIUM} (.ci/run installs Debian's: apt-get install chromium)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
-    with playwright_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=path)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture(scope="module")

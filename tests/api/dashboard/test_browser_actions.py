@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -24,7 +23,7 @@ from recoup.dunning.invoice import InvoiceState
 from recoup.jobs.model import JobState
 from recoup.storage import open_store
 from tests.api.dashboard.desk import START, Desk, make_desk
-from tests.api.dashboard.test_browser import CHROMIUM, WAIT_MS, playwright_api, sign_in
+from tests.api.dashboard.test_browser import WAIT_MS, playwright_api, sign_in
 from tests.storage.test_redrive_contract import failed
 from tests.support import ServerThread
 
@@ -43,20 +42,6 @@ class Site:
     dead_id: str
     to_cancel_id: str
     batch_ids: list[str]
-
-
-@pytest.fixture(scope="module")
-def chromium_browser() -> Iterator[playwright_api.Browser]:
-    path = shutil.which(CHROMIUM) or (CHROMIUM if os.access(CHROMIUM, os.X_OK) else None)
-    if path is None:
-        reason = f"no chromium at {CHROMIUM} (.ci/run installs Debian's: apt-get install chromium)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
-    with playwright_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=path)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture(scope="module")
@@ -86,10 +71,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
 
 
 @pytest.fixture
-def page(chromium_browser: playwright_api.Browser, site: Site) -> Iterator[playwright_api.Page]:
-    context = chromium_browser.new_context(
-        base_url=site.url, viewport={"width": 1280, "height": 900}
-    )
+def page(chromium: playwright_api.Browser, site: Site) -> Iterator[playwright_api.Page]:
+    context = chromium.new_context(base_url=site.url, viewport={"width": 1280, "height": 900})
     context.set_default_timeout(WAIT_MS)
     opened = context.new_page()
     dialogs: list[str] = []
