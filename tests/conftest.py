@@ -1,11 +1,22 @@
-"""Shared fixtures: the PostgreSQL URL (skip where unreachable, fail under CI=true)."""
+"""Shared fixtures: the PostgreSQL URL (skip where unreachable, fail under CI=true), and the
+migrated databases the per-test databases are copied from (tests/storage/databases.py)."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from tests.storage.databases import (
+    MigratedSchemas,
+    create_process_database,
+    database_url,
+    drop_process_database,
+    make_sqlite_template,
+)
 
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 
@@ -38,7 +49,7 @@ def postgres_unreachable(url: str) -> str | None:
 
 
 @pytest.fixture(scope="session")
-def postgres_url() -> str:
+def postgres_server_url() -> str:
     """The test PostgreSQL's URL; skips (or fails under CI=true) when it is unreachable."""
     url = _postgres_url()
     reason = postgres_unreachable(url)
@@ -47,3 +58,26 @@ def postgres_url() -> str:
             pytest.fail(reason)
         pytest.skip(reason)
     return url
+
+
+@pytest.fixture(scope="session")
+def postgres_url(postgres_server_url: str) -> Iterator[str]:
+    """A database of this test process's own on the test PostgreSQL (dropped at the end), so
+    that processes never wait on one another's locks; tests make their schemas in it."""
+    name = create_process_database(postgres_server_url)
+    try:
+        yield database_url(postgres_server_url, name)
+    finally:
+        drop_process_database(postgres_server_url, name)
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated SQLite file, made once per test process, that tests copy."""
+    return make_sqlite_template(tmp_path_factory.mktemp("sqlite-template"))
+
+
+@pytest.fixture(scope="session")
+def postgres_schemas(postgres_url: str) -> MigratedSchemas:
+    """Migrated schemas in this process's database, emptied after each test for the next."""
+    return MigratedSchemas(postgres_url)

@@ -1,11 +1,11 @@
 """Fixtures for the scheduler's tests (the worker, schedules, targets): a database per test
-on each backend (its URL too, for tests that start `recoup worker` processes), a migrated
-store whose default tenant signs with a known secret, a real HTTP receiver; and the
-per-backend `backend` and `store` fixtures, from their home in tests/storage/conftest.py."""
+on each backend, already migrated (tests/storage/databases.py; its URL too, for tests that
+start `recoup worker` processes), a migrated store whose default tenant signs with a known
+secret, a real HTTP receiver; and the per-backend `backend` and `store` fixtures, from their
+home in tests/storage/conftest.py."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,6 +16,7 @@ import pytest
 from recoup.jobs.model import DEFAULT_TENANT, Tenant
 from tests.jobs.support import SECRET, Database, Receiver
 from tests.storage.conftest import Backend, Store, backend, store
+from tests.storage.databases import MigratedSchemas, copy_sqlite_template
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -24,6 +25,7 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Databas
         from recoup.storage.sqlite.store import SqliteStore
 
         path = str(tmp_path / "recoup.db")
+        copy_sqlite_template(request.getfixturevalue("sqlite_template"), Path(path))
         db = Database("sqlite", f"sqlite:///{path}", None, lambda: SqliteStore(path))
         try:
             yield db
@@ -34,17 +36,15 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Databas
     url: str = request.getfixturevalue("postgres_url")
     from recoup.storage.postgres.store import PostgresStore
 
-    schema = f"test_{uuid.uuid4().hex[:12]}"
+    pool: MigratedSchemas = request.getfixturevalue("postgres_schemas")
+    schema = pool.take()
     db = Database("postgres", url, schema, lambda: PostgresStore(url, schema=schema))
     try:
         yield db
     finally:
         for store in db.opened:
             store.close()
-        import psycopg
-
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        pool.give_back(schema)
 
 
 @pytest.fixture

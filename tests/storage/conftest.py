@@ -1,7 +1,10 @@
 """The one backend fixture: every test that takes `backend` or `store` runs once per backend.
 
-SQLite gets a file in the test's temporary directory; PostgreSQL gets a fresh schema with a
-random name (dropped afterwards), because several engineers and CI share one database.
+SQLite gets a file in the test's temporary directory, a copy of one migrated once per test
+process (tests/storage/databases.py), so that opening a store finds nothing to apply;
+PostgreSQL a schema of its own in the test process's own database, migrated once and emptied
+after each test for the next (`MigratedSchemas`: dropped instead when a test changed its
+shape). `empty_backend` gives one never migrated, for the tests of migrating.
 `backend.open()` opens another store on the same database, for tests that need several
 processes' worth of connections.
 
@@ -23,6 +26,7 @@ from typing import Any
 import pytest
 
 from recoup.storage import Store
+from tests.storage.databases import MigratedSchemas, copy_sqlite_template
 
 Tables = dict[str, set[str]]  # table → column (or index) names
 
@@ -177,19 +181,15 @@ class PostgresBackend(Backend):
         return "\n".join(lines)
 
 
-def _drop_schema(url: str, schema: str) -> None:
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+def _make_backend(
+    request: pytest.FixtureRequest, tmp_path: Path, *, migrated: bool
+) -> Iterator[Backend]:
     if request.param == "sqlite":
         from recoup.storage.sqlite.store import SqliteStore
 
         path = str(tmp_path / "recoup.db")
+        if migrated:
+            copy_sqlite_template(request.getfixturevalue("sqlite_template"), Path(path))
         found: Backend = SqliteBackend(
             "sqlite",
             f"sqlite:///{path}",
@@ -209,7 +209,12 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
     from recoup.storage.postgres.store import PostgresStore
 
     url: str = request.getfixturevalue("postgres_url")
-    schema = f"test_{uuid.uuid4().hex[:12]}"
+    pool: MigratedSchemas | None = None
+    if migrated:
+        pool = request.getfixturevalue("postgres_schemas")
+        schema = pool.take()
+    else:
+        schema = f"test_{uuid.uuid4().hex[:12]}"
     found = PostgresBackend(
         "postgres",
         url,
@@ -224,7 +229,32 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
         yield found
     finally:
         found.close()
-        _drop_schema(url, schema)
+        if pool is None:
+            _drop_schema(url, schema)
+        else:
+            pool.give_back(schema)
+
+
+def _drop_schema(url: str, schema: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+_BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
+@pytest.fixture(params=_BACKENDS)
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    """A database of its own, already migrated (migrating again finds nothing to apply)."""
+    yield from _make_backend(request, tmp_path, migrated=True)
+
+
+@pytest.fixture(params=_BACKENDS)
+def empty_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    """A database of its own never migrated, for tests that migrate it themselves."""
+    yield from _make_backend(request, tmp_path, migrated=False)
 
 
 @pytest.fixture
@@ -232,4 +262,4 @@ def store(backend: Backend) -> Store:
     return backend.open()
 
 
-__all__ = ["Backend", "Store", "backend", "store"]
+__all__ = ["Backend", "Store", "backend", "empty_backend", "store"]

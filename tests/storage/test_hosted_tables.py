@@ -97,12 +97,13 @@ def test_an_invoice_can_be_cancelled(store: Store) -> None:
 
 
 def test_migrating_to_0010_keeps_every_invoice_and_its_references(
-    backend: Backend, monkeypatch: pytest.MonkeyPatch
+    empty_backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The SQLite migration makes `invoices` again (to change its CHECK): the rows, their
     attempts and events, and the references between them survive it."""
     import importlib
 
+    backend = empty_backend
     module = importlib.import_module(f"recoup.storage.{backend.name}.migrator")
     every = module.load_migrations(f"recoup.storage.{backend.name}.migrations")
     # An older store, with the attempts' timing columns (0016) today's code writes already

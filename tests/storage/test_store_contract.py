@@ -1145,11 +1145,12 @@ def _check_reopen(factory: Callable[[], Store]) -> None:
         again.close()
 
 
-def test_migrating_twice_changes_nothing(backend: Backend, store: Store) -> None:
+def test_migrating_twice_changes_nothing(empty_backend: Backend) -> None:
+    store = empty_backend.open()
     version = store.migrate()
     assert version >= 1
     assert store.migrate() == version
-    _check_reopen(backend.open)
+    _check_reopen(empty_backend.open)
 
 
 # The declared schema of migrations 0001, 0003, 0005 and 0006 (0002's tables are declared in
@@ -1450,9 +1451,9 @@ DECLARED_INDEXES = {
 }
 
 
-def test_migrating_an_empty_database_gives_the_declared_schema(
-    backend: Backend, store: Store
-) -> None:
+def test_migrating_an_empty_database_gives_the_declared_schema(empty_backend: Backend) -> None:
+    backend = empty_backend
+    store = backend.open()
     columns, indexes = backend.describe()
     # Besides the declared tables, a backend may keep its own (SQLite: a counter row standing
     # in for LISTEN/NOTIFY).

@@ -1,0 +1,185 @@
+"""Where the suite's databases come from, made so that tests do not wait on one another.
+
+SQLite: each test process migrates one file once and every test gets a copy of it (migrating
+costs ~70 ms a file, copying well under one).
+PostgreSQL: each test process gets a database of its own on the test server, and each test a
+schema in it as before. The migrator's advisory lock is per database, so with one shared
+database every test process's migrations queued behind one another's (a migration is ~0.2 s
+alone, over a second in the suite); with one database a process they run side by side.
+Cloning a migrated template database per test was tried and is slower on PostgreSQL 15
+(`CREATE DATABASE` WAL-logs the template's ~9 MB: ~0.5 s, against ~0.2 s to migrate a schema).
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+
+def database_url(url: str, database: str) -> str:
+    """`url` naming `database` instead of its own."""
+    return urlunsplit(urlsplit(url)._replace(path=f"/{database}"))
+
+
+def make_sqlite_template(directory: Path) -> Path:
+    """A migrated SQLite file in `directory`, to copy (its store closed, so no WAL is left)."""
+    from recoup.storage.sqlite.store import SqliteStore
+
+    path = directory / "template.db"
+    SqliteStore(str(path), synchronous="NORMAL").close()
+    leftovers = [p.name for p in directory.iterdir() if p.name != path.name]
+    assert not leftovers, f"the template's store left {leftovers}: a copy would miss them"
+    return path
+
+
+def copy_sqlite_template(template: Path, path: Path) -> None:
+    shutil.copyfile(template, path)
+
+
+def create_process_database(server_url: str) -> str:
+    """A new empty database on the server `server_url` names; returns its name."""
+    import psycopg
+
+    name = f"recoup_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return name
+
+
+def drop_process_database(server_url: str, name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        # FORCE: a `recoup serve` or worker process a test started may still be connected.
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+# The schema's shape, for telling whether a test changed it (then it is dropped, not reused).
+_SHAPE = """
+SELECT md5(coalesce(string_agg(item, ',' ORDER BY item), '')) FROM (
+  SELECT concat_ws(':', c.relname, c.relkind, a.attname, a.atttypid, a.attnotnull) AS item
+  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+  LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+  WHERE n.nspname = %(schema)s
+  UNION ALL
+  SELECT concat_ws(':', con.conname, pg_get_constraintdef(con.oid)) FROM pg_constraint con
+  JOIN pg_namespace n ON n.oid = con.connamespace WHERE n.nspname = %(schema)s
+  UNION ALL
+  SELECT concat_ws(':', t.tgname, c.relname) FROM pg_trigger t
+  JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+  WHERE n.nspname = %(schema)s
+  UNION ALL
+  SELECT concat_ws(':', p.proname, md5(p.prosrc)) FROM pg_proc p
+  JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = %(schema)s
+) shape
+"""
+_TABLES = """
+SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = %s AND c.relkind IN ('r', 'p') ORDER BY c.relname
+"""
+_USED_SEQUENCES = (
+    "SELECT sequencename FROM pg_sequences WHERE schemaname = %s AND last_value IS NOT NULL"
+)
+
+
+class MigratedSchemas:
+    """Migrated PostgreSQL schemas in one database, handed back emptied for the next test.
+
+    Migrating a schema is ~0.2 s of the server's CPU, and the suite makes one for most of its
+    ~2,500 PostgreSQL tests; emptying one is a few statements. A schema goes back to the pool
+    only as migrating would leave it: same tables, columns, constraints, triggers and
+    functions (else it is dropped), every table empty but those the migrations fill, which
+    hold again exactly their rows after migrating, and its sequences restarted."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._idle: list[str] = []
+        self._shape: str | None = None
+        self._seeded: dict[str, list[str]] = {}  # table → its rows after migrating, as text
+
+    def take(self) -> str:
+        if self._idle:
+            return self._idle.pop()
+        from recoup.storage.postgres.store import PostgresStore
+
+        schema = f"test_{uuid.uuid4().hex[:12]}"
+        PostgresStore(self.url, schema=schema, min_size=1, max_size=1).close()
+        if self._shape is None:
+            self._shape, self._seeded = self._describe(schema)
+        return schema
+
+    def give_back(self, schema: str) -> None:
+        """Empty `schema` for the next test, or drop it when it is not as migrated."""
+        try:
+            reusable = self._reset(schema)
+        except Exception:
+            reusable = False
+        if reusable:
+            self._idle.append(schema)
+        else:
+            self.drop(schema)
+
+    def drop(self, schema: str) -> None:
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+    def _describe(self, schema: str) -> tuple[str, dict[str, list[str]]]:
+        import psycopg
+
+        with psycopg.connect(self.url) as conn:
+            row = conn.execute(_SHAPE, {"schema": schema}).fetchone()
+            assert row is not None
+            seeded = {}
+            for (table,) in conn.execute(_TABLES, (schema,)).fetchall():
+                rows = self._rows(conn, schema, table)
+                if rows:
+                    seeded[table] = rows
+        return str(row[0]), seeded
+
+    @staticmethod
+    def _rows(conn: Any, schema: str, table: str) -> list[str]:
+        found = conn.execute(f'SELECT t::text FROM "{schema}"."{table}" t ORDER BY 1')
+        return [r[0] for r in found.fetchall()]
+
+    def _reset(self, schema: str) -> bool:
+        import psycopg
+
+        with psycopg.connect(self.url) as conn:
+            # A connection a test left behind holding a lock is a schema not to reuse.
+            conn.execute("SET lock_timeout = '5s'")
+            row = conn.execute(_SHAPE, {"schema": schema}).fetchone()
+            if row is None or row[0] != self._shape:
+                return False
+            tables = [r[0] for r in conn.execute(_TABLES, (schema,)).fetchall()]
+            if not tables:
+                return False
+            probe = " UNION ALL ".join(
+                f'(SELECT {i} FROM "{schema}"."{t}" LIMIT 1)' for i, t in enumerate(tables)
+            )
+            filled = {tables[r[0]] for r in conn.execute(probe).fetchall()}
+            dirty = [t for t in sorted(filled) if t not in self._seeded]
+            if dirty:
+                names = ", ".join(f'"{schema}"."{t}"' for t in dirty)
+                conn.execute(f"TRUNCATE {names} CASCADE")
+            for table, rows in self._seeded.items():
+                if self._rows(conn, schema, table) != rows:
+                    conn.execute(f'DELETE FROM "{schema}"."{table}"')
+                    conn.execute(
+                        f'INSERT INTO "{schema}"."{table}"'
+                        f' SELECT (r::"{schema}"."{table}").* FROM unnest(%s::text[]) r',
+                        (rows,),
+                    )
+            for (sequence,) in conn.execute(_USED_SEQUENCES, (schema,)).fetchall():
+                conn.execute(f'ALTER SEQUENCE "{schema}"."{sequence}" RESTART')
+            # TRUNCATE ... CASCADE may have emptied a seeded table through a foreign key.
+            for table, rows in self._seeded.items():
+                if self._rows(conn, schema, table) != rows:
+                    conn.rollback()
+                    return False
+            conn.commit()
+        return True
