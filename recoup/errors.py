@@ -49,6 +49,7 @@ than re-exporting them):
     ├── LoginRequired           api.dashboard.web: the dashboard's login page
     ├── CsrfRefused             api.dashboard.web
     ├── _Refused                api.idempotent: an atomic run's refusal, undoing its unit
+    ├── _Clashed                storage.sqlite.job_creation: a creation's clash, undoing its unit
     ├── StaleToken              api.token_cache: a cached token owner to read again
     └── _LockLost               contrib.django.webhooks: an idempotency key taken over
 
@@ -140,6 +141,7 @@ HOMES: dict[str, str] = {
     "Unauthorized": "recoup.client",
     "UnknownInvoice": "recoup.receiver.errors",
     "Unprocessable": "recoup.client",
+    "_Clashed": "recoup.storage.sqlite.job_creation",
     "_LockLost": "recoup.contrib.django.webhooks",
     "_Refused": "recoup.api.idempotent",
 }

@@ -106,8 +106,10 @@ def as_the_document_requires(context: Any, case: Any, kwargs: dict[str, Any]) ->
     window that does not end before it starts, at most one of a PATCH's `run_at` and
     `delay_seconds`, a schedule PATCH's rule as one of its two kinds, a sender beside an
     SMTP server and a templates directory that exists, a redrive's range in order, a flow
-    key with a rate or a parallelism, one key per job, and a replace with the key it
-    replaces by."""
+    key with a rate or a parallelism, one key per job, a replace with the key it
+    replaces by, a preview's locale that babel knows (a rule of babel's data), and settings
+    without a Stripe webhook secret (with one, the tenant's intake refuses the fuzzer's
+    unsigned events with 400, a rule of the tenant's state)."""
     headers = case.headers or {}
     key = headers.get("Idempotency-Key")
     if isinstance(key, str) and KEY.fullmatch(key):
@@ -139,6 +141,10 @@ def as_the_document_requires(context: Any, case: Any, kwargs: dict[str, Any]) ->
             body["email_from"] = FUZZ_SENDER
         if body.get("email_templates") is not None:
             body["email_templates"] = str(TEMPLATES_DIR)
+        body.pop("stripe_webhook_secret", None)
+    query = case.query if isinstance(case.query, dict) else {}
+    if case.operation.label == "GET /v1/dunning/emails/preview" and query.get("locale"):
+        query["locale"] = "fr_FR"
     # Two fields of one body that JSON Schema cannot compare: a window's start after its end;
     # both of a PATCH's run_at and delay_seconds (at most one, as the description says).
     start, end = body.get("start_at"), body.get("end_at")

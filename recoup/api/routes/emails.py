@@ -12,25 +12,25 @@ from starlette.responses import Response
 
 from recoup.api.deps import Api, Tenant
 from recoup.api.idempotent import json_response
-from recoup.api.routes.common import CHECKED, ERRORS, NO_NUL
+from recoup.api.routes.common import CHECKED, ERRORS
+from recoup.messages.kinds import MessageKind
+from recoup.recovery.contacts import LOCALE_PATTERN
 from recoup.recovery.email_preview import tenant_preview
 from recoup.wire.emails import EmailPreviewOut
 
 router = APIRouter(prefix="/v1/dunning", responses=ERRORS, tags=["emails"], dependencies=CHECKED)
 
-Kind = Annotated[
-    str,
-    Query(
-        min_length=1,
-        max_length=40,
-        pattern=NO_NUL,
-        description="payment_failed, retry_failed, final_warning, recovered, exhausted or "
-        "card_expiring.",
-    ),
-]
+# The kinds as an enum in the schema: a client (and the fuzz test) learns the allowed values
+# from the document, and the problem+json names them when one is wrong.
+Kind = Annotated[MessageKind, Query(description="Which email: one of the kinds.")]
 Locale = Annotated[
     str | None,
-    Query(min_length=1, max_length=40, pattern=NO_NUL, description='"fr_FR", "de-DE", …'),
+    Query(
+        min_length=2,
+        max_length=35,
+        pattern=LOCALE_PATTERN,
+        description='A locale babel knows, BCP 47 or babel style: "fr_FR", "de-DE", …',
+    ),
 ]
 
 
