@@ -288,10 +288,12 @@ class PostgresQueue:
                     listener = psycopg.connect(
                         self._dialect.url, autocommit=True, **self._dialect.connect_kwargs()
                     )
+                    # Held by the queue before LISTEN, so that a LISTEN that fails closes it
+                    # below rather than leaving an open connection to the garbage collector.
+                    self._listener = listener
                     listener.execute(
                         sql.SQL("LISTEN {}").format(sql.Identifier(self._dialect.channel))
                     )
-                    self._listener = listener
                 while True:
                     remaining = deadline - time.monotonic()
                     wait = max(0.0, min(remaining, LISTEN_SLICE))
