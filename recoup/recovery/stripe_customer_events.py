@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from recoup.dunning.invoice import Invoice, InvoiceState
-from recoup.recovery.renewals import RenewalReport
 from recoup.recovery.service import Dunning
 from recoup.recovery.store import InvoiceFilter
 from recoup.recovery.stripe_events import CardUpdated, SubscriptionEnded
@@ -118,18 +117,7 @@ class CustomerEvents:
     def upcoming(self, tenant: str, upcoming: RenewalUpcoming) -> Acted:
         """A renewal Stripe announces: stored, its card_expiring reminder planned or
         cancelled (`recovery.renewals`)."""
-        report = RenewalReport(
-            customer_id=upcoming.customer_id,
-            renews_at=upcoming.renews_at,
-            amount=upcoming.amount,
-            currency=upcoming.currency,
-            timezone=upcoming.timezone,
-            exp_month=upcoming.exp_month,
-            exp_year=upcoming.exp_year,
-            customer_email=upcoming.contact.email,
-            customer_name=upcoming.contact.name,
-            locale=upcoming.contact.locale,
-        )
+        report = upcoming.to_report()
         dunning = self.dunning
         now = dunning.clock.now()
         renewal, _ = dunning.store.atomically(

@@ -64,7 +64,6 @@ from recoup.recovery.intake_store import (
     IntakeEvent,
     IntakeStore,
 )
-from recoup.recovery.records import FailureReport
 from recoup.recovery.service import Dunning
 from recoup.recovery.stripe_customer_events import Acted, CustomerEvents
 from recoup.recovery.stripe_events import (
@@ -93,7 +92,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("recoup.intake")
 
 PROVIDER = "stripe"
-GATEWAY = "stripe"  # the failures' `gateway`, which the recovery report groups by
 # How long a processed event is remembered: past Stripe's retries (3 days) and the 30 days in
 # which an event can still be sent again (the Events API keeps 30 days).
 RETENTION = timedelta(days=35)
@@ -289,24 +287,7 @@ class StripeIntake:
                 return completed
             failed = completed
         notes = "; ".join(failed.notes)
-        report = FailureReport(
-            invoice_id=failed.invoice_id,
-            customer_id=failed.customer_id,
-            amount=failed.amount,
-            currency=failed.currency,
-            failed_at=failed.failed_at,
-            timezone=failed.timezone,
-            country=failed.country,
-            decline_code=failed.decline_code,
-            advice_code=failed.advice_code,
-            card_fingerprint=failed.card_fingerprint,
-            card_network=failed.card_network,
-            gateway=GATEWAY,
-            merchant_id=failed.merchant_id,
-            customer_email=failed.contact.email,
-            customer_name=failed.contact.name,
-            locale=failed.contact.locale,
-        )
+        report = failed.to_report()  # checked before anything is written
         if failed.hosted_invoice_url is not None:  # the emails' link
             dunning.store.messages.put_payment_page(
                 tenant, failed.invoice_id, failed.hosted_invoice_url, at=dunning.clock.now()
@@ -397,4 +378,4 @@ def _about(reading: Reading | RenewalUpcoming) -> str | None:
             return None
 
 
-__all__ = ["GATEWAY", "PROVIDER", "RETENTION", "EventInProgress", "IntakeAnswer", "StripeIntake"]
+__all__ = ["PROVIDER", "RETENTION", "EventInProgress", "IntakeAnswer", "StripeIntake"]

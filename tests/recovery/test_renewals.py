@@ -17,7 +17,9 @@ from recoup.jobs.model import JobState
 from recoup.recovery.customer_store import RenewalState
 from recoup.recovery.customers import CustomerBook
 from recoup.recovery.renewals import RenewalReport, renewal_id
+from recoup.recovery.stripe_events import event_head
 from recoup.recovery.stripe_intake import StripeIntake
+from recoup.recovery.stripe_renewals import RenewalUpcoming, read_upcoming
 from tests.recovery.conftest import START, Runtime
 from tests.recovery.stripe_payloads import CREATED, card_method, event, invoice
 from tests.recovery.test_emails import ADA, box, with_emails
@@ -225,6 +227,22 @@ def upcoming(*, exp_year: int) -> dict[str, Any]:
     method["card"]["exp_month"], method["card"]["exp_year"] = 6, exp_year
     body["default_payment_method"] = method
     return event("invoice.upcoming", body, event_id=f"evt_up_{exp_year}", created=CREATED)
+
+
+def test_stripes_upcoming_renewal_becomes_one_report_with_its_card_and_contact() -> None:
+    found = read_upcoming(event_head(upcoming(exp_year=2026)), default_timezone="UTC")
+    assert isinstance(found, RenewalUpcoming), found
+    assert found.to_report() == RenewalReport(
+        customer_id="cus_QxYz123",
+        renews_at=RENEWS_AT,
+        amount=1999,
+        currency="usd",
+        timezone="America/Chicago",
+        exp_month=6,
+        exp_year=2026,
+        customer_email="jenny@example.com",
+        customer_name="Jenny Rosen",
+    )
 
 
 def test_stripes_invoice_upcoming_plans_the_reminder_and_a_card_update_cancels_it(
