@@ -12,7 +12,8 @@ invoice's row lock, before the invoice is written):
    the tenant's event URL with the invoice's events, in its timeline);
 4. when a grace period ends later while its invoice is still open, schedules the job that
    looks again at that instant (`access_job`: a deterministic id, so scheduling it twice
-   is one job). That job (`AccessTracker.recheck`, through `Dunning.recheck_access`) changes
+   is one job), created through `Scheduler.insert_many_checked`, the one path every job
+   takes. That job (`AccessTracker.recheck`, through `Dunning.recheck_access`) changes
    nothing of the invoice but the event it may add.
 
 Writing all of it in the transition's unit of work keeps the customer's access, the events
@@ -31,7 +32,7 @@ from recoup.dunning.access import Access, Standing, customer_access, next_change
 from recoup.dunning.invoice import ID_NAMESPACE, Invoice, InvoiceEvent, event_id, job_group
 from recoup.dunning.messages import Transition
 from recoup.jobs.model import BackoffPolicy, NewJob, PythonTarget
-from recoup.jobs.store import JobStore
+from recoup.jobs.scheduler import Scheduler
 from recoup.recovery.customer_store import CustomerInvoice, CustomerStore
 from recoup.recovery.job_specs import KEEP_JOBS_FOR
 from recoup.recovery.policies import TenantPolicies
@@ -66,18 +67,26 @@ def access_job(tenant: str, customer_id: str, invoice_id: str, at: datetime) -> 
     )
 
 
-class AccessStore(JobStore, Protocol):
-    """What following access needs of the store: the customers' tables and job inserts."""
+class AccessStore(Protocol):
+    """What following access needs of the store: the customers' tables (its jobs go through
+    the scheduler)."""
 
     @property
     def customers(self) -> CustomerStore: ...
 
 
 class AccessTracker:
-    """The access of the customers of every tenant, over `store`; `policies(tenant)` gives a
-    tenant's policies (each invoice's grace period is its own policy's)."""
+    """The access of the customers of every tenant, over `store`, its jobs created through
+    `scheduler`; `policies(tenant)` gives a tenant's policies (each invoice's grace period is
+    its own policy's)."""
 
-    def __init__(self, store: AccessStore, policies: Callable[[str], TenantPolicies]) -> None:
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        store: AccessStore,
+        policies: Callable[[str], TenantPolicies],
+    ) -> None:
+        self.scheduler = scheduler
         self.store = store
         self.policies = policies
 
@@ -121,7 +130,9 @@ class AccessTracker:
         timed = next_change(standings, now=now)
         if timed is not None:
             at, whose = timed
-            self.store.insert(access_job(tenant, customer_id, whose, at), now=now)
+            # Inside the transition's unit of work: its target is a handler, nothing to resolve.
+            job = access_job(tenant, customer_id, whose, at)
+            self.scheduler.insert_many_checked([job], now=now)
         return before.access, access
 
     def _standings(self, tenant: str, invoices: Sequence[CustomerInvoice]) -> list[Standing]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from recoup.dunning.invoice import ID_NAMESPACE, Invoice, InvoiceEvent, job_group
 from recoup.dunning.policy import DunningPolicy
-from recoup.jobs.model import BackoffPolicy, NewJob, PythonTarget
+from recoup.jobs.model import CONTROL_CHARACTER, BackoffPolicy, NewJob, PythonTarget
 from recoup.messages.kinds import MessageKind
 from recoup.messages.planning import PlannedMessage, messages_for
 from recoup.recovery.email_store import Email, EmailState, MessageStore
@@ -40,18 +40,23 @@ def email_job_id(tenant: str, key: str) -> str:
 
 def email_job(planned: PlannedMessage) -> NewJob:
     """The job that sends `planned` at its `send_at`: in its invoice's group (after the
-    attempts of that invoice, never beside them), else in its customer's."""
+    attempts of that invoice, never beside them), else in its customer's. Named by its
+    invoice, else by what it answers (a card_expiring reminder: its renewal's id), never by
+    the customer: a customer's id is the tenant's text, which may hold the '@' of a
+    schedule's occurrences, and one customer may have two renewals' reminders live at once.
+    (Reminders stored when they were named by their customer keep that name; they are found
+    by their renewal's `reminder_job_id`.)"""
     group = (
         job_group(planned.invoice_id)
         if planned.invoice_id is not None
-        else f"customer:{planned.customer_id}"
+        else f"customer:{_escaped(planned.customer_id)}"
     )
     return NewJob(
         id=email_job_id(planned.tenant, planned.key),
         run_at=planned.send_at,
         target=PythonTarget(handler=EMAIL_HANDLER),
         tenant=planned.tenant,
-        name=f"email-{planned.kind.replace('_', '-')}-{planned.invoice_id or planned.customer_id}",
+        name=f"email-{planned.kind.replace('_', '-')}-{planned.invoice_id or planned.source}",
         group=group,
         payload=planned_payload(planned),
         idempotency_key=f"email:{planned.key}",
@@ -59,6 +64,13 @@ def email_job(planned: PlannedMessage) -> NewJob:
         timeout=EMAIL_TIMEOUT,
         keep_for=KEEP_JOBS_FOR,
     )
+
+
+def _escaped(text: str) -> str:
+    """`text` with each control character written as its escape (a tab as `\\x09`), which a
+    job's group may not hold; any other id is itself, so a customer's group stays the one
+    its earlier jobs have."""
+    return CONTROL_CHARACTER.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
 
 
 def planned_payload(planned: PlannedMessage) -> dict[str, Any]:

@@ -7,7 +7,8 @@ address, and when the card will have expired by the renewal's local date, plans 
 `card_expiring` email (`messages.planning.card_expiry_reminder`: the policy's
 `card_expiry_days_before` days ahead, in the customer's daytime window; told fewer days
 ahead, in the next daytime if that is still before the renewal) as an email job
-(`recovery.email_jobs.email_job`, its ledger row planned), in one unit of work. Nothing is
+(`recovery.email_jobs.email_job`, its ledger row planned, the job created through
+`Scheduler.insert_many_checked` as every job is), in one unit of work. Nothing is
 planned while the tenant sends no emails (no SMTP server), or for a renewal already past.
 
 The reminder is cancelled when the card is updated first: a payment-method update reported
@@ -29,8 +30,9 @@ from datetime import datetime
 from typing import Protocol
 
 from recoup.dunning.invoice import ID_NAMESPACE
-from recoup.errors import InvalidInput
+from recoup.errors import Conflict, InvalidInput
 from recoup.jobs.model import JobState
+from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.store import JobStore
 from recoup.messages.planning import PlannedMessage, card_expiry_reminder, daytime
 from recoup.recovery.contacts import display_name, email_address, locale_tag
@@ -101,7 +103,8 @@ class RenewalReport:
 
 
 class ReminderStore(JobStore, Protocol):
-    """What renewals need of the store: customers and renewals, the email ledger, jobs."""
+    """What renewals need of the store: customers and renewals, the email ledger, jobs to
+    cancel (they are created through the scheduler)."""
 
     @property
     def customers(self) -> CustomerStore: ...
@@ -111,10 +114,17 @@ class ReminderStore(JobStore, Protocol):
 
 
 class Reminders:
-    """The renewals of every tenant and their card_expiring reminders, over `store`;
-    `policies(tenant)` gives the tenant's policy (its `[messages]` table: whether and when)."""
+    """The renewals of every tenant and their card_expiring reminders, over `store`, the jobs
+    created through `scheduler`; `policies(tenant)` gives the tenant's policy (its
+    `[messages]` table: whether and when)."""
 
-    def __init__(self, store: ReminderStore, policies: Callable[[str], TenantPolicies]) -> None:
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        store: ReminderStore,
+        policies: Callable[[str], TenantPolicies],
+    ) -> None:
+        self.scheduler = scheduler
         self.store = store
         self.policies = policies
 
@@ -153,7 +163,11 @@ class Reminders:
         if planned is not None and renewal.state is RenewalState.NO_REMINDER:
             job = email_job(planned)
             self.store.messages.plan_email(planned_row(planned, now=now))
-            self.store.insert(job, now=now)
+            # Inside the caller's unit of work: its target is a handler, nothing to resolve.
+            inserted = self.scheduler.insert_many_checked([job], now=now)
+            if not inserted and self.store.get(tenant, job.id) is None:
+                # Skipped for a live job holding its name: never a renewal pointing at no job.
+                raise Conflict(f"job name {job.name!r} is taken by a live job")
             renewal = replace(
                 renewal, state=RenewalState.REMINDER_SCHEDULED, reminder_job_id=job.id
             )

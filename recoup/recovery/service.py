@@ -68,9 +68,9 @@ class Dunning:
         self.scheduler = scheduler
         self.store = store
         # The customers' access follows every transition (`recovery.access_tracking`).
-        self.access = AccessTracker(store, self.policies)
+        self.access = AccessTracker(scheduler, store, self.policies)
         # Renewals and the card_expiring reminders a card update cancels (`recovery.renewals`).
-        self.reminders = Reminders(store, self.policies)
+        self.reminders = Reminders(scheduler, store, self.policies)
         self.learners = TenantLearners(store)  # adaptive policies' (`recovery.learning`)
         # What each transition's commands and events become (`recovery.transition_jobs`).
         self.jobs = TransitionJobs(

@@ -88,6 +88,7 @@ from recoup.payments.stripe_reading import codes_of_charge as _from_charge
 from recoup.payments.stripe_reading import codes_of_error as _from_intent_error
 from recoup.payments.stripe_reading import id_of as _id_of
 from recoup.payments.stripe_reading import text as _text
+from recoup.recovery.records import FailureReport
 from recoup.recovery.stripe_contacts import Contact, contact_of
 from recoup.recovery.stripe_zones import ZoneSource, invoice_country, invoice_timezone
 from recoup.timekeeping.instants import format_utc
@@ -109,6 +110,7 @@ CARD_TYPES = (
     "payment_method.card_automatically_updated",  # its name before API version 2020-08-27
     "customer.updated",
 )
+GATEWAY = "stripe"  # the failures' `gateway`, which the recovery report groups by
 SUPPORTED = (*FAILURE_TYPES, *PAID_TYPES, *CLOSED_TYPES, *SUBSCRIPTION_TYPES, *CARD_TYPES)
 AUTHENTICATION_REQUIRED = "authentication_required"  # the taxonomy's "customer action" code
 ENDED_STATUSES = ("canceled", "incomplete_expired")
@@ -138,6 +140,29 @@ class InvoiceFailed:
     # Stripe's page where the customer pays the invoice or updates the card (https only): the
     # customers' emails link to it.
     hosted_invoice_url: str | None = None
+
+    def to_report(self) -> FailureReport:
+        """The one conversion of a Stripe failure on its way in, as `wire.dunning.FailureIn`'s
+        is of the API's: the failure with who to write to, checked as it is made (an event
+        that reads but cannot be dunned raises `InvalidInput` here, when it is acted on)."""
+        return FailureReport(
+            invoice_id=self.invoice_id,
+            customer_id=self.customer_id,
+            amount=self.amount,
+            currency=self.currency,
+            failed_at=self.failed_at,
+            timezone=self.timezone,
+            country=self.country,
+            decline_code=self.decline_code,
+            advice_code=self.advice_code,
+            card_fingerprint=self.card_fingerprint,
+            card_network=self.card_network,
+            gateway=GATEWAY,
+            merchant_id=self.merchant_id,
+            customer_email=self.contact.email,
+            customer_name=self.contact.name,
+            locale=self.contact.locale,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -390,6 +415,7 @@ __all__ = [
     "CARD_TYPES",
     "CLOSED_TYPES",
     "FAILURE_TYPES",
+    "GATEWAY",
     "PAID_TYPES",
     "SUBSCRIPTION_DELETED",
     "SUBSCRIPTION_TYPES",

@@ -29,27 +29,17 @@ replay answers what the first delivery answered and changes nothing; see
   attempts cancelled, nothing charged again); of an invoice not in dunning: `not_in_dunning`
   (recorded, so that a failure arriving late is known stale); of one whose dunning had ended
   (recovered, exhausted, stopped): `already_final`, unchanged;
-- a subscription cancelled (`customer.subscription.deleted`) or set to cancel → `stop` on
-  each of the customer's open invoices (retrying or awaiting them) **of that subscription**:
-  `dunning_cancelled`, the invoices listed (none: `not_in_dunning`). Recoup's invoice does not
-  know its subscription: with the tenant's Stripe key, each open invoice of the customer is
-  read at Stripe (`StripeBilling.subscription_of`, every one read before any is stopped) and
-  those of another subscription keep their retries; without a key, every open invoice of the
-  customer is stopped (give Recoup a key when customers hold several subscriptions);
-- a customer's card update → `payment_method_updated` on each of the customer's invoices that
-  is retrying or awaiting them: `payment_method_updated` (none: `ignored`);
-- an upcoming renewal (`invoice.upcoming`, `recovery.stripe_renewals`) → the renewal stored
-  and its card_expiring reminder planned when the card will have expired by then
-  (`recovery.renewals`): `renewal_recorded`;
-- a card update also cancels the customer's reminders it makes needless
-  (`reminders_cancelled` when no invoice of theirs is open);
+- a subscription cancelled or set to cancel, a customer's card update, an upcoming renewal
+  (the customer-level events) → acted on across the customer's invoices as
+  `recovery.stripe_customer_events` states: `dunning_cancelled` or `not_in_dunning`,
+  `payment_method_updated`, `reminders_cancelled` or `ignored`, `renewal_recorded`;
 - anything else → nothing: `ignored`, saying why.
 
 Facts from Stripe: when the tenant has a Stripe key and the event lacks a part of a failure,
 it is completed from `failure_facts` (`recovery.stripe_facts`, its rules). A facts read that
 fails loses nothing: dunning opens from what the event had, and the detail says so (the event
-is not released). A Stripe read for a subscription's end that fails does release it: Stripe
-delivers it again rather than Recoup stopping some of its invoices and not others.
+is not released). A Stripe read for a subscription's end that fails does release it
+(`recovery.stripe_customer_events`).
 
 An operation that fails (the tenant has no charge URL, the database is down) releases the
 claim and raises: the edge answers an error, and Stripe's retry runs afresh. Events of types
@@ -59,12 +49,12 @@ the intake never acts on are answered without being recorded.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from recoup.dunning.invoice import Invoice, InvoiceState
+from recoup.dunning.invoice import InvoiceState
 from recoup.errors import Conflict, RecoupError
 from recoup.idempotency import DEFAULT_LOCK_TIMEOUT
 from recoup.recovery.hosted_charging import StripeAccounts
@@ -74,10 +64,8 @@ from recoup.recovery.intake_store import (
     IntakeEvent,
     IntakeStore,
 )
-from recoup.recovery.records import FailureReport
-from recoup.recovery.renewals import RenewalReport
 from recoup.recovery.service import Dunning
-from recoup.recovery.store import InvoiceFilter
+from recoup.recovery.stripe_customer_events import Acted, CustomerEvents
 from recoup.recovery.stripe_events import (
     CLOSED_TYPES,
     PAID_TYPES,
@@ -97,7 +85,6 @@ from recoup.recovery.stripe_facts import CLOSED_AT_STRIPE, completed, wants_fact
 from recoup.recovery.stripe_intake_settings import StripeIntakeSettings
 from recoup.recovery.stripe_renewals import UPCOMING_TYPE, RenewalUpcoming, read_upcoming
 from recoup.sealed import Box
-from recoup.timekeeping.instants import format_utc
 
 if TYPE_CHECKING:
     from recoup.payments.stripe_billing import StripeBilling
@@ -105,8 +92,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("recoup.intake")
 
 PROVIDER = "stripe"
-GATEWAY = "stripe"  # the failures' `gateway`, which the recovery report groups by
-_OPEN_STATES = (InvoiceState.AWAITING_CUSTOMER, InvoiceState.RETRYING)
 # How long a processed event is remembered: past Stripe's retries (3 days) and the 30 days in
 # which an event can still be sent again (the Events API keeps 30 days).
 RETENTION = timedelta(days=35)
@@ -154,13 +139,6 @@ class IntakeAnswer:
         )
 
 
-@dataclass
-class _Acted:
-    outcome: str
-    detail: str
-    invoices: list[Invoice] = field(default_factory=list)
-
-
 class StripeIntake:
     """Stripe's webhooks for every tenant, acted on through `dunning`, recorded in `store`."""
 
@@ -185,6 +163,8 @@ class StripeIntake:
         self.stripe = stripe
         # The tenants' endpoint secrets and default zones (`stripe_intake_settings`).
         self.tenant_settings = StripeIntakeSettings(store, box, now=dunning.clock.now)
+        # The customer-level events (`stripe_customer_events`).
+        self.customers = CustomerEvents(dunning, client=self._client)
 
     # -- events in ---------------------------------------------------------------------------
 
@@ -251,10 +231,10 @@ class StripeIntake:
             if pruned < batch:
                 return total
 
-    def _act(self, tenant: str, reading: Reading | RenewalUpcoming, event_type: str) -> _Acted:
+    def _act(self, tenant: str, reading: Reading | RenewalUpcoming, event_type: str) -> Acted:
         match reading:
             case RenewalUpcoming():
-                return self._upcoming(tenant, reading)
+                return self.customers.upcoming(tenant, reading)
             case InvoiceFailed():
                 return self._failed(tenant, reading, event_type)
             case InvoicePaid():
@@ -262,13 +242,13 @@ class StripeIntake:
             case InvoiceClosed():
                 return self._closed(tenant, reading)
             case SubscriptionEnded():
-                return self._subscription_ended(tenant, reading)
+                return self.customers.subscription_ended(tenant, reading)
             case CardUpdated():
-                return self._card_updated(tenant, reading)
+                return self.customers.card_updated(tenant, reading)
             case Ignored():
-                return _Acted("ignored", reading.why)
+                return Acted("ignored", reading.why)
 
-    def _failed(self, tenant: str, failed: InvoiceFailed, event_type: str) -> _Acted:
+    def _failed(self, tenant: str, failed: InvoiceFailed, event_type: str) -> Acted:
         dunning = self.dunning
         known = dunning.store.get_invoice(tenant, failed.invoice_id)
         if known is not None and failed.attempt is not None and known.attempt(failed.attempt):
@@ -281,50 +261,33 @@ class StripeIntake:
                 advice_code=failed.advice_code,
                 detail=event_type,
             )
-            return _Acted("attempt_failed", f"Recoup's attempt {failed.attempt} failed", [invoice])
+            return Acted("attempt_failed", f"Recoup's attempt {failed.attempt} failed", [invoice])
         if self.store.invoice_event_since(
             tenant, PROVIDER, failed.invoice_id, types=PAID_TYPES, since=failed.failed_at
         ):
-            return _Acted(
+            return Acted(
                 "ignored", "the invoice was paid after this failure (the events arrived crossed)"
             )
         if self.store.invoice_event_since(
             tenant, PROVIDER, failed.invoice_id, types=CLOSED_TYPES, since=failed.failed_at
         ):
-            return _Acted(
+            return Acted(
                 "ignored", "the invoice was closed (voided or written off) after this failure"
             )
         ended = failed.subscription_id
         if ended is not None and self.store.invoice_event_since(
             tenant, PROVIDER, ended, types=(SUBSCRIPTION_DELETED,), since=_EPOCH
         ):
-            return _Acted(
+            return Acted(
                 "ignored", f"the invoice's subscription {ended} is cancelled: it is dunned no more"
             )
         if known is None:
             completed = self._with_facts(tenant, failed)
-            if isinstance(completed, _Acted):
+            if isinstance(completed, Acted):
                 return completed
             failed = completed
         notes = "; ".join(failed.notes)
-        report = FailureReport(
-            invoice_id=failed.invoice_id,
-            customer_id=failed.customer_id,
-            amount=failed.amount,
-            currency=failed.currency,
-            failed_at=failed.failed_at,
-            timezone=failed.timezone,
-            country=failed.country,
-            decline_code=failed.decline_code,
-            advice_code=failed.advice_code,
-            card_fingerprint=failed.card_fingerprint,
-            card_network=failed.card_network,
-            gateway=GATEWAY,
-            merchant_id=failed.merchant_id,
-            customer_email=failed.contact.email,
-            customer_name=failed.contact.name,
-            locale=failed.contact.locale,
-        )
+        report = failed.to_report()  # checked before anything is written
         if failed.hosted_invoice_url is not None:  # the emails' link
             dunning.store.messages.put_payment_page(
                 tenant, failed.invoice_id, failed.hosted_invoice_url, at=dunning.clock.now()
@@ -332,30 +295,30 @@ class StripeIntake:
         try:
             invoice, created = dunning.report_failure(tenant, report)
         except Conflict:
-            return _Acted(
+            return Acted(
                 "already_in_dunning",
                 "a later failure of an invoice in dunning: its retries stand",
                 [dunning.get(tenant, failed.invoice_id)],
             )
         detail = "dunning opened" if created else "dunning was opened by this same failure"
-        return _Acted("dunning_opened", f"{detail}; {notes}" if notes else detail, [invoice])
+        return Acted("dunning_opened", f"{detail}; {notes}" if notes else detail, [invoice])
 
-    def _paid(self, tenant: str, paid: InvoicePaid) -> _Acted:
+    def _paid(self, tenant: str, paid: InvoicePaid) -> Acted:
         dunning = self.dunning
         invoice = dunning.store.get_invoice(tenant, paid.invoice_id)
         if invoice is None:
-            return _Acted("not_in_dunning", "the invoice is not in dunning")
+            return Acted("not_in_dunning", "the invoice is not in dunning")
         if paid.attempt is not None and invoice.attempt(paid.attempt) is not None:
             done = dunning.report_outcome(
                 tenant, paid.invoice_id, paid.attempt, "succeeded", detail="invoice.paid"
             )
-            return _Acted("attempt_succeeded", f"Recoup's attempt {paid.attempt} succeeded", [done])
+            return Acted("attempt_succeeded", f"Recoup's attempt {paid.attempt} succeeded", [done])
         if invoice.state is InvoiceState.RECOVERED:
-            return _Acted("already_recovered", f"recovered by {invoice.recovered_by}", [invoice])
+            return Acted("already_recovered", f"recovered by {invoice.recovered_by}", [invoice])
         done = dunning.mark_paid(tenant, paid.invoice_id)
-        return _Acted("recovered", "paid out of band: the remaining attempts are cancelled", [done])
+        return Acted("recovered", "paid out of band: the remaining attempts are cancelled", [done])
 
-    def _with_facts(self, tenant: str, failed: InvoiceFailed) -> InvoiceFailed | _Acted:
+    def _with_facts(self, tenant: str, failed: InvoiceFailed) -> InvoiceFailed | Acted:
         """The failure completed from Stripe's facts where the event lacks a part (see the
         module docstring); as it is without a key or when nothing is missing; `ignored` when
         Stripe shows the invoice paid or closed by now."""
@@ -373,7 +336,7 @@ class StripeIntake:
                 notes=(*failed.notes, f"Stripe's facts could not be read ({exc}): the event's own"),
             )
         if facts.invoice_status in CLOSED_AT_STRIPE:
-            return _Acted(
+            return Acted(
                 "ignored", f"the invoice is {facts.invoice_status} at Stripe: nothing to collect"
             )
         return completed(failed, facts)
@@ -385,116 +348,23 @@ class StripeIntake:
         charging = self.dunning.store.hosted.get_hosted_charging(tenant)
         return None if charging is None else self.stripe.client(charging)
 
-    def _closed(self, tenant: str, closed: InvoiceClosed) -> _Acted:
+    def _closed(self, tenant: str, closed: InvoiceClosed) -> Acted:
         dunning = self.dunning
         invoice = dunning.store.get_invoice(tenant, closed.invoice_id)
         what = closed.reason.removeprefix("invoice_").replace("_", " ")
         if invoice is None:
-            return _Acted("not_in_dunning", f"the invoice ({what}) is not in dunning")
+            return Acted("not_in_dunning", f"the invoice ({what}) is not in dunning")
         if not invoice.state.is_final:
             invoice = dunning.stop(tenant, closed.invoice_id, reason=closed.reason)
             if invoice.state is InvoiceState.CANCELLED:
-                return _Acted(
+                return Acted(
                     "dunning_cancelled",
                     f"invoice {what}: dunning stopped, its open attempts cancelled",
                     [invoice],
                 )
-        return _Acted(
+        return Acted(
             "already_final", f"invoice {what}; its dunning had ended ({invoice.state})", [invoice]
         )
-
-    def _subscription_ended(self, tenant: str, ended: SubscriptionEnded) -> _Acted:
-        # Listed whole and, with a key, every one read at Stripe before any is stopped: a read
-        # that fails raises (the event is released, Stripe delivers it again), never a part.
-        waiting = list(self._open_invoices(tenant, ended.customer_id))
-        client = self._client(tenant) if waiting else None
-        if client is None:
-            ours = waiting
-            how = (
-                "every open invoice of the customer (no Stripe key tells their subscriptions apart)"
-            )
-        else:
-            of = {i.invoice_id: client.subscription_of(i.invoice_id) for i in waiting}
-            ours = [i for i in waiting if of[i.invoice_id] == ended.subscription_id]
-            others = len(waiting) - len(ours)
-            how = f"its invoices, as Stripe says ({others} of the customer's other ones kept)"
-        stopped = [
-            self.dunning.stop(tenant, invoice.invoice_id, reason=ended.reason) for invoice in ours
-        ]
-        if not stopped:
-            return _Acted(
-                "not_in_dunning",
-                f"{ended.why}; no invoice of it is in dunning ({len(waiting)} of"
-                f" {ended.customer_id} open)",
-            )
-        return _Acted("dunning_cancelled", f"{ended.why}: dunning stopped for {how}", stopped)
-
-    def _card_updated(self, tenant: str, update: CardUpdated) -> _Acted:
-        dunning = self.dunning
-        now = dunning.clock.now()
-        reminders = dunning.store.atomically(
-            lambda: dunning.reminders.card_updated(
-                tenant,
-                update.customer_id,
-                exp_month=update.exp_month,
-                exp_year=update.exp_year,
-                now=now,
-            )
-        )
-        cancelled = f"; {len(reminders)} card_expiring reminder(s) cancelled" if reminders else ""
-        # Listed whole before any update: an update moves an invoice from awaiting the
-        # customer to retrying, where a listing still to come would find it again.
-        waiting = list(self._open_invoices(tenant, update.customer_id))
-        updated = [
-            dunning.payment_method_updated(tenant, invoice.invoice_id) for invoice in waiting
-        ]
-        if not updated:
-            if reminders:
-                return _Acted("reminders_cancelled", f"{update.why}{cancelled}")
-            return _Acted(
-                "ignored", f"{update.why}; no invoice of {update.customer_id} awaits a retry"
-            )
-        return _Acted(
-            "payment_method_updated", f"{update.why}: retries re-planned{cancelled}", updated
-        )
-
-    def _upcoming(self, tenant: str, upcoming: RenewalUpcoming) -> _Acted:
-        """A renewal Stripe announces: stored, its card_expiring reminder planned or
-        cancelled (`recovery.renewals`)."""
-        report = RenewalReport(
-            customer_id=upcoming.customer_id,
-            renews_at=upcoming.renews_at,
-            amount=upcoming.amount,
-            currency=upcoming.currency,
-            timezone=upcoming.timezone,
-            exp_month=upcoming.exp_month,
-            exp_year=upcoming.exp_year,
-            customer_email=upcoming.contact.email,
-            customer_name=upcoming.contact.name,
-            locale=upcoming.contact.locale,
-        )
-        dunning = self.dunning
-        now = dunning.clock.now()
-        renewal, _ = dunning.store.atomically(
-            lambda: dunning.reminders.tell(tenant, report, now=now)
-        )
-        detail = f"renewal {renewal.renewal_id} at {format_utc(renewal.renews_at)}: {renewal.state}"
-        notes = "; ".join(upcoming.notes)
-        return _Acted("renewal_recorded", f"{detail}; {notes}" if notes else detail)
-
-    def _open_invoices(self, tenant: str, customer_id: str) -> Iterator[Invoice]:
-        for state in _OPEN_STATES:
-            cursor: str | None = None
-            while True:
-                page = self.dunning.list_invoices(
-                    InvoiceFilter(
-                        tenant=tenant, state=state, customer_id=customer_id, cursor=cursor
-                    )
-                )
-                yield from page.invoices
-                if page.next_cursor is None:
-                    break
-                cursor = page.next_cursor
 
 
 def _about(reading: Reading | RenewalUpcoming) -> str | None:
@@ -508,4 +378,4 @@ def _about(reading: Reading | RenewalUpcoming) -> str | None:
             return None
 
 
-__all__ = ["GATEWAY", "PROVIDER", "RETENTION", "EventInProgress", "IntakeAnswer", "StripeIntake"]
+__all__ = ["PROVIDER", "RETENTION", "EventInProgress", "IntakeAnswer", "StripeIntake"]

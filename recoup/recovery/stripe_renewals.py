@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from recoup.payments.stripe_reading import as_int, as_map, id_of, text
+from recoup.recovery.renewals import RenewalReport
 from recoup.recovery.stripe_contacts import Contact, contact_of
 from recoup.recovery.stripe_events import MAX_UNIX, EventHead, Ignored
 from recoup.recovery.stripe_zones import invoice_timezone
@@ -43,6 +44,22 @@ class RenewalUpcoming:
     exp_year: int | None
     contact: Contact
     notes: tuple[str, ...] = ()
+
+    def to_report(self) -> RenewalReport:
+        """The one conversion of an announced renewal on its way in, as `wire.customers`' is
+        of the API's: checked as it is made (`InvalidInput` naming the field)."""
+        return RenewalReport(
+            customer_id=self.customer_id,
+            renews_at=self.renews_at,
+            amount=self.amount,
+            currency=self.currency,
+            timezone=self.timezone,
+            exp_month=self.exp_month,
+            exp_year=self.exp_year,
+            customer_email=self.contact.email,
+            customer_name=self.contact.name,
+            locale=self.contact.locale,
+        )
 
 
 def read_upcoming(head: EventHead, *, default_timezone: str) -> RenewalUpcoming | Ignored:

@@ -6,18 +6,22 @@ valid then, or a tenant without SMTP, gets none; the same renewal told twice is 
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
 
-from recoup.errors import InvalidInput
-from recoup.jobs.model import JobState
+from recoup.errors import Conflict, InvalidInput
+from recoup.jobs.model import JobState, PythonTarget
 from recoup.recovery.customer_store import RenewalState
 from recoup.recovery.customers import CustomerBook
+from recoup.recovery.email_jobs import email_job
 from recoup.recovery.renewals import RenewalReport, renewal_id
+from recoup.recovery.stripe_events import event_head
 from recoup.recovery.stripe_intake import StripeIntake
+from recoup.recovery.stripe_renewals import RenewalUpcoming, read_upcoming
 from tests.recovery.conftest import START, Runtime
 from tests.recovery.stripe_payloads import CREATED, card_method, event, invoice
 from tests.recovery.test_emails import ADA, box, with_emails
@@ -213,6 +217,90 @@ def test_a_bad_renewal_is_refused_naming_the_field(changes: dict[str, Any], fiel
     assert raised.value.field == field
 
 
+def test_a_customer_whose_id_holds_an_at_sign_gets_the_reminder_too(
+    runtime: Runtime,
+    smtp_sink: SmtpSink,  # noqa: F811
+) -> None:
+    # Customer ids are the tenant's (any text); the job's name and group are Recoup's and hold
+    # no '@' (which names a schedule's occurrences) nor a control character.
+    with_emails(runtime, smtp_sink)
+    stored, _ = CustomerBook(runtime.dunning).tell_renewal(
+        "default", renewal(customer_id="ada@example.com\tlegacy")
+    )
+    assert stored.state is RenewalState.REMINDER_SCHEDULED
+    job = runtime.store.get("default", stored.reminder_job_id)
+    assert job is not None and job.name is not None
+    assert "@" not in job.name and "\t" not in job.name
+    assert job.group == "customer:ada@example.com\\x09legacy"  # the tab written as its escape
+    runtime.advance(30 * DAY)
+    assert smtp_sink.kinds() == ["card_expiring"]
+
+
+def test_each_of_a_customers_renewals_gets_its_own_reminder(
+    runtime: Runtime,
+    smtp_sink: SmtpSink,  # noqa: F811
+) -> None:
+    # Two subscriptions renewing a day apart, one card that runs out before both.
+    with_emails(runtime, smtp_sink)
+    book = CustomerBook(runtime.dunning)
+    first, _ = book.tell_renewal("default", renewal())
+    second, _ = book.tell_renewal("default", renewal(renews_at=RENEWS_AT + DAY))
+    assert first.reminder_job_id != second.reminder_job_id
+    for told in (first, second):
+        assert told.state is RenewalState.REMINDER_SCHEDULED
+        job = runtime.store.get("default", told.reminder_job_id)
+        assert job is not None and job.state is JobState.SCHEDULED
+    runtime.advance(30 * DAY)
+    assert smtp_sink.kinds() == ["card_expiring", "card_expiring"]
+
+
+def test_a_reminder_named_as_before_its_renaming_is_still_cancelled_by_a_card_update(
+    runtime: Runtime,
+    smtp_sink: SmtpSink,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Reminders used to be named by their customer (`email-card-expiring-{customer}`); one
+    # stored so stays found by its renewal, which holds its job's id.
+    with_emails(runtime, smtp_sink)
+    book = CustomerBook(runtime.dunning)
+    as_before = "email-card-expiring-cus_1"
+
+    def named_as_before(planned: Any) -> Any:
+        return dataclasses.replace(email_job(planned), name=as_before)
+
+    monkeypatch.setattr("recoup.recovery.renewals.email_job", named_as_before)
+    old, _ = book.tell_renewal("default", renewal())
+    monkeypatch.undo()
+    job = runtime.store.get("default", old.reminder_job_id)
+    assert job is not None and job.name == as_before and job.state is JobState.SCHEDULED
+    # A renewal told since is named its new way and lives beside the old one.
+    new, _ = book.tell_renewal("default", renewal(renews_at=RENEWS_AT + DAY))
+    assert new.state is RenewalState.REMINDER_SCHEDULED
+
+    cancelled, _ = book.card_updated("default", "cus_1")
+    assert {r.renewal_id for r in cancelled} == {old.renewal_id, new.renewal_id}
+    for told in (old, new):
+        assert runtime.store.get("default", told.reminder_job_id).state is JobState.CANCELLED
+    runtime.advance(31 * DAY)
+    assert smtp_sink.received == []
+
+
+def test_a_reminder_whose_name_a_live_job_holds_is_refused_and_nothing_is_told(
+    runtime: Runtime,
+    smtp_sink: SmtpSink,  # noqa: F811
+) -> None:
+    # The one creation path skips a job clashing on a live name: the renewal is not stored
+    # pointing at a job that does not exist, the whole telling is refused.
+    with_emails(runtime, smtp_sink)
+    rid = renewal_id("default", "cus_1", RENEWS_AT)
+    runtime.dunning.scheduler.enqueue(
+        PythonTarget(handler="noop"), name=f"email-card-expiring-{rid}", delay=DAY
+    )
+    with pytest.raises(Conflict):
+        CustomerBook(runtime.dunning).tell_renewal("default", renewal())
+    assert runtime.store.customers.get_renewal("default", rid) is None
+
+
 # Through Stripe's events
 
 
@@ -225,6 +313,22 @@ def upcoming(*, exp_year: int) -> dict[str, Any]:
     method["card"]["exp_month"], method["card"]["exp_year"] = 6, exp_year
     body["default_payment_method"] = method
     return event("invoice.upcoming", body, event_id=f"evt_up_{exp_year}", created=CREATED)
+
+
+def test_stripes_upcoming_renewal_becomes_one_report_with_its_card_and_contact() -> None:
+    found = read_upcoming(event_head(upcoming(exp_year=2026)), default_timezone="UTC")
+    assert isinstance(found, RenewalUpcoming), found
+    assert found.to_report() == RenewalReport(
+        customer_id="cus_QxYz123",
+        renews_at=RENEWS_AT,
+        amount=1999,
+        currency="usd",
+        timezone="America/Chicago",
+        exp_month=6,
+        exp_year=2026,
+        customer_email="jenny@example.com",
+        customer_name="Jenny Rosen",
+    )
 
 
 def test_stripes_invoice_upcoming_plans_the_reminder_and_a_card_update_cancels_it(

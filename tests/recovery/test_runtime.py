@@ -20,10 +20,15 @@ from recoup.dunning.lifecycle import Opening, open_invoice
 from recoup.dunning.planner import plan_retries
 from recoup.errors import Conflict, InvalidInput, StorageError
 from recoup.jobs.handlers import HandlerContext
-from recoup.jobs.model import JobState, NewJob
+from recoup.jobs.model import Job, JobState, NewJob
 from recoup.payments import Fault, FaultKind, Scenario
+from recoup.recovery.access_tracking import access_job_id
 from recoup.recovery.attempts import AttemptRunner
+from recoup.recovery.customers import CustomerBook
+from recoup.recovery.renewals import RenewalReport
 from tests.recovery.conftest import START, Runtime
+from tests.recovery.test_emails import with_emails
+from tests.support_smtp import SmtpSink, smtp_sink  # noqa: F401  (the fixture)
 
 DAY = timedelta(days=1)
 
@@ -83,6 +88,67 @@ def test_the_runtime_creates_its_jobs_through_the_schedulers_path(
     invoice = runtime.fail("inv_1", "fp_1")
     assert invoice.attempts and {a.job_id for a in invoice.attempts} <= set(seen)
     assert all(runtime.store.get("default", job_id) is not None for job_id in seen)
+
+
+def test_renewals_and_access_create_their_jobs_through_the_schedulers_path_only(
+    runtime: Runtime,
+    smtp_sink: SmtpSink,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A store that takes jobs only from `Scheduler.insert_many_checked`: a job the renewal or
+    # the access flow created around it (`store.insert`, or `insert_many` called directly)
+    # is refused and noted, in the caller's thread or a worker's.
+    with_emails(runtime, smtp_sink)
+    scheduler, store = runtime.dunning.scheduler, runtime.store
+    checked, insert_many = scheduler.insert_many_checked, store.insert_many
+    through = threading.local()
+    created: list[str] = []
+    around: list[str] = []
+
+    def one_path(jobs: Sequence[NewJob], *, now: datetime) -> int:
+        through.inside = True
+        try:
+            return checked(jobs, now=now)
+        finally:
+            through.inside = False
+
+    def only_from_the_path(jobs: Sequence[NewJob], *, now: datetime) -> int:
+        if not getattr(through, "inside", False):
+            around.extend(job.id for job in jobs)
+            raise AssertionError("jobs inserted around the Scheduler's path")
+        created.extend(job.id for job in jobs)
+        return insert_many(jobs, now=now)
+
+    def refused(job: NewJob, *, now: datetime) -> Job:
+        around.append(job.id)
+        raise AssertionError("a job inserted around the Scheduler's path")
+
+    monkeypatch.setattr(scheduler, "insert_many_checked", one_path)
+    monkeypatch.setattr(store, "insert_many", only_from_the_path)
+    monkeypatch.setattr(store, "insert", refused)
+
+    book = CustomerBook(runtime.dunning)
+    told, _ = book.tell_renewal(
+        "default",
+        RenewalReport(
+            customer_id="cus_1",
+            renews_at=START + timedelta(days=30),
+            amount=1999,
+            currency="usd",
+            timezone="America/Chicago",
+            exp_month=6,  # runs out before the renewal: a reminder
+            exp_year=2026,
+            customer_email="ada@example.com",
+        ),
+    )
+    assert told.reminder_job_id in created
+    runtime.fail("inv_1", "fp_never")  # in its grace period: a job ends it
+    grace_ends = START + timedelta(days=7)
+    assert access_job_id("default", "cus_inv_1", grace_ends) in created
+    runtime.advance(timedelta(days=8))  # the grace ends: the access job runs in a worker
+    ran = runtime.store.get("default", access_job_id("default", "cus_inv_1", grace_ends))
+    assert ran is not None and ran.state is JobState.SUCCEEDED
+    assert around == []
 
 
 def test_a_hard_decline_on_attempt_two_cancels_three_and_four_and_acts_once(

@@ -11,8 +11,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from recoup.dunning.failure import ChargeFailure
 from recoup.errors import InvalidInput
+from recoup.recovery.records import FailureReport
 from recoup.recovery.stripe_events import (
+    GATEWAY,
     SUPPORTED,
     CardUpdated,
     Ignored,
@@ -48,6 +51,24 @@ def failure(body: dict[str, Any], default: str = "Europe/Paris") -> InvoiceFaile
     found = read(body, default)
     assert isinstance(found, InvoiceFailed), found
     return found
+
+
+def test_a_failure_becomes_the_one_report_dunning_opens_from_every_part_it_read() -> None:
+    found = failure(event(FAILED, invoice(intent=payment_intent()), account="acct_1M"))
+    report = found.to_report()
+    assert isinstance(report, FailureReport)
+    # Every part of the failure the reading has, under the same name, and the gateway: Stripe.
+    for name in ChargeFailure.__dataclass_fields__.keys() - {"gateway"}:
+        assert getattr(report, name) == getattr(found, name), name
+    assert report.gateway == GATEWAY == "stripe"
+    contact = found.contact
+    assert (report.customer_email, report.customer_name, report.locale) == (
+        contact.email,
+        contact.name,
+        contact.locale,
+    )
+    assert report.customer_email == "jenny@example.com"
+    assert report.merchant_id == "acct_1M" and report.decline_code == "insufficient_funds"
 
 
 def test_a_failure_with_its_payment_intent_expanded_gives_codes_card_zone_and_country() -> None:
