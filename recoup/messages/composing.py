@@ -5,6 +5,7 @@ Message-ID the same at every try, RFC 8058's one-click unsubscribe for reminders
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from email.utils import format_datetime, formataddr, parseaddr
@@ -72,9 +73,11 @@ def compose(
     )
 
 
+@functools.lru_cache(maxsize=4096)
 def _address(field: str, value: str) -> tuple[str, str]:
     """The header form of one mailbox (its name quoted, or in RFC 2047 words when not ASCII)
-    and its bare address; `InvalidInput(field, …)` for anything but one ASCII address."""
+    and its bare address; `InvalidInput(field, …)` for anything but one ASCII address. Cached:
+    a tenant's sender is the same in every email, and the address parser is slow Python."""
     name, addr = parseaddr(value)
     if "@" not in addr or not addr.isascii() or any(c in value for c in "\r\n"):
         raise InvalidInput(
