@@ -22,8 +22,13 @@ if TYPE_CHECKING:
 def message_id_for(key: str, sender: str) -> str:
     """`<{key}@{sender's domain}>`: the Message-ID of the email keyed `key`, the same at every
     try, so a resend after a crash is recognisably the same message."""
-    domain = parseaddr(sender)[1].rpartition("@")[2] or "recoup.invalid"
-    return f"<{key}@{domain}>"
+    return f"<{key}@{_domain(sender)}>"
+
+
+@functools.lru_cache(maxsize=4096)
+def _domain(sender: str) -> str:
+    """The domain of `sender`'s address (cached: one parse per sender, not per email)."""
+    return parseaddr(sender)[1].rpartition("@")[2] or "recoup.invalid"
 
 
 def compose(

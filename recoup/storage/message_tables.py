@@ -22,6 +22,7 @@ class SqlMessageTables:
     def __init__(self, dialect: Dialect) -> None:
         self._read = dialect.read
         self._write = dialect.write
+        self._statement_write = dialect.statement_write
         self._encode = dialect.encode_instant
         self._decode = dialect.decode_instant
         self._bool = dialect.encode_bool
@@ -126,7 +127,7 @@ class SqlMessageTables:
 
     def record_email(self, email: Email, *, was: EmailState, tries: int) -> Email | None:
         params = {**self._params(email), "was": was.value, "was_tries": tries}
-        with self._write() as conn:
+        with self._statement_write() as conn:
             row = conn.execute(self._q["record_email"], params).fetchone()
         return None if row is None else self._email(row)
 
