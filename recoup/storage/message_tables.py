@@ -118,6 +118,11 @@ class SqlMessageTables:
         assert row is not None  # inserted, or there already
         return self._email(row)
 
+    def plan_emails(self, emails: Sequence[Email]) -> None:
+        if emails:
+            with self._write() as conn:
+                conn.cursor().executemany(self._q["plan_email"], [self._params(e) for e in emails])
+
     def get_email(self, tenant: str, key: str) -> Email | None:
         with self._read() as conn:
             row = conn.execute(
