@@ -7,7 +7,8 @@ babel (the `email` extra) is imported where it is used: importing this module ne
 
 from __future__ import annotations
 
-from datetime import datetime, tzinfo
+import functools
+from datetime import date, datetime, tzinfo
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,12 @@ if TYPE_CHECKING:
 DEFAULT_LOCALE = "en"
 
 
+# The formatting functions are pure and babel's are slow Python (a pattern parsed, a number
+# rounded through Decimal): cached, as emails repeat the same few prices, dates and locales.
+CACHED = 4096  # entries of each cache
+
+
+@functools.lru_cache(maxsize=CACHED)
 def format_money(minor: int, currency: str, locale: str | Locale) -> str:
     """`minor` units of `currency` as the locale writes money: 1999 usd → "$19.99" (en),
     "19,99 $US" (fr); 1999 jpy → "¥1,999" (JPY has no minor unit)."""
@@ -41,6 +48,7 @@ def parse_locale(value: str, *, field: str) -> Locale:
         ) from None
 
 
+@functools.lru_cache(maxsize=CACHED)
 def locale_or_default(value: str) -> Locale:
     """The customer's locale, or English: an unknown locale from a customer's record must not
     stop the email that tells them their payment failed."""
@@ -58,9 +66,14 @@ def check_locale(value: str, *, field: str = "locale") -> str:
 
 def format_local_date(instant: datetime, tz: tzinfo, locale: Locale) -> str:
     """The local date of `instant` in `tz`, written in full ("Tuesday, June 23, 2026" in en)."""
+    return _full_date(instant.astimezone(tz).date(), locale)
+
+
+@functools.lru_cache(maxsize=CACHED)
+def _full_date(day: date, locale: Locale) -> str:
     from babel.dates import format_date
 
-    return format_date(instant.astimezone(tz).date(), format="full", locale=locale)
+    return format_date(day, format="full", locale=locale)
 
 
 def format_local_datetime(instant: datetime, tz: tzinfo, locale: Locale) -> str:

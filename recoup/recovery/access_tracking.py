@@ -90,29 +90,46 @@ class AccessTracker:
         self.store = store
         self.policies = policies
 
-    def follow(self, t: Transition, *, seq: int, now: datetime) -> Transition:
+    def follow(
+        self,
+        t: Transition,
+        *,
+        seq: int,
+        now: datetime,
+        policies: TenantPolicies | None = None,
+    ) -> Transition:
         """The transition with the customer's access in its events, and a
         `customer.access_changed` event when it changes it; the customer's row and the next
         timed change written (the module docstring, steps 1–4). `seq`: the invoice's events
-        before the transition. Call it inside the unit of work that writes the transition."""
+        before the transition; `policies`: the tenant's, when the caller has read them (else
+        read here). Call it inside the unit of work that writes the transition."""
         invoice = t.invoice
-        previous, access = self._decide(invoice, now=now)
+        previous, access = self._decide(invoice, now=now, policies=policies)
         events = [_with_access(e, access) for e in t.events]
         if access is not previous:
             last = max((e.seq for e in t.events), default=seq)
             events.append(_changed_event(invoice, last + 1, previous, access, at=now))
         return replace(t, events=tuple(events))
 
-    def recheck(self, invoice: Invoice, *, seq: int, now: datetime) -> InvoiceEvent | None:
+    def recheck(
+        self,
+        invoice: Invoice,
+        *,
+        seq: int,
+        now: datetime,
+        policies: TenantPolicies | None = None,
+    ) -> InvoiceEvent | None:
         """At a grace period's end: the `customer.access_changed` event to add to `invoice`
         (the one whose grace ended; `seq` its events so far) if the customer's access changed,
         else None. The customer's row and the next timed change are written as by `follow`."""
-        previous, access = self._decide(invoice, now=now)
+        previous, access = self._decide(invoice, now=now, policies=policies)
         if access is previous:
             return None
         return _changed_event(invoice, seq + 1, previous, access, at=now)
 
-    def _decide(self, invoice: Invoice, *, now: datetime) -> tuple[Access, Access]:
+    def _decide(
+        self, invoice: Invoice, *, now: datetime, policies: TenantPolicies | None
+    ) -> tuple[Access, Access]:
         """(the customer's access before, after) `invoice` as it is now; what changed is
         written."""
         customers = self.store.customers
@@ -123,7 +140,7 @@ class AccessTracker:
             for c in customers.customer_invoices(tenant, customer_id)
             if c.invoice_id != invoice.invoice_id
         ]
-        standings = self._standings(tenant, [*others, _brief(invoice)])
+        standings = self._standings(tenant, [*others, _brief(invoice)], policies)
         access = customer_access(standings, now=now)
         if access is not before.access:
             customers.set_access(tenant, customer_id, access, at=now)
@@ -135,8 +152,14 @@ class AccessTracker:
             self.scheduler.insert_many_checked([job], now=now)
         return before.access, access
 
-    def _standings(self, tenant: str, invoices: Sequence[CustomerInvoice]) -> list[Standing]:
-        policies = self.policies(tenant) if invoices else None
+    def _standings(
+        self,
+        tenant: str,
+        invoices: Sequence[CustomerInvoice],
+        policies: TenantPolicies | None,
+    ) -> list[Standing]:
+        if policies is None and invoices:
+            policies = self.policies(tenant)
         return [
             Standing(
                 invoice_id=c.invoice_id,

@@ -130,11 +130,9 @@ def transition_emails(
     settings = messages.get_message_settings(invoice.tenant)
     if settings is None or not settings.sends:
         return []
-    jobs = []
-    for planned in messages_for(invoice, events, policy.messages):
-        messages.plan_email(planned_row(planned, now=now))
-        jobs.append(email_job(planned))
-    return jobs
+    planned = messages_for(invoice, events, policy.messages)
+    messages.plan_emails([planned_row(p, now=now) for p in planned])
+    return [email_job(p) for p in planned]
 
 
 __all__ = [

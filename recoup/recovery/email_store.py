@@ -12,6 +12,7 @@ two records) sends again with the Message-ID stored, never a new one
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -101,6 +102,11 @@ class MessageStore(Protocol):
 
     def plan_email(self, email: Email) -> Email:
         """Insert `email` unless its key has a row; return the row stored."""
+        ...
+
+    def plan_emails(self, emails: Sequence[Email]) -> None:
+        """`plan_email` for each of `emails`, in one write and without reading the rows back
+        (a transition's emails, planned inside its unit of work)."""
         ...
 
     def get_email(self, tenant: str, key: str) -> Email | None: ...

@@ -35,6 +35,7 @@ design avoids that window: SMTP has no way to ask a server whether it took a mes
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -43,6 +44,7 @@ from urllib.parse import quote
 
 from recoup.dunning.invoice import Invoice
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry, PermanentError
+from recoup.jobs.model import Tenant
 from recoup.messages.channel import (
     EmailChannel,
     RecipientRefused,
@@ -158,6 +160,7 @@ class EmailSender:
             planned,
             invoice,
             settings,
+            store.get_tenant(planned.tenant),  # read once: its name, and its secret signs links
             to=customer.email,
             customer_name=customer.name,
             locale=customer.locale,
@@ -173,7 +176,7 @@ class EmailSender:
             job_attempt=attempt,
             updated_at=now,
         )
-        if store.messages.record_email(sending, was=row.state, tries=row.tries) is None:
+        if self._record(sending, was=row.state, tries=row.tries) is None:
             raise SendFailed(f"another run is sending {row.key}: asking the ledger again later")
         return sending, message, server
 
@@ -191,6 +194,7 @@ class EmailSender:
         planned: PlannedMessage,
         invoice: Invoice | None,
         settings: MessageSettings,
+        tenant: Tenant | None,
         *,
         to: str,
         customer_name: str | None,
@@ -204,13 +208,12 @@ class EmailSender:
         from recoup.messages.rendering import context_for, render
 
         assert settings.email_from is not None  # checked by the caller
-        tenant = self.dunning.store.get_tenant(planned.tenant)
         tenant_name = tenant.name if tenant is not None else planned.tenant
-        sender_name = parseaddr(settings.email_from)[0] or tenant_name
-        update_url = self.link(planned, invoice, settings, now=now)
+        sender_name = _sender_name(settings.email_from) or tenant_name
+        update_url = self.link(planned, invoice, settings, tenant=tenant, now=now)
         unsubscribe = None
         if settings.allow_unsubscribe and planned.kind in REMINDER_KINDS:
-            unsubscribe = self.unsubscribe_link(planned, settings, now=now)
+            unsubscribe = self.unsubscribe_link(planned, settings, tenant=tenant, now=now)
         context = context_for(
             planned,
             tenant_name=tenant_name,
@@ -240,41 +243,51 @@ class EmailSender:
         invoice: Invoice | None,
         settings: MessageSettings,
         *,
+        tenant: Tenant | None,
         now: datetime,
     ) -> str:
         """The email's one-tap link: the provider's payment page of the invoice when the
-        intake knows it, else the tenant's update_card_url with a signed token, else (neither
-        set) a reply to the sender."""
+        intake knows it, else the tenant's update_card_url with a token signed with `tenant`'s
+        secret, else (neither set) a reply to the sender."""
         store = self.dunning.store
         if planned.invoice_id is not None:
             page = store.messages.payment_page(planned.tenant, planned.invoice_id)
             if page is not None:
                 return page
         if settings.update_card_url is not None:
-            token = self._token(planned, invoice, now=now)
+            token = self._token(planned, invoice, tenant, now=now)
             if token is not None:
                 return settings.update_card_url.replace("{token}", quote(token, safe=""))
         return f"mailto:{parseaddr(settings.reply_to or settings.email_from or '')[1]}"
 
     def unsubscribe_link(
-        self, planned: PlannedMessage, settings: MessageSettings, *, now: datetime
+        self,
+        planned: PlannedMessage,
+        settings: MessageSettings,
+        *,
+        tenant: Tenant | None,
+        now: datetime,
     ) -> str | None:
         """The one-click opt-out of reminders: the update-card link with `unsubscribe=1`,
         whose token names the customer (the app verifies it as it does the link's)."""
         if settings.update_card_url is None:
             return None
-        token = self._token(planned, None, now=now)
+        token = self._token(planned, None, tenant, now=now)
         if token is None:
             return None
         url = settings.update_card_url.replace("{token}", quote(token, safe=""))
         return url + ("&" if "?" in url else "?") + "unsubscribe=1"
 
     def _token(
-        self, planned: PlannedMessage, invoice: Invoice | None, *, now: datetime
+        self,
+        planned: PlannedMessage,
+        invoice: Invoice | None,
+        tenant: Tenant | None,
+        *,
+        now: datetime,
     ) -> str | None:
         from recoup.messages.tokens import issue_update_token
 
-        tenant = self.dunning.store.get_tenant(planned.tenant)
         if tenant is None:
             return None
         policies = self.dunning.policies(planned.tenant)
@@ -290,9 +303,18 @@ class EmailSender:
 
     # The records after the server answered.
 
+    def _record(self, email: Email, *, was: EmailState, tries: int) -> Email | None:
+        """`record_email` as a unit of work: on SQLite it shares the transaction (and the
+        commit) of the units that other threads submit at the same time (`group_commit`),
+        instead of a write transaction of its own for each of an email's two records."""
+        messages = self.dunning.store.messages
+        return self.dunning.store.atomically(
+            lambda: messages.record_email(email, was=was, tries=tries)
+        )
+
     def _end(self, row: Email, state: EmailState, why: str, *, now: datetime) -> str:
         ended = replace(row, state=state, smtp_reply=why[:REPLY_LIMIT], updated_at=now)
-        self.dunning.store.messages.record_email(ended, was=row.state, tries=row.tries)
+        self._record(ended, was=row.state, tries=row.tries)
         return f"not sent: {why}"
 
     def _sent(self, row: Email, reply: str) -> None:
@@ -300,13 +322,13 @@ class EmailSender:
         sent = replace(
             row, state=EmailState.SENT, smtp_reply=reply[:REPLY_LIMIT], sent_at=now, updated_at=now
         )
-        self.dunning.store.messages.record_email(sent, was=EmailState.SENDING, tries=row.tries)
+        self._record(sent, was=EmailState.SENDING, tries=row.tries)
 
     def _note(self, row: Email, error: str) -> None:
         """A try that failed: the row stays `sending` (the next try resends the same
         message), with what the server or the network said."""
         noted = replace(row, smtp_reply=error[:REPLY_LIMIT], updated_at=self.dunning.clock.now())
-        self.dunning.store.messages.record_email(noted, was=EmailState.SENDING, tries=row.tries)
+        self._record(noted, was=EmailState.SENDING, tries=row.tries)
 
     def _bounced(self, row: Email, refused: RecipientRefused) -> None:
         now = self.dunning.clock.now()
@@ -318,6 +340,13 @@ class EmailSender:
             reason=f"bounced: {refused.reply}"[:MAX_REASON],
             at=now,
         )
+
+
+@functools.lru_cache(maxsize=256)
+def _sender_name(email_from: str) -> str:
+    """The display name of a tenant's sender (the same few senders for every email: parsing
+    the address each time was a measurable part of composing one)."""
+    return parseaddr(email_from)[0]
 
 
 __all__ = ["EmailSender"]

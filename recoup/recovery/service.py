@@ -183,7 +183,9 @@ class Dunning:
             )
         self._check_target(tenant, charge_url)
         # The invoice's arm, when an experiment runs; the invoice records its policy's name.
-        policy = tenant_policies(settings).for_new_invoice(report.invoice_id)
+        # Read once: the unit below takes these rather than reading the settings again.
+        policies = tenant_policies(settings)
+        policy = policies.for_new_invoice(report.invoice_id)
         # The report is the opening's failure as it is (`dunning.failure.ChargeFailure`).
         opening = Opening(tenant=tenant, failure=report, charge_url=charge_url, policy=policy)
         history = self._history(tenant, report.card_fingerprint, report.failed_at)
@@ -196,7 +198,7 @@ class Dunning:
             raced = self.store.get_invoice(tenant, report.invoice_id)
             if raced is not None:  # reported meanwhile: its access is followed already
                 return raced, False
-            opened = self.access.follow(first, seq=0, now=now)
+            opened = self.access.follow(first, seq=0, now=now, policies=policies)
             stored, created = self.store.create_invoice(invoice, opened.events)
             if created:
                 self.jobs.carry_out(
@@ -206,6 +208,7 @@ class Dunning:
                     event_url=settings.event_url,
                     now=now,
                     flow=policy.flow,
+                    policy=policy,
                 )
             return stored, created
 
@@ -299,7 +302,8 @@ class Dunning:
             raise InvalidInput("seen", seen.invoice_id, f"expected invoice {invoice_id!r}")
         current = seen if seen is not None else self.get(tenant, invoice_id)
         settings = self.settings(tenant)
-        policy = tenant_policies(settings).for_invoice(current.policy)
+        policies = tenant_policies(settings)  # read once: the unit takes them
+        policy = policies.for_invoice(current.policy)
         history = self._history(tenant, current.card_fingerprint, now)
         planning = self.learners.planning(tenant, current.customer_id, policy, history, message)
         done: list[Transition] = []  # what `change` decided under the lock
@@ -309,7 +313,7 @@ class Dunning:
             found = transition(invoice, message, planning, seq=seq, now=now)
             if found is None:
                 return None
-            found = self.access.follow(found, seq=seq, now=now)
+            found = self.access.follow(found, seq=seq, now=now, policies=policies)
             done.append(found)
             return InvoiceChange(invoice=found.invoice, events=found.events)
 
@@ -324,6 +328,7 @@ class Dunning:
                 event_url=settings.event_url,
                 now=now,
                 flow=policy.flow,
+                policy=policy,
             )
             return t
 
@@ -336,10 +341,11 @@ class Dunning:
         events). None: the invoice is gone."""
         now = self.clock.now()
         settings = self.settings(tenant)
+        policies = tenant_policies(settings)
 
         def change(invoice: Invoice) -> InvoiceChange | None:
             seq = self.store.event_count(tenant, invoice_id)
-            event = self.access.recheck(invoice, seq=seq, now=now)
+            event = self.access.recheck(invoice, seq=seq, now=now, policies=policies)
             if event is None:
                 return None
             noted = replace(invoice, version=invoice.version + 1, updated_at=now)

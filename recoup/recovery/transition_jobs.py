@@ -16,6 +16,7 @@ from datetime import datetime
 
 from recoup.dunning.invoice import Invoice, InvoiceEvent
 from recoup.dunning.lifecycle import CancelAttempt, Command, ScheduleAttempt, ScheduleDeadline
+from recoup.dunning.policy import DunningPolicy
 from recoup.dunning.policy_flow import FlowLimit
 from recoup.jobs.model import NewJob
 from recoup.jobs.scheduler import Scheduler
@@ -58,10 +59,12 @@ class TransitionJobs:
         event_url: str | None,
         now: datetime,
         flow: FlowLimit | None = None,
+        policy: DunningPolicy | None = None,
     ) -> None:
         """The jobs of a transition: the new ones in one insert (each skipped if it exists
         already: doing this twice is harmless), the cancellations, then its events (to
-        `event_url`, the tenant's, read once with its policy)."""
+        `event_url`, the tenant's, read once with its policy; `policy`, the invoice's, when
+        the caller has it, else read here)."""
         jobs = []
         for command in commands:
             match command:
@@ -76,7 +79,7 @@ class TransitionJobs:
                     jobs.append(deadline_job(invoice, command.at))
         if invoice.charge_url == STRIPE_CHARGE_TARGET:
             jobs.extend(self._provider_actions(invoice, events, now=now))
-        jobs.extend(self._emails(invoice, events, now=now))
+        jobs.extend(self._emails(invoice, events, now=now, policy=policy))
         # Through the Scheduler's one bulk path, as every job is created: the targets were
         # checked before the unit began (the charge URL in `report_failure`, the event URL
         # when it was set), so nothing is resolved inside the transaction.
@@ -84,12 +87,18 @@ class TransitionJobs:
         self.dispatch(list(events), urls={invoice.tenant: event_url}, now=now)
 
     def _emails(
-        self, invoice: Invoice, events: tuple[InvoiceEvent, ...], *, now: datetime
+        self,
+        invoice: Invoice,
+        events: tuple[InvoiceEvent, ...],
+        *,
+        now: datetime,
+        policy: DunningPolicy | None,
     ) -> list[NewJob]:
         """The emails the events call for (`recovery.email_jobs`), by the invoice's policy."""
         if not events:
             return []
-        policy = self.policies(invoice.tenant).for_invoice(invoice.policy)
+        if policy is None:
+            policy = self.policies(invoice.tenant).for_invoice(invoice.policy)
         return transition_emails(self.store.messages, invoice, events, policy, now=now)
 
     def _provider_actions(

@@ -28,6 +28,7 @@ class SqlCustomerTables:
     def __init__(self, dialect: Dialect) -> None:
         self._read = dialect.read
         self._write = dialect.write
+        self._statement_write = dialect.statement_write
         self._encode = dialect.encode_instant
         self._decode = dialect.decode_instant
         self._q = dialect.queries
@@ -73,7 +74,7 @@ class SqlCustomerTables:
             "locale": locale,
             "at": self._encode(at),
         }
-        with self._write() as conn:
+        with self._statement_write() as conn:
             row = conn.execute(self._q["put_customer"], params).fetchone()
         assert row is not None  # an upsert … RETURNING returns its row
         return self._customer(row)
@@ -103,7 +104,7 @@ class SqlCustomerTables:
             "access": access.value,
             "at": self._encode(at),
         }
-        with self._write() as conn:
+        with self._statement_write() as conn:
             row = conn.execute(self._q["set_customer_access"], params).fetchone()
         assert row is not None
         return self._customer(row)

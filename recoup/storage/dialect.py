@@ -92,7 +92,8 @@ class Dialect(Protocol):
 
     def statement_write(self) -> AbstractContextManager[Any]:
         """A connection for a write that is one statement (PostgreSQL: autocommit, one round
-        trip; SQLite: `write()`)."""
+        trip; SQLite: `write()`). Inside a unit of work (`atomically`), the unit's transaction
+        on both, without a savepoint: one statement fails whole on its own."""
         ...
 
     def statement_read(self) -> AbstractContextManager[Any]:

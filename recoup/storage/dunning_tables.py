@@ -281,7 +281,7 @@ class SqlDunningTables:
             "ids": self._dialect.encode_texts(event_ids),
             "now": self._dialect.encode_instant(now),
         }
-        with self._dialect.write() as conn:
+        with self._dialect.statement_write() as conn:
             conn.execute(self._sql["mark_events_dispatched"], params)
 
     # Consistency with the jobs

@@ -22,6 +22,7 @@ class SqlMessageTables:
     def __init__(self, dialect: Dialect) -> None:
         self._read = dialect.read
         self._write = dialect.write
+        self._statement_write = dialect.statement_write
         self._encode = dialect.encode_instant
         self._decode = dialect.decode_instant
         self._bool = dialect.encode_bool
@@ -117,6 +118,11 @@ class SqlMessageTables:
         assert row is not None  # inserted, or there already
         return self._email(row)
 
+    def plan_emails(self, emails: Sequence[Email]) -> None:
+        if emails:
+            with self._write() as conn:
+                conn.cursor().executemany(self._q["plan_email"], [self._params(e) for e in emails])
+
     def get_email(self, tenant: str, key: str) -> Email | None:
         with self._read() as conn:
             row = conn.execute(
@@ -126,7 +132,7 @@ class SqlMessageTables:
 
     def record_email(self, email: Email, *, was: EmailState, tries: int) -> Email | None:
         params = {**self._params(email), "was": was.value, "was_tries": tries}
-        with self._write() as conn:
+        with self._statement_write() as conn:
             row = conn.execute(self._q["record_email"], params).fetchone()
         return None if row is None else self._email(row)
 

@@ -102,6 +102,17 @@ def test_an_email_is_planned_once_and_recorded_by_compare_and_set(store: Store) 
     assert messages.email_counts(TENANT) == {("payment_failed", EmailState.SENT): 1}
 
 
+def test_a_transitions_emails_are_planned_together_each_key_once(store: Store) -> None:
+    messages = store.messages
+    first = messages.plan_email(planned("k1"))
+    messages.plan_emails([])  # nothing to plan: nothing written
+    late = replace(planned("k1"), kind="recovered", send_at=T0 + timedelta(days=1))
+    messages.plan_emails([late, planned("k2"), replace(planned("k2"), kind="exhausted")])
+    assert messages.get_email(TENANT, "k1") == first  # a key planned already keeps its row
+    assert messages.get_email(TENANT, "k2") == planned("k2")  # the first plan of a key stays
+    assert messages.email_counts(TENANT) == {("payment_failed", EmailState.PLANNED): 2}
+
+
 def test_the_schema_refuses_a_sent_email_without_its_message_id(store: Store) -> None:
     first = store.messages.plan_email(planned())
     broken = replace(first, state=EmailState.SENT, sent_at=T0)

@@ -223,7 +223,19 @@ class SqliteDialect:
         the block ends and rolled back if it raises."""
         return self.transaction()
 
-    statement_write = write  # no round trip to save in process: one transaction as any write
+    @contextmanager
+    def statement_write(self) -> Iterator[sqlite3.Connection]:
+        """`write()` for a write that is one statement, except inside a unit of work: there,
+        the unit's transaction without a savepoint, as on PostgreSQL. One statement needs none
+        (SQLite undoes a failed statement's changes, and the transaction goes on), and the
+        two statements of a savepoint cost as much as a small write."""
+        if getattr(self._in_unit, "active", False):
+            with self.connection() as conn:
+                yield conn
+            return
+        with self.transaction() as conn:
+            yield conn
+
     statement_read = read
 
     @contextmanager
