@@ -40,6 +40,7 @@ from recoup.jobs.model import HttpTarget, NewJob
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.worker import Worker, WorkerConfig
+from recoup.jobs.worker.collector import settle_collector
 from recoup.storage.postgres.store import PostgresStore
 from recoup.storage.sqlite.store import SqliteStore
 
@@ -243,6 +244,8 @@ def main() -> None:
     if args.serve:
         serve(args.serve)
         return
+    # As `recoup worker` sets it (raw clients included: every row runs under the same settings).
+    settle_collector()
 
     rows: list[tuple[str, float | str]] = []
 
