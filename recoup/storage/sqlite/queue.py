@@ -147,35 +147,45 @@ class SqliteQueue:
         if not completions:
             return []
         now_us = micros(now)
+        batch = latest_completions(completions)
+        rows = [
+            [
+                completion.run.job_id,
+                completion.worker_id,
+                completion.run.attempt,
+                1 if outcome_is_retry(completion.run.outcome) else 0,
+                FINAL_STATE_OF[completion.run.outcome].value,
+                now_us if completion.retry_at is None else micros(completion.retry_at),
+                clip(completion.run.error, ERROR_LIMIT),
+            ]
+            for completion in batch
+        ]
         applied: list[str] = []
         runs: list[tuple[Any, ...]] = []
         callbacks: list[NewJob] = []
         with self._write() as conn:
-            for completion in latest_completions(completions):
+            # One statement for the batch (see `complete_jobs`): the state each applied
+            # completion left its job in, by job id.
+            states = dict(
+                conn.execute(
+                    Q["complete_jobs"], {"rows": job_rows.dumps(rows), "now": now_us}
+                ).fetchall()
+            )
+            for completion in batch:
                 run = completion.run
-                retry = outcome_is_retry(run.outcome)
-                retry_at = completion.retry_at if completion.retry_at is not None else now
-                key = {"id": run.job_id, "worker_id": completion.worker_id, "attempt": run.attempt}
-                row = conn.execute(
-                    Q["complete_job"],
-                    {
-                        **key,
-                        "retry": retry,
-                        "final_state": FINAL_STATE_OF[run.outcome].value,
-                        "retry_at": micros(retry_at),
-                        "error": clip(run.error, ERROR_LIMIT),
-                        "now": now_us,
-                    },
-                ).fetchone()
-                if row is not None:
+                state = states.get(run.job_id)
+                if state is not None:
                     applied.append(run.job_id)
                     outcome = run.outcome
-                    if retry and row[0] == JobState.FAILED:
+                    if state == JobState.FAILED and outcome_is_retry(outcome):
                         outcome = RunOutcome.FAILED  # attempts spent: no further attempt
                     runs.append(_run_values(run, outcome))
-                    if completion.callback is not None and row[0] in ENDED:
+                    if completion.callback is not None and state in ENDED:
                         callbacks.append(completion.callback)
-                elif conn.execute(Q["was_cancelled_during_attempt"], key).fetchone():
+                elif conn.execute(
+                    Q["was_cancelled_during_attempt"],
+                    {"id": run.job_id, "worker_id": completion.worker_id, "attempt": run.attempt},
+                ).fetchone():
                     # Cancelled while this attempt ran: the attempt happened, so log it, but
                     # leave the job cancelled.
                     runs.append(_run_values(run, RunOutcome.CANCELLED))
