@@ -32,7 +32,7 @@ from recoup.jobs.model import (
 from recoup.jobs.store import ClaimParams
 from recoup.storage import job_rows, row_decoding
 from recoup.storage.flow_claims import claim_flow_jobs, firing_order
-from recoup.storage.job_rows import ONE_US, from_micros, micros
+from recoup.storage.job_rows import ONE_US, from_micros, micros, remembering
 from recoup.storage.rules import (
     ENDED,
     FINAL_STATE_OF,
@@ -141,7 +141,7 @@ class SqliteQueue:
                 ).fetchall()
         if handed_back:
             self._wakeups.notify()
-        return firing_order(claimed_jobs(rows, from_micros), flowing)
+        return firing_order(claimed_jobs(rows, remembering(from_micros)), flowing)
 
     def complete_many(self, completions: Sequence[Completion], *, now: datetime) -> list[str]:
         if not completions:
