@@ -203,6 +203,10 @@ WHERE jobs.id = c.id AND jobs.state = 'running' AND jobs.leased_by = c.worker_id
   AND jobs.attempts = c.attempt
 RETURNING jobs.id, jobs.state
 
+-- set_last_error --
+-- The error of an applied completion that holds a NUL, which `complete_jobs`' JSON cannot carry.
+UPDATE jobs SET last_error = :error WHERE id = :id
+
 -- was_cancelled_during_attempt --
 SELECT 1 FROM jobs
 WHERE id = :id AND state = 'cancelled' AND leased_by = :worker_id AND attempts = :attempt

@@ -148,6 +148,7 @@ class SqliteQueue:
             return []
         now_us = micros(now)
         batch = latest_completions(completions)
+        errors = [clip(completion.run.error, ERROR_LIMIT) for completion in batch]
         rows = [
             [
                 completion.run.job_id,
@@ -156,9 +157,10 @@ class SqliteQueue:
                 1 if outcome_is_retry(completion.run.outcome) else 0,
                 FINAL_STATE_OF[completion.run.outcome].value,
                 now_us if completion.retry_at is None else micros(completion.retry_at),
-                clip(completion.run.error, ERROR_LIMIT),
+                # SQLite's JSON text ends at a NUL: such an error is set apart, below.
+                None if error is None or "\x00" in error else error,
             ]
-            for completion in batch
+            for completion, error in zip(batch, errors, strict=True)
         ]
         applied: list[str] = []
         runs: list[tuple[Any, ...]] = []
@@ -171,11 +173,13 @@ class SqliteQueue:
                     Q["complete_jobs"], {"rows": job_rows.dumps(rows), "now": now_us}
                 ).fetchall()
             )
-            for completion in batch:
+            for completion, error in zip(batch, errors, strict=True):
                 run = completion.run
                 state = states.get(run.job_id)
                 if state is not None:
                     applied.append(run.job_id)
+                    if error is not None and "\x00" in error:
+                        conn.execute(Q["set_last_error"], {"id": run.job_id, "error": error})
                     outcome = run.outcome
                     if state == JobState.FAILED and outcome_is_retry(outcome):
                         outcome = RunOutcome.FAILED  # attempts spent: no further attempt
