@@ -7,11 +7,11 @@ request's headers, aiohttp's request and response, the run), and a worker holds 
 claims' worth of jobs. With CPython's default thresholds (a young collection every 700
 allocations net) that made about 80 collections per 1,000 jobs, and the full collections among
 them walked every object of start-up (modules, classes, the store): 40 µs of CPU per delivered
-job, a fifth of a worker's (`bench/bench_http.py`; measured with `gc.callbacks`). Start-up's
-objects live as long as the process, so they are moved out of the collector's sight
-(`gc.freeze`, as CPython's documentation suggests for long-lived processes), and the young
-generation is collected every `YOUNG_THRESHOLD` allocations: the same work in far fewer,
-slightly longer collections (a fraction of a millisecond each), with 2 µs per job left.
+job, a seventh of a worker's (`bench/bench_http.py`'s workload; timed with `gc.callbacks`).
+Start-up's objects live as long as the process, so they are moved out of the collector's
+sight (`gc.freeze`, as CPython's documentation suggests for long-lived processes), and the
+young generation is collected every `YOUNG_THRESHOLD` allocations: the same work in far
+fewer, slightly longer collections (a fraction of a millisecond each), with 2 µs per job left.
 """
 
 from __future__ import annotations
