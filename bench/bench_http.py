@@ -12,7 +12,10 @@ httpx's and aiohttp's async clients against the same receiver, in the same run.
   one `Worker` (concurrency 100, the SSRF guard allowing loopback) running until all N have
   succeeded; jobs/s from its start to the last completion written.
 
-The table ends with Recoup ÷ the fastest raw client of the run (the target: ≥ 0.5).
+The table ends with Recoup ÷ the fastest raw client of the run (the target: ≥ 0.5), and gives
+each row's CPU time per request or job in this process (`time.process_time`: every thread, the
+store's included; the receiver's process not), which a busy machine disturbs less than a rate:
+a raw client's over its timed requests, the worker's from its start to its stop.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import aiohttp
 import httpx
@@ -40,6 +43,7 @@ from recoup.jobs.model import HttpTarget, NewJob
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.worker import Worker, WorkerConfig
+from recoup.jobs.worker.collector import settle_collector
 from recoup.storage.postgres.store import PostgresStore
 from recoup.storage.sqlite.store import SqliteStore
 
@@ -50,6 +54,16 @@ WARMUP = 200  # requests sent before each raw client's timing starts
 CONCURRENCY = (10, 100)
 WORKER_CONCURRENCY = 100
 DEADLINE = 300.0  # seconds any one drain may take
+
+
+class Measured(NamedTuple):
+    rate: float  # requests or jobs per second
+    cpu_us: float  # CPU time of this process per request or job, in microseconds
+
+
+def cpu_us(since: float, n: int) -> float:
+    """CPU µs per request of this process since `since` (a `time.process_time()`)."""
+    return (time.process_time() - since) / n * 1e6
 
 
 # -- the receiver -----------------------------------------------------------------------------
@@ -120,8 +134,9 @@ def receiver() -> Iterator[str]:
 # -- raw clients ------------------------------------------------------------------------------
 
 
-async def timed(one: Callable[[], Awaitable[None]], n: int, concurrency: int) -> float:
-    """Requests/s of `n` calls of `one` by `concurrency` coroutines (after a warm-up)."""
+async def timed(one: Callable[[], Awaitable[None]], n: int, concurrency: int) -> Measured:
+    """Requests/s and CPU µs per request of `n` calls of `one` by `concurrency` coroutines
+    (after a warm-up)."""
     for _ in range(WARMUP // concurrency + 1):
         await asyncio.gather(*(one() for _ in range(concurrency)))
     left = n
@@ -132,12 +147,12 @@ async def timed(one: Callable[[], Awaitable[None]], n: int, concurrency: int) ->
             left -= 1
             await one()
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(loop() for _ in range(concurrency)))
-    return n / (time.perf_counter() - start)
+    return Measured(n / (time.perf_counter() - start), cpu_us(cpu, n))
 
 
-async def raw_httpx(url: str, n: int, concurrency: int) -> float:
+async def raw_httpx(url: str, n: int, concurrency: int) -> Measured:
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     async with httpx.AsyncClient(limits=limits, trust_env=False) as client:
 
@@ -148,7 +163,7 @@ async def raw_httpx(url: str, n: int, concurrency: int) -> float:
         return await timed(one, n, concurrency)
 
 
-async def raw_aiohttp(url: str, n: int, concurrency: int) -> float:
+async def raw_aiohttp(url: str, n: int, concurrency: int) -> Measured:
     connector = aiohttp.TCPConnector(limit=concurrency)
     async with aiohttp.ClientSession(connector=connector, trust_env=False) as session:
 
@@ -173,8 +188,8 @@ def insert_jobs(store: Any, url: str, n: int) -> None:
         store.insert_many([NewJob(run_at=now, target=target) for _ in range(count)], now=now)
 
 
-async def drain(store: Any, n: int) -> float:
-    """Jobs/s of one worker delivering the `n` due HTTP jobs in `store`."""
+async def drain(store: Any, n: int) -> Measured:
+    """Jobs/s and CPU µs per job of one worker delivering the `n` due HTTP jobs in `store`."""
     done = asyncio.Event()
     failed: list[str] = []
     count = 0
@@ -193,7 +208,7 @@ async def drain(store: Any, n: int) -> float:
         ssrf=SsrfGuard(allow_private=True),
         on_attempt=observe,
     )
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     task = asyncio.create_task(worker.run())
     try:
         await asyncio.wait_for(done.wait(), DEADLINE)
@@ -203,10 +218,10 @@ async def drain(store: Any, n: int) -> float:
         await task
     if failed:
         raise RuntimeError(f"{len(failed)} attempts did not succeed, e.g. {failed[0]}")
-    return n / elapsed
+    return Measured(n / elapsed, cpu_us(cpu, n))
 
 
-def recoup_sqlite(url: str, n: int) -> float:
+def recoup_sqlite(url: str, n: int) -> Measured:
     with tempfile.TemporaryDirectory() as tmp:
         store = SqliteStore(Path(tmp) / "bench.db")
         try:
@@ -216,7 +231,7 @@ def recoup_sqlite(url: str, n: int) -> float:
             store.close()
 
 
-def recoup_postgres(url: str, n: int, dsn: str) -> float:
+def recoup_postgres(url: str, n: int, dsn: str) -> Measured:
     schema = f"bench_http_{os.getpid()}"
     store = PostgresStore(dsn, schema=schema, max_size=8)
     try:
@@ -243,16 +258,22 @@ def main() -> None:
     if args.serve:
         serve(args.serve)
         return
+    # As `recoup worker` sets it (raw clients included: every row runs under the same settings).
+    settle_collector()
 
-    rows: list[tuple[str, float | str]] = []
+    rows: list[tuple[str, Measured | str]] = []
 
-    def row(name: str, measure: Callable[[], float]) -> None:
+    def row(name: str, measure: Callable[[], Measured]) -> None:
         try:
-            rate: float | str = measure()
+            result: Measured | str = measure()
         except Exception as exc:  # one failed row must not hide the others
-            rate = f"error: {type(exc).__name__}: {exc}"
-        rows.append((name, rate))
-        shown = f"{rate:,.0f}/s" if isinstance(rate, float) else rate
+            result = f"error: {type(exc).__name__}: {exc}"
+        rows.append((name, result))
+        shown = (
+            f"{result.rate:,.0f}/s, {result.cpu_us:,.0f} µs CPU each"
+            if isinstance(result, Measured)
+            else result
+        )
         print(f"  {name}: {shown}", file=sys.stderr)
 
     with receiver() as url:
@@ -264,32 +285,50 @@ def main() -> None:
                 f"raw aiohttp, concurrency {c}",
                 lambda c=c: asyncio.run(raw_aiohttp(url, args.n, c)),
             )
-        raw = [rate for _, rate in rows if isinstance(rate, float)]
+        raw = [result for _, result in rows if isinstance(result, Measured)]
         row("Recoup worker, SQLite", lambda: recoup_sqlite(url, args.n))
         row("Recoup worker, PostgreSQL", lambda: recoup_postgres(url, args.n, args.dsn))
 
-    ceiling = max(raw, default=0.0)
+    ceiling = max((result.rate for result in raw), default=0.0)
+    # The CPU a request costs the leanest raw client: what a delivery's CPU is compared with.
+    leanest = min((result.cpu_us for result in raw), default=0.0)
+    measured = {name: result for name, result in rows if isinstance(result, Measured)}
     if args.json:
-        figures = {name: rate for name, rate in rows if isinstance(rate, float)}
+        figures = {name: result.rate for name, result in measured.items()}
+        sqlite, postgres = (
+            measured.get("Recoup worker, SQLite"),
+            measured.get("Recoup worker, PostgreSQL"),
+        )
         print(
             json.dumps(
                 {
                     "raw_fastest": ceiling,
                     "recoup_sqlite": figures.get("Recoup worker, SQLite"),
                     "recoup_postgresql": figures.get("Recoup worker, PostgreSQL"),
-                    **{name: rate for name, rate in figures.items()},
+                    "raw_leanest_cpu_us": leanest,
+                    "recoup_sqlite_cpu_us": None if sqlite is None else sqlite.cpu_us,
+                    "recoup_postgresql_cpu_us": None if postgres is None else postgres.cpu_us,
+                    **figures,
                 }
             )
         )
         return
     width = max(len(name) for name, _ in rows)
-    print(f"\n{'client':<{width}}  {'requests/s':>11}  {'÷ fastest raw':>13}")
-    for name, rate in rows:
-        if isinstance(rate, float):
-            ratio = f"{rate / ceiling:.2f}" if ceiling and name.startswith("Recoup") else ""
-            print(f"{name:<{width}}  {rate:>11,.0f}  {ratio:>13}")
+    print(
+        f"\n{'client':<{width}}  {'requests/s':>11}  {'÷ fastest raw':>13}"
+        f"  {'CPU µs each':>11}  {'leanest raw ÷':>13}"
+    )
+    for name, result in rows:
+        if isinstance(result, Measured):
+            ours = name.startswith("Recoup")
+            ratio = f"{result.rate / ceiling:.2f}" if ceiling and ours else ""
+            lean = f"{leanest / result.cpu_us:.2f}" if leanest and ours else ""
+            print(
+                f"{name:<{width}}  {result.rate:>11,.0f}  {ratio:>13}"
+                f"  {result.cpu_us:>11,.0f}  {lean:>13}"
+            )
         else:
-            print(f"{name:<{width}}  {rate}")
+            print(f"{name:<{width}}  {result}")
     print(f"\n{args.n:,} requests or jobs per row (httpx: {few:,}); the target: ≥ 0.50")
 
 

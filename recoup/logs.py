@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
+import time
 from datetime import UTC, datetime
 from typing import IO, Any, Final
 
@@ -43,6 +45,11 @@ def record_fields(record: logging.LogRecord) -> dict[str, Any]:
     return {name: _value(getattr(record, name)) for name in FIELDS if hasattr(record, name)}
 
 
+# One encoder for every line (`json.dumps` with options builds one per call).
+_JSON = json.JSONEncoder(default=str, ensure_ascii=False).encode
+_NEEDS_QUOTES = re.compile(r'[ "=\n]')  # what makes a text line's value JSON-quoted
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: time (UTC), level, logger, message, then the fields."""
 
@@ -56,7 +63,7 @@ class JsonFormatter(logging.Formatter):
         }
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
-        return json.dumps(line, default=str, ensure_ascii=False)
+        return _JSON(line)
 
 
 class TextFormatter(logging.Formatter):
@@ -64,6 +71,23 @@ class TextFormatter(logging.Formatter):
 
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s")
+        # (a second, its date and clock time): one tuple, replaced whole, so that threads
+        # sharing the formatter never read one's second with another's text.
+        self._stamped: tuple[int, str] = (-1, "")
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        """`logging.Formatter`'s time, its date and clock time formatted once per second
+        rather than once per line (a worker logs every attempt)."""
+        if datefmt is not None:
+            return super().formatTime(record, datefmt)
+        second = int(record.created)
+        stamped, stamp = self._stamped
+        if second != stamped:
+            stamp = time.strftime(self.default_time_format, self.converter(second))
+            self._stamped = (second, stamp)
+        if self.default_msec_format is None:
+            return stamp
+        return self.default_msec_format % (stamp, record.msecs)
 
     def format(self, record: logging.LogRecord) -> str:
         line = super().format(record)
@@ -76,7 +100,7 @@ class TextFormatter(logging.Formatter):
 
 def _quoted(value: Any) -> str:
     text = str(value)
-    if not text or any(c in text for c in ' "=\n'):
+    if not text or _NEEDS_QUOTES.search(text):
         return json.dumps(text, ensure_ascii=False)
     return text
 

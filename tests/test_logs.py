@@ -12,7 +12,7 @@ import pytest
 
 from recoup.cli import main
 from recoup.errors import InvalidInput
-from recoup.logs import configure_logging
+from recoup.logs import TextFormatter, configure_logging
 
 
 @pytest.fixture
@@ -69,6 +69,25 @@ def test_text_lines_end_with_quoted_key_value_pairs() -> None:
         " retry_at=2026-03-08T07:30:00Z"
     )
     assert " WARNING recoup.attempts job renewal inv_1 attempt 2: failed " in line
+
+
+def test_text_lines_show_each_records_own_time_to_the_millisecond() -> None:
+    # The date and clock time are formatted once per second: records within one second keep
+    # their own milliseconds, and the next second's show the next second.
+    formatter = TextFormatter()
+    logger = logging.getLogger("recoup.attempts")
+
+    def stamp(created: float, msecs: float) -> str:
+        record = logger.makeRecord(logger.name, logging.INFO, __file__, 0, "m", (), None)
+        record.created, record.msecs = created, msecs
+        expected = logging.Formatter().formatTime(record)
+        assert formatter.formatTime(record) == expected
+        return expected
+
+    first, same = stamp(1780315205.125, 125.0), stamp(1780315205.875, 875.0)
+    later = stamp(1780315206.25, 250.0)
+    assert first.endswith(",125") and same.endswith(",875")
+    assert first[:-4] == same[:-4] != later[:-4]
 
 
 @pytest.mark.parametrize(

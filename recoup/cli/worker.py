@@ -55,6 +55,7 @@ from recoup.cli._where import LocalOnlyUrlOption
 from recoup.errors import InvalidInput, RecoupError
 from recoup.jobs.handlers import HandlerRegistry
 from recoup.jobs.worker import Worker, WorkerConfig, default_worker_id
+from recoup.jobs.worker.collector import settle_collector
 from recoup.storage import DEFAULT_DB_URL
 
 RESYNC_SECONDS = 600.0  # how often a worker redoes what the dunning runtime left undone
@@ -210,6 +211,7 @@ def worker_command(
             stopping.set()  # told, not cancelled: a resync in its thread ends before close
             await resync
 
+    settle_collector()  # this process is the worker's: its collector set for deliveries
     try:
         asyncio.run(main())
     finally:

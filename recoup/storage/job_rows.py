@@ -150,6 +150,22 @@ def from_micros(value: int) -> datetime:
     return _EPOCH + timedelta(microseconds=value)
 
 
+def remembering(decode: DecodeInstant) -> DecodeInstant:
+    """`decode`, remembering each value's instant, for one batch of rows: a claim's rows share
+    a few instants (its own `updated_at` and lease end on every row, a bulk insert's
+    `created_at` and `run_at`), and an instant is immutable, so each is built once per batch
+    rather than once per column of every row."""
+    seen: dict[Any, datetime] = {}
+
+    def remembered(value: Any) -> datetime:
+        instant = seen.get(value)
+        if instant is None:
+            instant = seen[value] = decode(value)
+        return instant
+
+    return remembered
+
+
 def aware_utc(value: datetime) -> datetime:
     """PostgreSQL hands back timestamptz in the session zone (UTC); normalise anyway."""
     return value if value.tzinfo is UTC else value.astimezone(UTC)

@@ -46,16 +46,24 @@ def _metadata(value: Any) -> dict[str, str]:
 
 
 def target_from_dict(data: dict[str, Any]) -> Target:
+    """A target from its stored JSON object (`job_rows.target_to_dict`'s shape), built without
+    re-validating it (`trusted`: the store wrote what was checked on the way in) and taking the
+    decoded headers object as the target's own (`data` is the caller's fresh decoding)."""
     kind = data.get("kind")
     if kind == "http":
-        return HttpTarget(
-            url=data["url"],
-            method=data.get("method", "POST"),
-            headers=dict(data.get("headers") or {}),
-            body=data.get("body"),
-            delivery=data.get("delivery", "standard-webhooks"),
-            callback=data.get("callback"),
-            failure_callback=data.get("failure_callback"),
+        headers = data.get("headers")
+        return trusted(
+            HttpTarget,
+            {
+                "url": data["url"],
+                "method": data.get("method", "POST"),
+                "headers": {} if headers is None else headers,
+                "body": data.get("body"),
+                "delivery": data.get("delivery", "standard-webhooks"),
+                "callback": data.get("callback"),
+                "failure_callback": data.get("failure_callback"),
+                "kind": "http",
+            },
         )
     if kind == "python":
         return PythonTarget(handler=data["handler"])

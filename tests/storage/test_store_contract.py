@@ -1510,3 +1510,8 @@ def test_run_log_text_reads_back_exactly_bar_nul(store: Store) -> None:
     assert run.error.replace("\ufffd", "\x00") == error  # NUL, which SQL text cannot hold
     assert run.status_code == 418
     assert run.outcome is RunOutcome.FAILED
+    # The job's last error too, its text past the NUL included (SQLite's batch of
+    # completions is JSON, whose text would end there).
+    ended = store.get(claimed.tenant, claimed.id)
+    assert ended is not None and ended.last_error is not None
+    assert ended.last_error.replace("\ufffd", "\x00") == error

@@ -30,6 +30,8 @@ waits on the database. Where each part lives (ARCHITECTURE.md, 'Time in the work
 - `secret_cache`: tenants' signing secrets for a minute.
 - `sleeping`: sleep until the earliest due instant, a deadline, a notification (LISTEN/NOTIFY,
   watched by one thread) or a poke; never longer than `max_sleep`.
+- `collector`: the garbage collector set for a worker's own process (`recoup worker` calls
+  it; the library's `Worker` never does).
 - `parts`: every part above built and wired to the others from one configuration.
 - `facade`: `Worker`: `run()` (until `request_stop()`, then a graceful stop within `grace`),
   `run_until_idle()` / `drain()` (everything due at the due clock's now, for tests, test

@@ -40,9 +40,9 @@ class Runner:
     Async handlers run on consumer tasks (`_consume`); HTTP targets and sync handlers as a task
     each (a sync handler in a thread), or inline on the loop when registered `inline=True` (no
     task, no thread: the no-op path). Every attempt but an inline one is bounded by the job's
-    `timeout` (`HttpExecutor.send`, `run_handler`; on consumers, one elapsed-time timer for all,
-    `_time_out_attempts`): past it, it is cancelled (a sync handler's thread is left to finish
-    unobserved) and retried.
+    `timeout` (a sync handler's by `run_handler`; HTTP attempts and those on consumers by one
+    elapsed-time timer for all, `_time_out_attempts`): past it, it is cancelled (a sync
+    handler's thread is left to finish unobserved) and retried.
 
     `pin`, set for a test clock's batch (`Worker.run_batch`), runs each attempt at its job's
     own instant: the due clock reads `run_at` inside the attempt (`VirtualClock.pinned`), and
@@ -116,6 +116,12 @@ class Runner:
             if result is not None:
                 self.finish(held, result)
                 return
+        if isinstance(target, HttpTarget):
+            # Its deadline kept by the runner's one timer (`_time_out_attempts`), not by a
+            # timer of its own in the HTTP client.
+            held.expires = self._elapsed.monotonic() + job.timeout.total_seconds()
+            if held.expires < self._timeouts_at:
+                self._watch_timeouts(held.expires)
         with self._at_instant(held):  # the task copies the context, pin included
             held.task = asyncio.get_running_loop().create_task(self._attempt(held))
 
@@ -221,10 +227,10 @@ class Runner:
         return nullcontext() if self.pin is None else self.pin(held.job.run_at)
 
     def _watch_timeouts(self, when: float) -> None:
-        """(Re-)arm the one timer that enforces consumer-run attempts' timeouts at elapsed
-        time `when`. Attempts do not arm one each: an attempt whose timeout ends after the
-        armed instant is found by `_time_out_attempts` when it fires (the no-op path then
-        costs a comparison, not a timer)."""
+        """(Re-)arm the one timer that enforces consumer-run and HTTP attempts' timeouts at
+        elapsed time `when`. Attempts do not arm one each: an attempt whose timeout ends after
+        the armed instant is found by `_time_out_attempts` when it fires (the no-op path and
+        an HTTP request then cost a comparison, not a timer)."""
         if self._timeouts is not None:
             self._timeouts.cancel()
         delay = max(0.0, when - self._elapsed.monotonic())
@@ -232,14 +238,15 @@ class Runner:
         self._timeouts_at = when
 
     def _time_out_attempts(self) -> None:
-        """Cancel every consumer-run attempt past its timeout (its consumer reports it timed
-        out), and arm the timer again for the earliest timeout still ahead."""
+        """Cancel every consumer-run or HTTP attempt past its timeout (its consumer, or its
+        task, reports it timed out), and arm the timer again for the earliest timeout still
+        ahead."""
         self._timeouts, self._timeouts_at = None, math.inf
         now = self._elapsed.monotonic()
         ahead = math.inf
         for held in self._ledger.held.values():
             if held.state is not RUNNING or held.task is None or held.expires == math.inf:
-                continue  # not running on a consumer now
+                continue  # not running on a consumer nor as an HTTP attempt now
             if held.expires <= now:
                 if not held.timed_out:
                     held.timed_out = True
@@ -250,17 +257,25 @@ class Runner:
             self._watch_timeouts(ahead)
 
     async def _attempt(self, held: Held) -> None:
+        """An HTTP attempt, or a Python handler's in a thread or inline in a task. An HTTP
+        attempt past its job's timeout is cancelled by `_time_out_attempts` and reported timed
+        out, as the HTTP client's own deadline would have it; a revoked one, interrupted."""
         job = held.job
         target = job.target
         result: AttemptResult
+        began = time.perf_counter()  # the run's duration, measured as `targets` does
         try:
             if isinstance(target, HttpTarget):
                 http = self._http()
                 secret = await self._secrets.get(job.tenant)
-                result = await http.send(job, secret=secret)
+                result = await http.send(job, secret=secret, deadline=False)
             else:
                 result = await run_handler(self.handlers, target.handler, job, http=self._http)
         except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if held.timed_out and task is not None and task.uncancel() == 0:
+                self.finish(held, timed_out(job, began))  # the timeout's cancellation alone
+                return
             self.finish(held, INTERRUPTED)
             raise
         except Exception as exc:  # a bug of ours, not the target's: retry

@@ -171,27 +171,41 @@ RETURNING {job_columns}
 -- flow_key_moved --
 UPDATE flow_keys SET next_start_at = :next WHERE tenant = :tenant AND flow_key = :key
 
--- complete_job --
--- :retry is 1 for an outcome that schedules another attempt (it fails instead when the
--- attempts are spent); :final_state is the state of any other outcome.
+-- complete_jobs --
+-- A batch of completions in one statement: :rows is a JSON array of
+-- [id, worker_id, attempt, retry, final_state, retry_at, error] (one per job). retry is 1 for
+-- an outcome that schedules another attempt (it fails instead when the attempts are spent);
+-- final_state is the state of any other outcome. One statement, not one per completion: the
+-- work of a statement per row (binding, stepping, resetting) made a batch cost a half more.
 UPDATE jobs
 SET state = CASE
-        WHEN :retry AND attempts < max_attempts THEN 'scheduled'
-        ELSE :final_state
+        WHEN c.retry AND jobs.attempts < jobs.max_attempts THEN 'scheduled'
+        ELSE c.final_state
     END,
-    run_at = CASE WHEN :retry AND attempts < max_attempts THEN :retry_at ELSE run_at END,
+    run_at = CASE WHEN c.retry AND jobs.attempts < jobs.max_attempts THEN c.retry_at ELSE jobs.run_at END,
     lease_expires_at = NULL,
-    leased_by = CASE WHEN :final_state = 'cancelled' THEN leased_by END,
+    leased_by = CASE WHEN c.final_state = 'cancelled' THEN jobs.leased_by END,
     attempt_started_at = NULL,
-    last_error = coalesce(:error, last_error),
+    last_error = coalesce(c.error, jobs.last_error),
     updated_at = :now,
-    finished_at = CASE WHEN :retry AND attempts < max_attempts THEN NULL ELSE :now END,
+    finished_at = CASE WHEN c.retry AND jobs.attempts < jobs.max_attempts THEN NULL ELSE :now END,
     expires_at = CASE
-        WHEN :retry AND attempts < max_attempts THEN NULL
-        ELSE :now + CAST(keep_for_s * 1000000 AS INTEGER)
+        WHEN c.retry AND jobs.attempts < jobs.max_attempts THEN NULL
+        ELSE :now + CAST(jobs.keep_for_s * 1000000 AS INTEGER)
     END
-WHERE id = :id AND state = 'running' AND leased_by = :worker_id AND attempts = :attempt
-RETURNING state
+FROM (
+    SELECT value ->> 0 AS id, value ->> 1 AS worker_id, value ->> 2 AS attempt,
+           value ->> 3 AS retry, value ->> 4 AS final_state, value ->> 5 AS retry_at,
+           value ->> 6 AS error
+    FROM json_each(:rows)
+) AS c
+WHERE jobs.id = c.id AND jobs.state = 'running' AND jobs.leased_by = c.worker_id
+  AND jobs.attempts = c.attempt
+RETURNING jobs.id, jobs.state
+
+-- set_last_error --
+-- The error of an applied completion that holds a NUL, which `complete_jobs`' JSON cannot carry.
+UPDATE jobs SET last_error = :error WHERE id = :id
 
 -- was_cancelled_during_attempt --
 SELECT 1 FROM jobs

@@ -32,7 +32,7 @@ from recoup.jobs.model import (
 from recoup.jobs.store import ClaimParams
 from recoup.storage import job_rows, row_decoding
 from recoup.storage.flow_claims import claim_flow_jobs, firing_order
-from recoup.storage.job_rows import ONE_US, from_micros, micros
+from recoup.storage.job_rows import ONE_US, from_micros, micros, remembering
 from recoup.storage.rules import (
     ENDED,
     FINAL_STATE_OF,
@@ -141,41 +141,55 @@ class SqliteQueue:
                 ).fetchall()
         if handed_back:
             self._wakeups.notify()
-        return firing_order(claimed_jobs(rows, from_micros), flowing)
+        return firing_order(claimed_jobs(rows, remembering(from_micros)), flowing)
 
     def complete_many(self, completions: Sequence[Completion], *, now: datetime) -> list[str]:
         if not completions:
             return []
         now_us = micros(now)
+        batch = latest_completions(completions)
+        errors = [clip(completion.run.error, ERROR_LIMIT) for completion in batch]
+        rows = [
+            [
+                completion.run.job_id,
+                completion.worker_id,
+                completion.run.attempt,
+                1 if outcome_is_retry(completion.run.outcome) else 0,
+                FINAL_STATE_OF[completion.run.outcome].value,
+                now_us if completion.retry_at is None else micros(completion.retry_at),
+                # SQLite's JSON text ends at a NUL: such an error is set apart, below.
+                None if error is None or "\x00" in error else error,
+            ]
+            for completion, error in zip(batch, errors, strict=True)
+        ]
         applied: list[str] = []
         runs: list[tuple[Any, ...]] = []
         callbacks: list[NewJob] = []
         with self._write() as conn:
-            for completion in latest_completions(completions):
+            # One statement for the batch (see `complete_jobs`): the state each applied
+            # completion left its job in, by job id.
+            states = dict(
+                conn.execute(
+                    Q["complete_jobs"], {"rows": job_rows.dumps(rows), "now": now_us}
+                ).fetchall()
+            )
+            for completion, error in zip(batch, errors, strict=True):
                 run = completion.run
-                retry = outcome_is_retry(run.outcome)
-                retry_at = completion.retry_at if completion.retry_at is not None else now
-                key = {"id": run.job_id, "worker_id": completion.worker_id, "attempt": run.attempt}
-                row = conn.execute(
-                    Q["complete_job"],
-                    {
-                        **key,
-                        "retry": retry,
-                        "final_state": FINAL_STATE_OF[run.outcome].value,
-                        "retry_at": micros(retry_at),
-                        "error": clip(run.error, ERROR_LIMIT),
-                        "now": now_us,
-                    },
-                ).fetchone()
-                if row is not None:
+                state = states.get(run.job_id)
+                if state is not None:
                     applied.append(run.job_id)
+                    if error is not None and "\x00" in error:
+                        conn.execute(Q["set_last_error"], {"id": run.job_id, "error": error})
                     outcome = run.outcome
-                    if retry and row[0] == JobState.FAILED:
+                    if state == JobState.FAILED and outcome_is_retry(outcome):
                         outcome = RunOutcome.FAILED  # attempts spent: no further attempt
                     runs.append(_run_values(run, outcome))
-                    if completion.callback is not None and row[0] in ENDED:
+                    if completion.callback is not None and state in ENDED:
                         callbacks.append(completion.callback)
-                elif conn.execute(Q["was_cancelled_during_attempt"], key).fetchone():
+                elif conn.execute(
+                    Q["was_cancelled_during_attempt"],
+                    {"id": run.job_id, "worker_id": completion.worker_id, "attempt": run.attempt},
+                ).fetchone():
                     # Cancelled while this attempt ran: the attempt happened, so log it, but
                     # leave the job cancelled.
                     runs.append(_run_values(run, RunOutcome.CANCELLED))

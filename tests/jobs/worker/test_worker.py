@@ -122,6 +122,23 @@ def test_a_timeout_is_retried(jobstore: Any, receiver: Receiver) -> None:
     assert scheduler.get(job.id).state is JobState.SUCCEEDED
 
 
+def test_each_http_attempt_is_cut_at_its_own_timeout(jobstore: Any, receiver: Receiver) -> None:
+    # The worker keeps HTTP deadlines with one timer: the short timeout of an attempt started
+    # after a long one must still cut it at its own deadline, not the long one's.
+    receiver.default = Reply(200, delay=1.0)
+    scheduler, worker, _ = virtual(jobstore)
+    patient = scheduler.enqueue(HttpTarget(url=receiver.url), timeout=timedelta(seconds=30))
+    hasty = scheduler.enqueue(
+        HttpTarget(url=receiver.url), retry=FAST_RETRY, timeout=timedelta(seconds=0.2)
+    )
+    worker.drain()
+    (waited,) = scheduler.runs(patient.id)
+    assert waited.outcome is RunOutcome.SUCCEEDED
+    (cut,) = scheduler.runs(hasty.id)
+    assert cut.outcome is RunOutcome.RETRY and cut.error == "timed out after 0.2 s"
+    assert 150 <= cut.duration_ms < 900  # cut at its own deadline, before the reply came
+
+
 def test_when_attempts_are_spent_the_job_fails(jobstore: Any, receiver: Receiver) -> None:
     receiver.default = Reply(503)
     scheduler, worker, clock = virtual(jobstore)
