@@ -58,11 +58,10 @@ def _sqlite_trace(api: Api) -> list[str]:
     return traced
 
 
+@only_on("postgres")
 def test_a_job_with_a_key_costs_postgresql_one_round_trip(
-    api: Api, backend: Backend, pg_statements: _Statements
+    api: Api, pg_statements: _Statements
 ) -> None:
-    if backend.name != "postgres":
-        pytest.skip("counts PostgreSQL round trips")
     http = api.http(api.tenant())
     assert http.post("/v1/jobs", json=BODY).status_code == 201  # the token is cached now
     for n, key in enumerate([None, "rt-1"]):
@@ -78,11 +77,8 @@ def test_a_job_with_a_key_costs_postgresql_one_round_trip(
     assert again.content == answer.content
 
 
-def test_a_job_with_a_key_costs_sqlite_one_transaction_without_savepoints(
-    api: Api, backend: Backend
-) -> None:
-    if backend.name != "sqlite":
-        pytest.skip("counts SQLite statements")
+@only_on("sqlite")
+def test_a_job_with_a_key_costs_sqlite_one_transaction_without_savepoints(api: Api) -> None:
     http = api.http(api.tenant())
     assert http.post("/v1/jobs", json=BODY).status_code == 201
     traced = _sqlite_trace(api)
