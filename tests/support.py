@@ -1,5 +1,6 @@
-"""Helpers shared by the test packages: waiting for a condition with a deadline, and elapsed
-time that a test steps by hand (`ManualElapsed`, the worker's `elapsed=`)."""
+"""Helpers shared by the test packages: waiting for a condition with a deadline, elapsed time
+that a test steps by hand (`ManualElapsed`, the worker's `elapsed=`), and a whole failed
+charge with defaults (`charge_failure`)."""
 
 from __future__ import annotations
 
@@ -12,14 +13,52 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 import uvicorn
 
 from recoup.api.http_protocols import protocol_class
+from recoup.dunning.failure import ChargeFailure
 
 DEADLINE = 30.0  # seconds a test waits for a condition (a loaded machine is slow)
 STARTUP_TIMEOUT = 10.0  # seconds a test server may take to start or stop
+
+
+def charge_failure(
+    *,
+    failed_at: datetime,
+    invoice_id: str = "inv_1",
+    customer_id: str = "cus_1",
+    amount: int = 1999,
+    currency: str = "usd",
+    timezone: str = "America/Chicago",
+    country: str | None = "US",
+    decline_code: str | None = "insufficient_funds",
+    advice_code: str | None = None,
+    card_fingerprint: str | None = "fp_1",
+    card_network: str | None = "visa",
+    gateway: str | None = "stripe",
+    merchant_id: str | None = "m_1",
+) -> ChargeFailure:
+    """A failed charge with every field given: 19.99 USD of a US customer in Chicago, on a
+    visa card through Stripe, declined for insufficient funds, at the test's own instant.
+    A test names only what it is about."""
+    return ChargeFailure(
+        invoice_id=invoice_id,
+        customer_id=customer_id,
+        amount=amount,
+        currency=currency,
+        failed_at=failed_at,
+        timezone=timezone,
+        country=country,
+        decline_code=decline_code,
+        advice_code=advice_code,
+        card_fingerprint=card_fingerprint,
+        card_network=card_network,
+        gateway=gateway,
+        merchant_id=merchant_id,
+    )
 
 
 def wait_until(

@@ -18,9 +18,9 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar
 
-from recoup.jobs.metadata import Metadata, merge_metadata
+from recoup.jobs.metadata import merge_metadata
 from recoup.jobs.model import BackoffPolicy, HttpTarget, Job, Target, check_timeout
 from recoup.jobs.schedules.model import MissedPolicy, Rule, Schedule, check_window
 from recoup.timekeeping.instants import to_utc
@@ -79,15 +79,7 @@ class JobChange:
 
     def applied_to(self, job: Job) -> Job:
         """`job` with this change (`InvalidInput` when the merged metadata breaks a limit)."""
-        return dataclasses.replace(
-            job,
-            run_at=given_or(self.run_at, job.run_at),
-            target=_target(self.target, job.target),
-            retry=given_or(self.retry, job.retry),
-            timeout=given_or(self.timeout, job.timeout),
-            name=given_or(self.name, job.name),
-            metadata=_metadata(self.metadata, job.metadata),
-        )
+        return _applied(self, job)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -120,12 +112,25 @@ class ScheduleChange:
         )
 
 
-def _target(new: Target | Unset, old: Target) -> Target:
-    return old if isinstance(new, Unset) else carried_over(new, old)
+_Record = TypeVar("_Record", Job, Schedule)
 
 
-def _metadata(change: Mapping[str, str | None] | Unset, current: Metadata) -> Metadata:
-    return current if isinstance(change, Unset) else merge_metadata(current, change)
+def _applied(change: JobChange | ScheduleChange, record: _Record) -> _Record:
+    """`record` with every field `change` gives, one rule for both kinds of change (each of
+    a change's fields names the record's field it changes): the target carried over from the
+    old one (`carried_over`), metadata merged into the old (`merge_metadata`: `InvalidInput`
+    past a limit), any other field replaced."""
+    given: dict[str, Any] = {}
+    for field in dataclasses.fields(change):
+        value = getattr(change, field.name)
+        if isinstance(value, Unset):
+            continue
+        if field.name == "target":
+            value = carried_over(value, record.target)
+        elif field.name == "metadata":
+            value = merge_metadata(record.metadata, value)
+        given[field.name] = value
+    return dataclasses.replace(record, **given)
 
 
 def changed_schedule(current: Schedule, change: ScheduleChange) -> Schedule:
@@ -136,15 +141,7 @@ def changed_schedule(current: Schedule, change: ScheduleChange) -> Schedule:
     end_at = given_or(change.end_at, current.end_at)
     check_window(start_at, end_at)
     return dataclasses.replace(
-        current,
-        name=given_or(change.name, current.name),
-        rule=given_or(change.rule, current.rule),
-        target=_target(change.target, current.target),
-        retry=given_or(change.retry, current.retry),
-        timeout=given_or(change.timeout, current.timeout),
-        missed=given_or(change.missed, current.missed),
-        paused=given_or(change.paused, current.paused),
-        metadata=_metadata(change.metadata, current.metadata),
+        _applied(change, current),
         start_at=None if start_at is None else to_utc("start_at", start_at),
         end_at=None if end_at is None else to_utc("end_at", end_at),
     )

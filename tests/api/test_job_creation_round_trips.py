@@ -4,13 +4,19 @@ transaction with no savepoint; and its answer is the job as the store reads it b
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
 import pytest
 
+from recoup.errors import StorageError
+from recoup.jobs.model import HttpTarget, NewJob
+from recoup.storage import ApiTables, Store
+from recoup.storage.job_creations import Created, Declined, JobCreation, KeyClaim
+from recoup.tenancy import new_tenant
 from tests.api.conftest import TARGET, Api
-from tests.storage.conftest import Backend
+from tests.storage.conftest import Backend, only_on
 
 # Keys of differing lengths out of order: jsonb reorders them, the stored answer must agree.
 BODY = {
@@ -18,6 +24,9 @@ BODY = {
     "delay_seconds": 3600,
     "metadata": {"zeta": "1", "a": "2", "mid": "3"},
 }
+
+
+NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 
 class _Statements:
@@ -49,11 +58,10 @@ def _sqlite_trace(api: Api) -> list[str]:
     return traced
 
 
+@only_on("postgres")
 def test_a_job_with_a_key_costs_postgresql_one_round_trip(
-    api: Api, backend: Backend, pg_statements: _Statements
+    api: Api, pg_statements: _Statements
 ) -> None:
-    if backend.name != "postgres":
-        pytest.skip("counts PostgreSQL round trips")
     http = api.http(api.tenant())
     assert http.post("/v1/jobs", json=BODY).status_code == 201  # the token is cached now
     for n, key in enumerate([None, "rt-1"]):
@@ -69,11 +77,8 @@ def test_a_job_with_a_key_costs_postgresql_one_round_trip(
     assert again.content == answer.content
 
 
-def test_a_job_with_a_key_costs_sqlite_one_transaction_without_savepoints(
-    api: Api, backend: Backend
-) -> None:
-    if backend.name != "sqlite":
-        pytest.skip("counts SQLite statements")
+@only_on("sqlite")
+def test_a_job_with_a_key_costs_sqlite_one_transaction_without_savepoints(api: Api) -> None:
     http = api.http(api.tenant())
     assert http.post("/v1/jobs", json=BODY).status_code == 201
     traced = _sqlite_trace(api)
@@ -118,3 +123,37 @@ def test_a_key_whose_job_clashes_is_answered_the_general_way_and_not_left_claime
     replay = http.post("/v1/jobs", json=body, headers={"Idempotency-Key": "a-2"})
     assert replay.status_code == 200
     assert replay.headers["Idempotent-Replayed"] == "true"
+
+
+@only_on("postgres")
+def test_only_the_clash_functions_own_error_is_taken_for_a_clash(
+    backend: Backend, store: Store, tables: ApiTables
+) -> None:
+    tenant = store.ensure_tenant(new_tenant("t-clash", now=NOW)).id
+
+    def create(key: str) -> Created | Declined:
+        job = NewJob(
+            run_at=NOW + timedelta(hours=1),
+            target=HttpTarget(url=TARGET),
+            tenant=tenant,
+            idempotency_key="job-key",
+        )
+        claim = KeyClaim(key=key, fingerprint="f", method="POST", path="/v1/jobs")
+        creation = JobCreation(
+            job=job, now=NOW, epoch=tables.token_epoch(), claim=claim, answer=lambda _: b"{}"
+        )
+        return tables.create_job(creation)
+
+    assert isinstance(create("a-1"), Created)
+    # The same job under another request key: migration 0020's error, its claim undone.
+    assert create("a-2") == Declined(stale=False)
+    # The same message under another SQLSTATE is a failure of the statement, not a clash (the
+    # changed function makes the schema pool drop this schema after the test).
+    backend.execute(
+        "CREATE OR REPLACE FUNCTION recoup_job_clashed() RETURNS boolean LANGUAGE plpgsql AS $$"
+        " BEGIN RAISE EXCEPTION 'recoup: job clashed, key undone'; END $$"
+    )
+    with pytest.raises(StorageError, match="recoup: job clashed"):
+        create("a-3")
+    keys = [line for line in backend.dump().splitlines() if line.startswith("idempotency_keys:")]
+    assert [line.split(",")[1] for line in keys] == ["a-1"]  # neither later claim was left

@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recoup.dunning.failure import ChargeFailure
 from recoup.dunning.invoice import AttemptState, Invoice, InvoiceState
 from recoup.dunning.lifecycle import (
     AttemptReported,
@@ -31,6 +30,7 @@ from recoup.dunning.planner import plan_retries
 from recoup.dunning.policy import preset
 from recoup.errors import NotFound
 from recoup.timekeeping.instants import format_utc
+from tests.support import charge_failure
 
 POLICY = preset("business-days")
 PLANNING = Planning(policy=POLICY)
@@ -40,21 +40,7 @@ FAILED_AT = datetime(2026, 6, 23, 15, 0, tzinfo=UTC)  # a Tuesday
 def opening(decline: str | None = "insufficient_funds", advice: str | None = None) -> Opening:
     return Opening(
         tenant="acme",
-        failure=ChargeFailure(
-            invoice_id="inv_1",
-            customer_id="cus_1",
-            amount=1999,
-            currency="usd",
-            failed_at=FAILED_AT,
-            timezone="America/Chicago",
-            country="US",
-            decline_code=decline,
-            advice_code=advice,
-            card_fingerprint="fp_1",
-            card_network="visa",
-            gateway="stripe",
-            merchant_id="m_1",
-        ),
+        failure=charge_failure(failed_at=FAILED_AT, decline_code=decline, advice_code=advice),
         charge_url="https://billing.example/charge",
         policy=POLICY,
     )

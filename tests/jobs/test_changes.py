@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -69,6 +70,50 @@ def test_none_removes_what_may_be_removed_and_only_that() -> None:
     unbounded = changed_schedule(SCHEDULE, ScheduleChange(start_at=None, end_at=None))
     assert (unbounded.start_at, unbounded.end_at) == (None, None)
     assert JobChange(metadata={"team": None}).applied_to(JOB).metadata == {}
+
+
+LATER = START + timedelta(days=1)
+METADATA = {"team": None, "tier": "gold"}  # merged: "team" removed, "tier" added
+EVERY_JOB_FIELD = JobChange(
+    run_at=LATER,
+    target=PythonTarget(handler="other"),
+    retry=BackoffPolicy(max_attempts=2),
+    timeout=timedelta(seconds=5),
+    name="renamed",
+    metadata=METADATA,
+)
+EVERY_SCHEDULE_FIELD = ScheduleChange(
+    name="renamed",
+    rule=CronRule(expression="0 10 * * *", timezone="UTC"),
+    target=PythonTarget(handler="other"),
+    retry=BackoffPolicy(max_attempts=2),
+    timeout=timedelta(seconds=5),
+    missed=MissedPolicy.SKIP,
+    paused=True,
+    metadata=METADATA,
+    start_at=LATER,
+    end_at=LATER + timedelta(days=1),
+)
+
+
+@pytest.mark.parametrize(
+    ("change", "record", "apply"),
+    [
+        (EVERY_JOB_FIELD, JOB, JobChange.applied_to),
+        (EVERY_SCHEDULE_FIELD, SCHEDULE, lambda change, s: changed_schedule(s, change)),
+    ],
+)
+def test_a_change_of_every_field_gives_each_and_touches_nothing_else(
+    change: JobChange | ScheduleChange, record: Job | Schedule, apply: Any
+) -> None:
+    changed = apply(change, record)
+    names = {field.name for field in dataclasses.fields(change)}
+    for name in names:
+        expected = {"tier": "gold"} if name == "metadata" else getattr(change, name)
+        assert getattr(changed, name) == expected, name
+        assert getattr(record, name) != expected, name  # so the change shows
+    kept = [f.name for f in dataclasses.fields(record) if f.name not in names]
+    assert [getattr(changed, n) for n in kept] == [getattr(record, n) for n in kept]
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recoup.dunning.failure import ChargeFailure
 from recoup.dunning.invoice import Invoice
 from recoup.dunning.lifecycle import (
     AttemptReported,
@@ -38,6 +37,7 @@ from recoup.messages.planning import (
     messages_for,
     still_due,
 )
+from tests.support import charge_failure
 
 POLICY = preset("business-days")  # four attempts
 PLANNING = Planning(policy=POLICY)
@@ -49,21 +49,7 @@ FAILED_AT = datetime(2026, 6, 23, 15, 0, tzinfo=UTC)  # a Tuesday, 10:00 in Chic
 def opening(decline: str = "insufficient_funds", *, at: datetime = FAILED_AT) -> Opening:
     return Opening(
         tenant="acme",
-        failure=ChargeFailure(
-            invoice_id="inv_1",
-            customer_id="cus_1",
-            amount=1999,
-            currency="usd",
-            failed_at=at,
-            timezone=ZONE,
-            country="US",
-            decline_code=decline,
-            advice_code=None,
-            card_fingerprint="fp_1",
-            card_network="visa",
-            gateway="stripe",
-            merchant_id="m_1",
-        ),
+        failure=charge_failure(failed_at=at, timezone=ZONE, decline_code=decline),
         charge_url="https://billing.example/charge",
         policy=POLICY,
     )

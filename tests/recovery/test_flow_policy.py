@@ -9,12 +9,12 @@ from datetime import timedelta
 import pytest
 
 from recoup.dunning import parse_policy
-from recoup.dunning.failure import ChargeFailure
 from recoup.dunning.lifecycle import Opening, open_invoice
 from recoup.dunning.planner import plan_retries
 from recoup.dunning.policy_flow import FlowLimit, parse_flow
 from recoup.errors import ConfigError
 from tests.recovery.conftest import START, Runtime
+from tests.support import charge_failure
 
 GAPS = "gaps = [{ days = 1 }, { days = 3 }]\n"
 
@@ -77,18 +77,13 @@ def test_attempt_jobs_resync_recreates_keep_the_policys_flow_key(runtime: Runtim
     policy = runtime.dunning.policy("default")
     opening = Opening(
         tenant="default",
-        failure=ChargeFailure(
+        failure=charge_failure(
+            failed_at=START,
             invoice_id="inv_r",
             customer_id="cus_r",
-            amount=1999,
-            currency="usd",
-            failed_at=START,
             timezone="Europe/Paris",
             country="FR",
-            decline_code="insufficient_funds",
-            advice_code=None,
             card_fingerprint="fp_r",
-            card_network="visa",
             gateway="adyen",
             merchant_id="acct_1",
         ),

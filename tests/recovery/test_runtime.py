@@ -14,7 +14,6 @@ import aiohttp
 import pytest
 from starlette.responses import JSONResponse
 
-from recoup.dunning.failure import ChargeFailure
 from recoup.dunning.invoice import AttemptState, InvoiceState
 from recoup.dunning.lifecycle import Opening, open_invoice
 from recoup.dunning.planner import plan_retries
@@ -28,6 +27,7 @@ from recoup.recovery.customers import CustomerBook
 from recoup.recovery.renewals import RenewalReport
 from tests.recovery.conftest import START, Runtime
 from tests.recovery.test_emails import with_emails
+from tests.support import charge_failure
 from tests.support_smtp import SmtpSink, smtp_sink  # noqa: F401  (the fixture)
 
 DAY = timedelta(days=1)
@@ -387,20 +387,8 @@ def test_resync_recreates_the_jobs_and_events_a_crash_left_undone(runtime: Runti
     # As if the process died right after storing the invoice: no job, no event sent.
     opening = Opening(
         tenant="default",
-        failure=ChargeFailure(
-            invoice_id="inv_1",
-            customer_id="cus_1",
-            amount=1999,
-            currency="usd",
-            failed_at=START,
-            timezone="America/Chicago",
-            country="US",
-            decline_code="insufficient_funds",
-            advice_code=None,
-            card_fingerprint="fp_ok",
-            card_network="visa",
-            gateway=None,
-            merchant_id=None,
+        failure=charge_failure(
+            failed_at=START, card_fingerprint="fp_ok", gateway=None, merchant_id=None
         ),
         charge_url=runtime.charge_url,
         policy=runtime.dunning.policy("default"),

@@ -1,4 +1,5 @@
-"""The one backend fixture: every test that takes `backend` or `store` runs once per backend.
+"""The one backend fixture: every test that takes `backend` or `store` runs once per backend
+(or on one alone, `only_on`, for what only that backend has).
 
 SQLite gets a file in the test's temporary directory, a copy of one migrated once per test
 process (tests/storage/databases.py), so that opening a store finds nothing to apply;
@@ -242,7 +243,16 @@ def _drop_schema(url: str, schema: str) -> None:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
-_BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+_POSTGRES = pytest.param("postgres", marks=pytest.mark.postgres)
+_BACKENDS = ["sqlite", _POSTGRES]
+
+
+def only_on(name: str) -> pytest.MarkDecorator:
+    """Parametrise a test's `backend` (and so `store`) with one backend alone, for what only
+    that backend has (PostgreSQL's round trips, SQLite's statements): the test runs there
+    and is not reported as skipped on the other."""
+    param = {"sqlite": "sqlite", "postgres": _POSTGRES}[name]
+    return pytest.mark.parametrize("backend", [param], indirect=True)
 
 
 @pytest.fixture(params=_BACKENDS)
@@ -262,4 +272,4 @@ def store(backend: Backend) -> Store:
     return backend.open()
 
 
-__all__ = ["Backend", "Store", "backend", "empty_backend", "store"]
+__all__ = ["Backend", "Store", "backend", "empty_backend", "only_on", "store"]

@@ -21,7 +21,10 @@ from recoup.storage.job_creations import (
 from recoup.storage.job_rows import aware_utc
 from recoup.storage.postgres.dialect import QUERIES, PostgresDialect
 
-CLASHED = "recoup: job clashed"  # the message of `create_job_keyed`'s deliberate failure
+# The SQLSTATE of `recoup_job_clashed` (migration 0020): the one error `create_job_keyed`
+# raises on purpose, to undo its key's claim when the job clashes. Told by its code alone, so
+# that any other failure of the statement, whatever its message, is raised as a failure.
+CLASH_SQLSTATE = "P0C01"
 
 
 def create_job(dialect: PostgresDialect, creation: JobCreation) -> Created | Declined:
@@ -55,8 +58,8 @@ def create_job(dialect: PostgresDialect, creation: JobCreation) -> Created | Dec
     with dialect.statement_write() as conn:
         try:
             row = conn.execute(QUERIES["create_job_keyed"], params).fetchone()
-        except psycopg.errors.InvalidTextRepresentation as exc:
-            if CLASHED not in str(exc):
+        except psycopg.Error as exc:
+            if exc.sqlstate != CLASH_SQLSTATE:
                 raise
             return Declined(stale=False)  # the statement, the key's claim with it, undone
     assert row is not None
@@ -71,4 +74,4 @@ def _utc(value: datetime) -> datetime:
     return value if value.tzinfo is UTC else value.astimezone(UTC)
 
 
-__all__ = ["CLASHED", "create_job"]
+__all__ = ["CLASH_SQLSTATE", "create_job"]

@@ -761,9 +761,9 @@ SELECT (SELECT epoch FROM epoch), job.* FROM (VALUES (1)) AS one (x) LEFT JOIN j
 -- (tenant, key, fingerprint, method, path, created_at, status, content_type, body), inserted
 -- completed while the epoch holds (the fifteenth placeholder) and the key is free; the job
 -- only then. A job that clashes with another after the key was claimed undoes the statement,
--- and with it the key, by a cast that fails on purpose (nothing else of SQL raises): the
--- caller answers such a request the general way. The cast reads a subquery so that the
--- planner cannot fold it into an error of every run.
+-- and with it the key, by raising `recoup_job_clashed`'s error (migration 0020, SQLSTATE
+-- P0C01): the caller tells that code from any other error and answers such a request the
+-- general way.
 WITH epoch AS (SELECT coalesce((SELECT epoch FROM auth_epoch WHERE id = 1), 0) AS epoch),
 claim AS (
     INSERT INTO idempotency_keys
@@ -783,5 +783,5 @@ job AS (
 )
 SELECT (SELECT epoch FROM epoch), EXISTS (SELECT 1 FROM claim),
        CASE WHEN EXISTS (SELECT 1 FROM claim) AND NOT EXISTS (SELECT 1 FROM job)
-            THEN ('recoup: job clashed, key undone ' || (SELECT count(*) FROM job))::integer
+            THEN recoup_job_clashed()
        END

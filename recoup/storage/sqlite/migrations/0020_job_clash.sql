@@ -1,0 +1,7 @@
+-- Recoup on SQLite, version 20: nothing to change.
+--
+-- PostgreSQL's version 20 adds the function whose error undoes a keyed job creation's claim
+-- in its one statement. SQLite creates the job in a group-commit unit of plain statements
+-- (`recoup.storage.sqlite.job_creation`), which Python undoes by raising, so it needs no such
+-- function. The file exists because both backends ship the same numbered migrations
+-- (tests/storage/test_open_store.py): a database's version means the same on both.
