@@ -174,9 +174,15 @@ def _fresh_db(db: Path | None) -> Path:
         db = Path(text.removeprefix("sqlite:///"))
     elif "://" in text:
         raise InvalidInput("--db", text, "expected a path for a new SQLite file")
-    if db.exists():
+    from recoup.demo.files import DemoFiles
+
+    left = DemoFiles.beside(db).existing()
+    if left:
         raise InvalidInput(
-            "--db", text, "expected a path where no file exists yet (the demo starts afresh)"
+            "--db",
+            text,
+            "expected a path where no file exists yet, nor the run's files beside it"
+            f" (the demo starts afresh; found {', '.join(p.name for p in left)})",
         )
     if not db.parent.is_dir():
         raise InvalidInput("--db", text, "expected a path in an existing directory")

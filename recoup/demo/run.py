@@ -37,6 +37,7 @@ from recoup.analytics.recovery.load import SENT
 from recoup.demo.audit import DoubleCharges, count_double_charges, read_ledger
 from recoup.demo.billing_side import BillingApp
 from recoup.demo.driver import CustomerSide, customer_jobs
+from recoup.demo.files import DemoFiles
 from recoup.demo.mail_sink import MailSink, email_extra_missing
 from recoup.demo.nightly import BatchFigures, NightlyProcess
 from recoup.demo.population import CLOCK_START, MONTH_DAYS, MONTH_START, Customer, generate
@@ -210,13 +211,14 @@ def _run(
     clock = VirtualClock(CLOCK_START)
     tenant = store.ensure_tenant(new_tenant(TENANT, now=clock.now(), name="Recoup demo"))
     token = issue_token(store.api_tables(), TENANT, now=clock.now(), label="demo").secret
-    billing_db = options.db_path.with_name(options.db_path.stem + "-billing.db")
+    files = DemoFiles.beside(options.db_path)
+    billing_db = files.billing_db
     app = BillingApp(
         seed=options.seed,
         size=options.size,
         db_path=billing_db,
         secret=tenant.signing_secret,
-        log_path=options.db_path.with_name(options.db_path.stem + "-billing-app.log"),
+        log_path=files.billing_log,
         scenarios=options.scenarios_path,
     )
     missing = email_extra_missing()

@@ -183,6 +183,19 @@ def test_an_existing_database_is_refused(
     assert taken.read_text() == "mine"
 
 
+@pytest.mark.parametrize("left", ["recoup-billing.db", "recoup-billing-app.log", "recoup.db-wal"])
+def test_a_billing_file_left_from_an_earlier_run_is_refused(
+    left: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its ledger would be read as this run's: the figures would silently go wrong."""
+    (tmp_path / left).write_text("earlier")
+    assert main(["demo", "--db", str(tmp_path / "recoup.db")]) == 2
+    _, err = capsys.readouterr()
+    assert "--db" in err and left in err and len(err.strip().splitlines()) == 1
+    assert (tmp_path / left).read_text() == "earlier"
+    assert not (tmp_path / "recoup.db").exists()
+
+
 def test_a_world_from_a_scenario_file_drives_the_retries(tmp_path: Path) -> None:
     """The same customers in the night-owl world: the renewals and the contract stay, the
     figures move, and the output names the world."""
