@@ -28,7 +28,7 @@ def client(tmp_path: Path) -> Iterator[httpx.Client]:
     store = open_store(f"sqlite:///{tmp_path / 'docs.db'}")
     with (
         ServerThread(create_app(store, clock=SystemClock())) as server,
-        httpx.Client(base_url=server.url) as http,
+        httpx.Client(base_url=server.url, timeout=30.0) as http,  # a loaded CI machine
     ):
         yield http
     store.close()
