@@ -10,6 +10,9 @@ a fresh `Idempotency-Key`); the figure is the server process's user + system CPU
 thread's, from /proc) over the measured requests, divided by their number, after a warm-up: a
 figure other processes' load changes far less than throughput. `--profile` runs the server
 under cProfile (its main thread: the event loop) and writes the stats to FILE on exit.
+`--in-process` calls the ASGI app itself, without uvicorn, one `POST /v1/jobs` after the
+other, and reports this process's `time.process_time` per request: the app's own CPU, its
+thread pool's included, with the HTTP server's parsing left out.
 """
 
 from __future__ import annotations
@@ -144,6 +147,89 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def in_process(args: argparse.Namespace) -> dict[str, Any]:
+    """`POST /v1/jobs` through the app as `recoup serve` builds it, called directly."""
+    import asyncio
+
+    from recoup.api.app import ApiSettings, create_app
+    from recoup.jobs.ssrf import SsrfGuard
+    from recoup.storage import open_api_tables, open_store
+    from recoup.tenancy import issue_token as issued
+    from recoup.tenancy import new_tenant
+    from recoup.timekeeping.clock import SystemClock
+
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.backend == "sqlite":
+            db = f"sqlite:///{Path(tmp) / 'api.db'}"
+        else:
+            db = fresh_database(args.dsn, "bench_api_cpu")
+        store = open_store(db)
+        try:
+            now = SystemClock().now()
+            store.ensure_tenant(new_tenant("bench", now=now))
+            tables = open_api_tables(store)
+            token = issued(tables, "bench", now=now).secret
+            settings = ApiSettings(ssrf=SsrfGuard(allow_private=True), prune_every=None)
+            app = create_app(store, clock=SystemClock(), settings=settings, tables=tables)
+            return asyncio.run(_drive(app, token, args.n, args.backend))
+        finally:
+            store.close()
+
+
+async def _drive(app: Any, token: str, n: int, backend: str) -> dict[str, Any]:
+    body = BODY.encode()
+    run = uuid.uuid4().hex[:8]
+
+    async def one(number: int) -> None:
+        headers = [
+            (b"host", b"bench"),
+            (b"content-type", b"application/json"),
+            (b"authorization", f"Bearer {token}".encode()),
+            (b"idempotency-key", f"{run}-{number}".encode()),
+            (b"content-length", str(len(body)).encode()),
+        ]
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "POST",
+            "scheme": "http",
+            "path": "/v1/jobs",
+            "raw_path": b"/v1/jobs",
+            "query_string": b"",
+            "root_path": "",
+            "headers": headers,
+            "client": ("127.0.0.1", 1),
+            "server": ("127.0.0.1", 80),
+            "state": {},
+        }
+        sent: list[dict[str, Any]] = []
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        await app(scope, receive, send)
+        assert sent[0]["status"] == 201, sent
+
+    async with app.router.lifespan_context(app):
+        for number in range(WARM_UP):
+            await one(number)
+        began_cpu, began = time.process_time(), time.perf_counter()
+        for number in range(WARM_UP, WARM_UP + n):
+            await one(number)
+        cpu, elapsed = time.process_time() - began_cpu, time.perf_counter() - began
+    return {
+        "backend": backend,
+        "in_process": True,
+        "n": n,
+        "cpu_ms_per_request": cpu / n * 1000,
+        "wall_ms_per_request": elapsed / n * 1000,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", choices=("sqlite", "postgresql", "bare"), default="sqlite")
@@ -155,6 +241,9 @@ def main() -> None:
         "--connections", type=int, default=0, help="POST /v1/jobs at this concurrency instead"
     )
     parser.add_argument("--seconds", type=float, default=5.0, help="with --connections")
+    parser.add_argument(
+        "--in-process", action="store_true", help="POST /v1/jobs through the ASGI app itself"
+    )
     parser.add_argument("--profile", default=None, help="cProfile stats of the server to FILE")
     parser.add_argument(
         "--dsn",
@@ -163,7 +252,7 @@ def main() -> None:
         ),
     )
     args = parser.parse_args()
-    print(json.dumps(measure(args)))
+    print(json.dumps(in_process(args) if args.in_process else measure(args)))
 
 
 if __name__ == "__main__":

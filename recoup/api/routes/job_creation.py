@@ -9,10 +9,12 @@ The fast path (`fast_create`, through `recoup.api.fast_route`) answers the usual
 without FastAPI's dependency solving and on the event loop, where the declared route costs two
 hops to the thread pool (its sync dependency and its sync endpoint): it takes the token's owner
 from the process's cache (`recoup.api.token_cache`), whose epoch the unit checks; the body is
-validated once, by the same model. The unit's blocking statements run on the loop itself: a
-hop to the thread pool cost more CPU than the statement, and threads contending for the GIL
-cut the throughput at 16 connections by more than half (measured with `bench/api_cpu.py`:
-SQLite 518 → 908 requests/s, PostgreSQL 211 → 604, on one process). Only a target whose host
+validated once, by the same model. The unit's blocking statements run on the loop itself: in
+process, the app's CPU per request fell by a sixth (SQLite) to a quarter (PostgreSQL) without
+the hop; through uvicorn the difference was within the noise of a shared machine
+(`bench/api_cpu.py`, with `--in-process` and without). The price: while a statement waits (a
+commit's fsync, a round trip, a lock another transaction holds), the loop serves no other
+request. Only a target whose host
 the SSRF guard must look up in DNS is created in the thread pool (`Scheduler.looks_up`): a
 look-up may take seconds, a statement a fraction of a millisecond. Its unit is the store's
 `create_job` (`create_at_once`): on PostgreSQL one statement, one round trip, for the epoch,
