@@ -19,7 +19,7 @@ from recoup.api.idempotent import PostContext
 from recoup.api.state import ApiState
 from recoup.api.token_cache import CachedOwner
 from recoup.errors import InvalidInput
-from recoup.idempotency import fingerprint, parse_key
+from recoup.idempotency import fingerprint_parsed, parse_key
 from recoup.jobs.trace_context import TraceContext, trace_context
 
 M = TypeVar("M", bound=BaseModel)
@@ -44,35 +44,62 @@ def _json(content_type: str | None) -> bool:
     return media == "application/json"
 
 
+# The request headers a fast path reads, by their name as the ASGI server gives it (lower case).
+_READ = frozenset(
+    (b"authorization", b"content-type", b"idempotency-key", b"traceparent", b"tracestate")
+)
+
+
+def _headers(raw: list[tuple[bytes, bytes]]) -> dict[bytes, str] | None:
+    """The headers a fast path reads, decoded as Starlette decodes them (latin-1), in one pass
+    over the request's headers (Starlette's `Headers.get` walks them all for each name). None
+    when one of them is repeated: the full route says which wins, or refuses it."""
+    found: dict[bytes, str] = {}
+    for name, value in raw:
+        if name in _READ:
+            if name in found:
+                return None
+            found[name] = value.decode("latin-1")
+    return found
+
+
 async def fast_post(request: Request, model: type[M]) -> FastPost[M] | None:
     """The request read as the declared route would read it, or None (see the module)."""
     api: ApiState = request.app.state.api
-    headers = request.headers
-    if request.scope.get("query_string") or not _json(headers.get("content-type")):
+    scope = request.scope
+    # The path `post_context` fingerprints (`request.url.path`), which is the scope's own
+    # unless it holds a character the URL escapes: a retry may take either path.
+    path: str = scope["path"]
+    if scope.get("query_string") or "?" in path or "#" in path or "\\" in path:
         return None  # refused (or read) by the full route's dependencies
-    owner = api.tokens.cached(headers.get("authorization"))
-    if owner is None or len(headers.getlist("authorization")) != 1:
+    headers = _headers(scope["headers"])
+    if headers is None or not _json(headers.get(b"content-type")):
         return None
-    keys = headers.getlist("idempotency-key")
+    owner = api.tokens.cached(headers.get(b"authorization"))
+    if owner is None:
+        return None
+    given = headers.get(b"idempotency-key")
     try:
-        key = parse_key(keys[0]) if len(keys) == 1 else None
-        trace = trace_context(headers.get("traceparent"), headers.get("tracestate"))
+        key = None if given is None else parse_key(given)
+        trace = trace_context(headers.get(b"traceparent"), headers.get(b"tracestate"))
     except InvalidInput:
         return None  # its 400 comes after the token's check, as the full route orders them
-    if len(keys) > 1:
-        return None
     raw = await request.body()
+    method = request.method
     try:
-        body = model.model_validate(json.loads(raw))
+        parsed = json.loads(raw)
+        body = model.model_validate(parsed)
+        # The body parsed once for both (`fingerprint` parses it again); ValueError: a NaN,
+        # which `fingerprint` hashes as bytes.
+        digest = fingerprint_parsed(method, path, parsed)
     except (ValueError, RecursionError, ValidationError):
         return None  # the full route's 422 (or 400) names every field
     refuse_over_limit(api, owner.tenant, request)
-    path = request.url.path  # as `post_context` fingerprints it: a retry may take either path
     ctx = PostContext(
         tenant=owner.tenant,
         key=key,
-        fingerprint=fingerprint(request.method, path, raw),
-        method=request.method,
+        fingerprint=digest,
+        method=method,
         path=path,
         store=api.services.tables,
         clock=api.clock,

@@ -16,6 +16,7 @@ from recoup.idempotency.keys import (
     canonical_json,
     derived_id,
     fingerprint,
+    fingerprint_parsed,
     operation_key,
     parse_key,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "canonical_json",
     "derived_id",
     "fingerprint",
+    "fingerprint_parsed",
     "operation_key",
     "parse_key",
 ]

@@ -194,6 +194,16 @@ def fingerprint(method: str, path: str, body: bytes) -> str:
         normalised = canonical_json(json.loads(body)) if body.strip() else b""
     except (ValueError, RecursionError):
         normalised = body
+    return _digest(method, path, normalised)
+
+
+def fingerprint_parsed(method: str, path: str, parsed: Any) -> str:
+    """`fingerprint` of a request whose body is JSON already parsed as `parsed` (what a body
+    that `json.loads` read gives, not empty): the same digest, without parsing it again."""
+    return _digest(method, path, canonical_json(parsed))
+
+
+def _digest(method: str, path: str, normalised: bytes) -> str:
     digest = hashlib.sha256()
     for part in (method.upper().encode(), path.encode(), normalised):
         digest.update(len(part).to_bytes(8, "big"))  # length-prefixed: no ambiguous joins

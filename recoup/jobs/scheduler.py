@@ -125,6 +125,14 @@ class Scheduler(ScheduleCalls):
                     check_callback_url(self.ssrf, field, url)
         return target
 
+    def looks_up(self, target: Target) -> bool:
+        """Whether `check_target(target)` would ask DNS (the SSRF guard resolving a host name
+        of its URL or callbacks): the API's event loop runs such a check in a thread."""
+        if not isinstance(target, HttpTarget):
+            return False
+        urls = (target.url, target.callback, target.failure_callback)
+        return any(url is not None and self.ssrf.looks_up(url) for url in urls)
+
     def enqueue(
         self,
         target: Target,

@@ -149,6 +149,15 @@ class SsrfGuard:
         for ip in _addresses(infos):
             self.check_address(ip, url=url, host=host)
 
+    def looks_up(self, url: str) -> bool:
+        """Whether `check_url(url)` would ask DNS (a host name, not an address literal, and
+        private targets not allowed): a caller on an event loop checks such a URL off it."""
+        try:
+            host, _ = self._split(url)
+        except TargetRefused:
+            return False  # refused before any look-up
+        return _literal(host) is None and not self.allow_private
+
     async def resolve_host(self, host: str, port: int) -> str:
         """The address to connect to for `host`, after checking every address it resolves to
         (the connection-time check: what is checked is what is connected to). Raises

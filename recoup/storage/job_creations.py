@@ -91,7 +91,9 @@ def stored_job(values: Sequence[Any], instant: Callable[[Any], datetime]) -> Job
     for name in _JSON_COLUMNS:
         text = written[name]
         if isinstance(text, str):
-            written[name] = json.dumps(_jsonb_order(json.loads(text)), separators=(",", ":"))
+            # Decoded, as psycopg hands jsonb over (the row decoder takes either), not written
+            # out again for the decoder to parse a second time.
+            written[name] = _jsonb_order(json.loads(text))
     row = [written[name] if name in written else _DEFAULTS[name] for name in job_rows.JOB_COLUMNS]
     return row_decoding.job_from_row(row, instant)
 

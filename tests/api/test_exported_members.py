@@ -22,6 +22,7 @@ def test_idempotency_exports() -> None:
         "canonical_json",
         "derived_id",
         "fingerprint",
+        "fingerprint_parsed",
         "operation_key",
         "parse_key",
     ]

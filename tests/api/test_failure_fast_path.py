@@ -4,6 +4,7 @@ refused by the next request."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
@@ -29,9 +30,12 @@ def _counting_token_reads(api: Api, monkeypatch: pytest.MonkeyPatch) -> list[str
     return reads
 
 
-def test_failures_is_the_dunning_routers_one_fast_route() -> None:
+def test_failures_and_outcomes_are_the_dunning_routers_fast_routes() -> None:
     fast = [r for r in dunning_routes.router.routes if isinstance(r, FastPathRoute)]
-    assert [route.path for route in fast] == ["/v1/dunning/failures"]
+    assert [route.path for route in fast] == [
+        "/v1/dunning/failures",
+        "/v1/dunning/invoices/{invoice_id}/attempts/{attempt}/outcome",
+    ]
 
 
 def test_a_failure_with_a_cached_token_is_answered_and_replayed_without_reading_it(
@@ -97,3 +101,85 @@ def test_a_revoked_token_is_refused_by_the_next_failure_report(api: Api) -> None
         f"{api.url}/v1/dunning/failures", json=FAILURE, headers={"Authorization": "Bearer rcp_x"}
     )
     assert stranger.status_code == 401
+
+
+def _services_on_the_loop(api: Api, monkeypatch: pytest.MonkeyPatch, name: str) -> list[bool]:
+    """Whether each call of the dunning service's `name` ran on the event loop's thread."""
+    dunning = api.app.state.api.dunning
+    original = getattr(dunning, name)
+    seen: list[bool] = []
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            asyncio.get_running_loop()
+            seen.append(True)
+        except RuntimeError:  # a thread of the pool runs no loop
+            seen.append(False)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(dunning, name, recorded)
+    return seen
+
+
+def test_a_failure_with_a_literal_charge_url_is_reported_on_the_loop(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    http = api.http(api.tenant())
+    assert http.post("/v1/dunning/failures", json=FAILURE).status_code == 201  # cached now
+    seen = _services_on_the_loop(api, monkeypatch, "report_failure")
+    body = {**FAILURE, "invoice_id": "inv_l", "charge_url": "http://127.0.0.1:9/charge"}
+    assert http.post("/v1/dunning/failures", json=body).status_code == 201
+    assert seen == [True]
+
+
+def test_an_outcome_with_a_cached_token_is_answered_on_the_loop_and_replayed(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    http = api.http(api.tenant())
+    assert http.post("/v1/dunning/failures", json=FAILURE).status_code == 201  # cached now
+    reads = _counting_token_reads(api, monkeypatch)
+    seen = _services_on_the_loop(api, monkeypatch, "report_outcome")
+    url = f"/v1/dunning/invoices/{FAILURE['invoice_id']}/attempts/1/outcome"
+    headers = {"Idempotency-Key": "out-1"}
+    body = {"outcome": "failed", "decline_code": "insufficient_funds"}
+    reported = http.post(url, json=body, headers=headers)
+    assert reported.status_code == 200, reported.text
+    again = http.post(url, json=body, headers=headers)
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert again.content == reported.content
+    assert reads == []
+    assert seen == [True]  # the replay is the stored answer: the service is not called again
+
+
+@pytest.mark.parametrize(
+    ("attempt", "status"),
+    [
+        ("01", 200),  # a leading zero: the declared route reads it as 1
+        ("0", 422),  # below the first attempt
+        ("1001", 422),  # past the last
+        ("x", 422),
+    ],
+)
+def test_an_outcomes_path_the_fast_path_declines_is_answered_by_the_declared_route(
+    api: Api, attempt: str, status: int
+) -> None:
+    http = api.http(api.tenant())
+    assert http.post("/v1/dunning/failures", json=FAILURE).status_code == 201  # cached now
+    url = f"/v1/dunning/invoices/{FAILURE['invoice_id']}/attempts/{attempt}/outcome"
+    answer = http.post(url, json={"outcome": "failed"})
+    assert answer.status_code == status, answer.text
+    if status == 422:
+        assert answer.headers["content-type"] == "application/problem+json"
+        assert any(error["field"] == "attempt" for error in answer.json()["errors"])
+
+
+def test_a_revoked_token_is_refused_by_the_next_outcome(api: Api) -> None:
+    caller = api.tenant()
+    http = api.http(caller)
+    assert http.post("/v1/dunning/failures", json=FAILURE).status_code == 201  # cached now
+    (token,) = api.tables.list_tokens(caller.tenant)
+    assert api.tables.revoke_token(token.id, now=SystemClock().now()) is not None
+    url = f"/v1/dunning/invoices/{FAILURE['invoice_id']}/attempts/1/outcome"
+    refused = http.post(url, json={"outcome": "failed"})
+    assert refused.status_code == 401
+    assert refused.headers["content-type"] == "application/problem+json"

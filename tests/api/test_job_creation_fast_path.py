@@ -4,7 +4,9 @@ request, whichever process revoked it, on both backends."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import socket
 import threading
 import time
 import uuid
@@ -17,7 +19,9 @@ from fastapi.routing import APIRoute
 
 from recoup.api.app import create_app
 from recoup.api.fast_route import FastPathRoute
+from recoup.api.routes import dunning as dunning_routes
 from recoup.api.routes import jobs as job_routes
+from recoup.jobs.ssrf import SsrfGuard
 from recoup.storage import open_api_tables
 from recoup.tenancy import disable_tenant
 from recoup.timekeeping.clock import SystemClock
@@ -46,11 +50,11 @@ def test_the_fast_path_leaves_the_openapi_document_byte_for_byte_as_declared(
     api: Api, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     served = httpx.get(f"{api.url}/openapi.json").content
-    declared_routes = job_routes.router.routes
-    fast = [route for route in declared_routes if isinstance(route, FastPathRoute)]
+    fast = [route for route in job_routes.router.routes if isinstance(route, FastPathRoute)]
     assert [route.path for route in fast] == ["/v1/jobs"]
-    plain = [_plain(r) if isinstance(r, FastPathRoute) else r for r in declared_routes]
-    monkeypatch.setattr(job_routes.router, "routes", plain)
+    for router in (job_routes.router, dunning_routes.router):  # the /v1 routers with one
+        plain = [_plain(r) if isinstance(r, FastPathRoute) else r for r in router.routes]
+        monkeypatch.setattr(router, "routes", plain)
     without = create_app(api.store, clock=SystemClock(), settings=api_settings())
     declared = json.dumps(without.openapi(), ensure_ascii=False, separators=(",", ":")).encode()
     assert served == declared
@@ -171,3 +175,58 @@ def test_a_stale_owner_is_read_again_and_a_token_still_valid_goes_on(api: Api) -
     cached = api.app.state.api.tokens.cached(f"Bearer {caller.token}")
     assert cached is not None
     assert cached.epoch == api.tables.token_epoch()
+
+
+def _on_the_loop(api: Api, monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each job creation of the fast path's unit ran on the event loop's thread."""
+    tables = api.app.state.api.services.tables
+    original = tables.create_job
+    seen: list[bool] = []
+
+    def recorded(creation: Any) -> Any:
+        try:
+            asyncio.get_running_loop()
+            seen.append(True)
+        except RuntimeError:  # a thread of the pool runs no loop
+            seen.append(False)
+        return original(creation)
+
+    monkeypatch.setattr(tables, "create_job", recorded)
+    return seen
+
+
+def test_the_usual_job_is_created_on_the_event_loop_without_a_hop_to_a_thread(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    http = api.http(api.tenant())
+    assert http.post("/v1/jobs", json=BODY).status_code == 201  # the token is cached now
+    seen = _on_the_loop(api, monkeypatch)
+    for key in (None, "loop-1"):
+        headers = {} if key is None else {"Idempotency-Key": key}
+        assert http.post("/v1/jobs", json=BODY, headers=headers).status_code == 201
+    assert seen == [True, True]
+
+
+def test_a_target_whose_name_the_guard_looks_up_is_created_in_a_thread(
+    make_api: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    api = make_api(ssrf=SsrfGuard())  # names resolved at creation: a look-up may take seconds
+    looked_up: list[str] = []
+    real = socket.getaddrinfo  # the module's own: the test's client looks the server up too
+
+    def getaddrinfo(host: str, port: Any, *args: Any, **kwargs: Any) -> list[Any]:
+        if host != "hooks.example.com":
+            return real(host, port, *args, **kwargs)
+        looked_up.append(host)
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("93.184.216.34", 443))]
+
+    monkeypatch.setattr("recoup.jobs.ssrf.socket.getaddrinfo", getaddrinfo)
+    http = api.http(api.tenant())
+    named = {**BODY, "target": {"url": "https://hooks.example.com/in"}}
+    assert http.post("/v1/jobs", json=named).status_code == 201  # the token is cached now
+    seen = _on_the_loop(api, monkeypatch)
+    assert http.post("/v1/jobs", json=named).status_code == 201
+    literal = {**BODY, "target": {"url": "https://93.184.216.34/in"}}
+    assert http.post("/v1/jobs", json=literal).status_code == 201
+    assert seen == [False, True]
+    assert looked_up == ["hooks.example.com"] * 2

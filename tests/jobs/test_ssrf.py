@@ -129,3 +129,31 @@ def test_at_connection_time_a_name_resolving_to_a_private_address_is_refused() -
 )
 def test_address_rules(address: str, rule: str | None) -> None:
     assert address_rule(ipaddress.ip_address(address)) == rule
+
+
+@pytest.mark.parametrize(
+    ("url", "guard", "looks_up"),
+    [
+        ("https://api.example.com/hook", SsrfGuard(), True),  # a name: resolved at creation
+        ("https://93.184.216.34/hook", SsrfGuard(), False),  # a literal: judged as it is
+        ("http://[::1]/hook", SsrfGuard(), False),
+        ("https://api.example.com/hook", SsrfGuard(allow_private=True), False),  # all allowed
+        ("ftp://example.com/", SsrfGuard(), False),  # refused before any look-up
+    ],
+)
+def test_it_says_which_urls_its_check_would_look_up(
+    url: str, guard: SsrfGuard, looks_up: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[str] = []
+
+    def getaddrinfo(host: str, *args: object, **kwargs: object) -> list[object]:
+        asked.append(host)
+        return []
+
+    monkeypatch.setattr("recoup.jobs.ssrf.socket.getaddrinfo", getaddrinfo)
+    assert guard.looks_up(url) is looks_up
+    try:
+        guard.check_url(url)
+    except TargetRefused:
+        pass
+    assert bool(asked) is looks_up

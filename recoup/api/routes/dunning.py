@@ -19,7 +19,16 @@ from recoup.api.deps import Acting, Api, Post, Tenant
 from recoup.api.fast_posts import fast_post
 from recoup.api.fast_route import with_fast_path
 from recoup.api.idempotent import PostContext, json_response
-from recoup.api.routes.common import CHECKED, ERRORS, NO_NUL, Cursor, Id, Limit, link
+from recoup.api.routes.common import (
+    CHECKED,
+    ERRORS,
+    MAX_ID_LENGTH,
+    NO_NUL,
+    Cursor,
+    Id,
+    Limit,
+    link,
+)
 from recoup.api.state import ApiState
 from recoup.api.token_cache import StaleToken
 from recoup.dunning.invoice import InvoiceState
@@ -65,27 +74,42 @@ def report_failure(body: FailureIn, ctx: Post, api: Api) -> Response:
     return _report_failure(body, ctx, api)
 
 
-def _report_failure(body: FailureIn, ctx: PostContext, api: ApiState) -> Response:
+def _report_failure(
+    body: FailureIn, ctx: PostContext, api: ApiState, *, atomic: bool = False
+) -> Response:
+    """`atomic`: the charge URL's check asks no DNS, so the service's work is plain writes of
+    the keys' own database, run with the key's claim and stored answer in one transaction."""
     report = body.to_report()
 
     def operation() -> tuple[int, InvoiceOut]:
         invoice, created = api.dunning.report_failure(ctx.tenant, report)
         return (201 if created else 200), InvoiceOut.of(invoice)
 
-    return ctx.run_with_status(operation)
+    return ctx.run_with_status(operation, atomic=atomic)
 
 
 async def fast_report_failure(request: Request) -> Response | None:
-    """`POST /v1/dunning/failures` without dependency solving and with one hop to the thread
-    pool (`recoup.api.fast_posts`), the service called as the declared route calls it; None
-    for what the declared route answers itself, a token whose epoch moved included."""
+    """`POST /v1/dunning/failures` without dependency solving (`recoup.api.fast_posts`), the
+    service called as the declared route calls it, on the event loop unless the charge URL's
+    check may ask DNS (`_may_look_up`); None for what the declared route answers itself, a
+    token whose epoch moved included."""
     post = await fast_post(request, FailureIn)
     if post is None:
         return None
+    api: ApiState = request.app.state.api
     try:
-        return await run_in_threadpool(_report_failure, post.body, post.ctx, request.app.state.api)
+        if _may_look_up(post.body, api):
+            return await run_in_threadpool(_report_failure, post.body, post.ctx, api)
+        return _report_failure(post.body, post.ctx, api, atomic=True)
     except StaleToken:
         return None  # checked before the key's claim: nothing written; the token read afresh
+
+
+def _may_look_up(body: FailureIn, api: ApiState) -> bool:
+    """Whether the SSRF guard may resolve a name for the failure's charge URL: the one given,
+    or the tenant's default, which is only read inside the service (unknown here)."""
+    guard = api.scheduler.ssrf
+    return guard.looks_up(body.charge_url) if body.charge_url else not guard.allow_private
 
 
 # As `@router.post` would declare it, with a fast path in front (`fast_report_failure`).
@@ -137,19 +161,26 @@ def get_invoice(tenant: Tenant, invoice_id: Id, api: Api) -> Response:
     return json_response(200, TimelineOut.of_timeline(api.dunning.timeline(tenant, invoice_id)))
 
 
-@router.post("/invoices/{invoice_id}/attempts/{attempt}/outcome", response_model=InvoiceOut)
+MAX_ATTEMPT = 1000  # the attempt numbers a path may name
+
+
 def report_outcome(
     invoice_id: Id,
-    attempt: Annotated[int, Path(ge=1, le=1000)],
+    attempt: Annotated[int, Path(ge=1, le=MAX_ATTEMPT)],
     body: OutcomeIn,
     ctx: Post,
     api: Api,
 ) -> Response:
     """Report an attempt's outcome later (for charge endpoints that answered 202).
     Reporting the same outcome twice changes nothing."""
-    return ctx.run(
-        200,
-        lambda: InvoiceOut.of(
+    return _report_outcome(invoice_id, attempt, body, ctx, api)
+
+
+def _report_outcome(
+    invoice_id: str, attempt: int, body: OutcomeIn, ctx: PostContext, api: ApiState
+) -> Response:
+    def operation() -> InvoiceOut:
+        return InvoiceOut.of(
             api.dunning.report_outcome(
                 ctx.tenant,
                 invoice_id,
@@ -158,8 +189,45 @@ def report_outcome(
                 decline_code=body.decline_code,
                 advice_code=body.advice_code,
             )
-        ),
-    )
+        )
+
+    # Plain writes of the keys' own database: the key's claim, the transition and its jobs,
+    # and the stored answer in one transaction (`PostContext.run`'s `atomic`).
+    return ctx.run(200, operation, atomic=True)
+
+
+async def fast_report_outcome(request: Request) -> Response | None:
+    """`report_outcome` without dependency solving, on the event loop (`recoup.api.fast_posts`),
+    the service called as the declared route calls it; None for what the declared route
+    answers itself: a path parameter it would refuse or read otherwise, a token whose epoch
+    moved included."""
+    params = request.path_params
+    invoice_id, number = params["invoice_id"], params["attempt"]
+    # Only the forms the declared route reads as they are (no sign, no leading zero).
+    if not 0 < len(invoice_id) <= MAX_ID_LENGTH or "\x00" in invoice_id:
+        return None
+    if not (number.isascii() and number.isdigit() and str(int(number)) == number):
+        return None
+    attempt = int(number)
+    if not 1 <= attempt <= MAX_ATTEMPT:
+        return None
+    post = await fast_post(request, OutcomeIn)
+    if post is None:
+        return None
+    try:
+        return _report_outcome(invoice_id, attempt, post.body, post.ctx, request.app.state.api)
+    except StaleToken:
+        return None  # checked first in the unit: nothing written; the token read afresh
+
+
+# As `@router.post` would declare it, with a fast path in front (`fast_report_outcome`).
+router.add_api_route(
+    "/invoices/{invoice_id}/attempts/{attempt}/outcome",
+    report_outcome,
+    methods=["POST"],
+    response_model=InvoiceOut,
+    route_class_override=with_fast_path(fast_report_outcome),
+)
 
 
 @router.post("/invoices/{invoice_id}/paid", response_model=InvoiceOut)

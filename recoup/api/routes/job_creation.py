@@ -6,10 +6,17 @@ in one unit of work (`PostContext.run_with_status(atomic=True)`; on SQLite, shar
 requests committing at the same time).
 
 The fast path (`fast_create`, through `recoup.api.fast_route`) answers the usual request
-without FastAPI's dependency solving and with one hop to the thread pool (the blocking store
-calls), where the declared route costs two (its sync dependency and its sync endpoint): it
-takes the token's owner from the process's cache (`recoup.api.token_cache`), whose epoch the
-unit checks; the body is validated once, by the same model. Its unit is the store's
+without FastAPI's dependency solving and on the event loop, where the declared route costs two
+hops to the thread pool (its sync dependency and its sync endpoint): it takes the token's owner
+from the process's cache (`recoup.api.token_cache`), whose epoch the unit checks; the body is
+validated once, by the same model. The unit's blocking statements run on the loop itself: in
+process, the app's CPU per request fell by a sixth (SQLite) to a quarter (PostgreSQL) without
+the hop; through uvicorn the difference was within the noise of a shared machine
+(`bench/api_cpu.py`, with `--in-process` and without). The price: while a statement waits (a
+commit's fsync, a round trip, a lock another transaction holds), the loop serves no other
+request. Only a target whose host
+the SSRF guard must look up in DNS is created in the thread pool (`Scheduler.looks_up`): a
+look-up may take seconds, a statement a fraction of a millisecond. Its unit is the store's
 `create_job` (`create_at_once`): on PostgreSQL one statement, one round trip, for the epoch,
 the key's claim, the insert and the stored answer; on SQLite the same as plain statements of
 one group-commit unit. What that unit declines goes through `create`. Whatever it is
@@ -135,10 +142,13 @@ async def fast_create(request: Request) -> Response | None:
     if post is None:
         return None
     api: ApiState = request.app.state.api
+    body = post.body
     try:
-        return await run_in_threadpool(
-            create_at_once, post.body, post.ctx, post.owner, api, post.trace
-        )
+        if api.scheduler.looks_up(body.with_callbacks(body.target.to_target())):
+            return await run_in_threadpool(
+                create_at_once, body, post.ctx, post.owner, api, post.trace
+            )
+        return create_at_once(body, post.ctx, post.owner, api, post.trace)
     except StaleToken:
         return None  # undone: the full route reads the token afresh (401 if it is revoked)
 
