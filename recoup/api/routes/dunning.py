@@ -90,7 +90,7 @@ def _report_failure(
 
 async def fast_report_failure(request: Request) -> Response | None:
     """`POST /v1/dunning/failures` without dependency solving (`recoup.api.fast_posts`), the
-    service called as the declared route calls it, on the event loop unless the charge URL's
+    service called as the declared route calls it, in one transaction unless the charge URL's
     check may ask DNS (`_may_look_up`); None for what the declared route answers itself, a
     token whose epoch moved included."""
     post = await fast_post(request, FailureIn)
@@ -98,9 +98,8 @@ async def fast_report_failure(request: Request) -> Response | None:
         return None
     api: ApiState = request.app.state.api
     try:
-        if _may_look_up(post.body, api):
-            return await run_in_threadpool(_report_failure, post.body, post.ctx, api)
-        return _report_failure(post.body, post.ctx, api, atomic=True)
+        atomic = not _may_look_up(post.body, api)
+        return await run_in_threadpool(_report_failure, post.body, post.ctx, api, atomic=atomic)
     except StaleToken:
         return None  # checked before the key's claim: nothing written; the token read afresh
 
@@ -197,7 +196,7 @@ def _report_outcome(
 
 
 async def fast_report_outcome(request: Request) -> Response | None:
-    """`report_outcome` without dependency solving, on the event loop (`recoup.api.fast_posts`),
+    """`report_outcome` without dependency solving, one hop to a thread (`recoup.api.fast_posts`),
     the service called as the declared route calls it; None for what the declared route
     answers itself: a path parameter it would refuse or read otherwise, a token whose epoch
     moved included."""
@@ -215,7 +214,9 @@ async def fast_report_outcome(request: Request) -> Response | None:
     if post is None:
         return None
     try:
-        return _report_outcome(invoice_id, attempt, post.body, post.ctx, request.app.state.api)
+        return await run_in_threadpool(
+            _report_outcome, invoice_id, attempt, post.body, post.ctx, request.app.state.api
+        )
     except StaleToken:
         return None  # checked first in the unit: nothing written; the token read afresh
 

@@ -6,17 +6,15 @@ in one unit of work (`PostContext.run_with_status(atomic=True)`; on SQLite, shar
 requests committing at the same time).
 
 The fast path (`fast_create`, through `recoup.api.fast_route`) answers the usual request
-without FastAPI's dependency solving and on the event loop, where the declared route costs two
-hops to the thread pool (its sync dependency and its sync endpoint): it takes the token's owner
-from the process's cache (`recoup.api.token_cache`), whose epoch the unit checks; the body is
-validated once, by the same model. The unit's blocking statements run on the loop itself: in
-process, the app's CPU per request fell by a sixth (SQLite) to a quarter (PostgreSQL) without
-the hop; through uvicorn the difference was within the noise of a shared machine
-(`bench/api_cpu.py`, with `--in-process` and without). The price: while a statement waits (a
-commit's fsync, a round trip, a lock another transaction holds), the loop serves no other
-request. Only a target whose host
-the SSRF guard must look up in DNS is created in the thread pool (`Scheduler.looks_up`): a
-look-up may take seconds, a statement a fraction of a millisecond. Its unit is the store's
+without FastAPI's dependency solving and with one hop to the thread pool, where the declared
+route costs two (its sync dependency and its sync endpoint): it takes the token's owner from
+the process's cache (`recoup.api.token_cache`), whose epoch the unit checks; the body is
+validated once, by the same model, and parsed once for the fingerprint too. The unit stays in
+a thread rather than on the event loop: in process the loop saved a sixth (SQLite) to a quarter
+(PostgreSQL) of the app's CPU per request, but through uvicorn the difference was within the
+noise (`bench/api_cpu.py`, with `--in-process` and without), while a statement waiting on the
+loop (a commit's fsync, a round trip, a lock another process holds) would stop every other
+request, and SQLite's group commit could batch nothing. Its unit is the store's
 `create_job` (`create_at_once`): on PostgreSQL one statement, one round trip, for the epoch,
 the key's claim, the insert and the stored answer; on SQLite the same as plain statements of
 one group-commit unit. What that unit declines goes through `create`. Whatever it is
@@ -144,11 +142,7 @@ async def fast_create(request: Request) -> Response | None:
     api: ApiState = request.app.state.api
     body = post.body
     try:
-        if api.scheduler.looks_up(body.with_callbacks(body.target.to_target())):
-            return await run_in_threadpool(
-                create_at_once, body, post.ctx, post.owner, api, post.trace
-            )
-        return create_at_once(body, post.ctx, post.owner, api, post.trace)
+        return await run_in_threadpool(create_at_once, body, post.ctx, post.owner, api, post.trace)
     except StaleToken:
         return None  # undone: the full route reads the token afresh (401 if it is revoked)
 
