@@ -141,51 +141,66 @@ SELECT set_config('enable_bitmapscan', 'off', true),
        set_config('enable_hashjoin', 'off', true),
        set_config('enable_mergejoin', 'off', true)
 
--- flow_keys_due --
--- The flow keys whose next job in line is due by %(until)s (ARCHITECTURE.md, 'Flow control'), the
--- earliest first, each with whether its row in flow_keys exists yet. `heads` walks the index
--- of keys' lines (jobs_flow_due) from one key's first job to the next key's (a loose index
--- scan), so a claim reads one row per key, however long the keys' backlogs. A key that cannot
--- start its next job within the horizon is left out, so that it never takes the place of one
--- that can: its next slot is later (a rate), or its running jobs fill the parallelism its
--- next job carries (the claim would take nothing of it either way). The next job's limits come
--- with the key: the claim then reads no more of its line than the slots that fit the horizon.
-WITH RECURSIVE heads (tenant, flow_key, id) AS (
+-- _flow_heads --
+-- Each flow key's next job in line (ARCHITECTURE.md, 'Flow control'), with the limits it
+-- carries (a key's limits are its next job's): a recursive CTE `heads` that walks the index of
+-- keys' lines (jobs_flow_due) from one key's first job to the next key's (a loose index scan),
+-- so it reads one row per key, however long the keys' backlogs. `WITH RECURSIVE` goes before.
+heads (tenant, flow_key, run_at, flow_order_at, flow_rate, flow_period_s, flow_parallelism) AS (
     SELECT * FROM (
-        SELECT tenant, flow_key, id FROM jobs
+        SELECT tenant, flow_key, run_at, flow_order_at, flow_rate, flow_period_s,
+               flow_parallelism
+        FROM jobs
         WHERE state = 'scheduled' AND NOT held AND flow_key IS NOT NULL
         ORDER BY tenant, flow_key, coalesce(flow_order_at, run_at), created_at, id
         LIMIT 1
     ) AS first
     UNION ALL
-    SELECT n.tenant, n.flow_key, n.id
+    SELECT n.*
     FROM heads AS h
     -- The next key of the same tenant, else the first of the next tenant: each one seek of
-    -- the index (a row-value comparison would scan the rest of the tenant's entries).
-    JOIN jobs AS n ON n.id = coalesce(
-        (SELECT id FROM jobs
+    -- the index (a row-value comparison would scan the rest of the tenant's entries), and
+    -- LIMIT 1 stops the Append at the first that finds a row. The row comes with the seek,
+    -- so the walk reads no job twice.
+    CROSS JOIN LATERAL (
+        (SELECT tenant, flow_key, run_at, flow_order_at, flow_rate, flow_period_s,
+                flow_parallelism
+         FROM jobs
          WHERE state = 'scheduled' AND NOT held AND flow_key IS NOT NULL
            AND tenant = h.tenant AND flow_key > h.flow_key
          ORDER BY tenant, flow_key, coalesce(flow_order_at, run_at), created_at, id
-         LIMIT 1),
-        (SELECT id FROM jobs
+         LIMIT 1)
+        UNION ALL
+        (SELECT tenant, flow_key, run_at, flow_order_at, flow_rate, flow_period_s,
+                flow_parallelism
+         FROM jobs
          WHERE state = 'scheduled' AND NOT held AND flow_key IS NOT NULL AND tenant > h.tenant
          ORDER BY tenant, flow_key, coalesce(flow_order_at, run_at), created_at, id
          LIMIT 1)
-    )
+        LIMIT 1
+    ) AS n
 )
-SELECT j.tenant, j.flow_key, f.flow_key IS NOT NULL, j.flow_rate, j.flow_period_s,
-       j.flow_parallelism
+
+-- flow_keys_due --
+-- The flow keys whose next job in line is due by %(until)s (ARCHITECTURE.md, 'Flow control'), the
+-- earliest first, each with whether its row in flow_keys exists yet: one row read per key
+-- (`_flow_heads`). A key that cannot start its next job within the horizon is left out, so
+-- that it never takes the place of one that can: its next slot is later (a rate), or its
+-- running jobs fill the parallelism its next job carries (the claim would take nothing of it
+-- either way). The next job's limits come with the key: the claim then reads no more of its
+-- line than the slots that fit the horizon.
+WITH RECURSIVE {_flow_heads}
+SELECT h.tenant, h.flow_key, f.flow_key IS NOT NULL, h.flow_rate, h.flow_period_s,
+       h.flow_parallelism
 FROM heads AS h
-JOIN jobs AS j ON j.id = h.id
-LEFT JOIN flow_keys AS f ON f.tenant = j.tenant AND f.flow_key = j.flow_key
-WHERE j.run_at <= %(until)s
+LEFT JOIN flow_keys AS f ON f.tenant = h.tenant AND f.flow_key = h.flow_key
+WHERE h.run_at <= %(until)s
   AND (f.next_start_at IS NULL OR f.next_start_at <= %(until)s)
-  AND (j.flow_parallelism IS NULL OR j.flow_parallelism > (
+  AND (h.flow_parallelism IS NULL OR h.flow_parallelism > (
       SELECT count(*) FROM jobs AS r
-      WHERE r.tenant = j.tenant AND r.flow_key = j.flow_key AND r.state = 'running'))
-  AND j.tenant NOT IN (SELECT id FROM tenants WHERE disabled_at IS NOT NULL)
-ORDER BY coalesce(j.flow_order_at, j.run_at), j.tenant, j.flow_key
+      WHERE r.tenant = h.tenant AND r.flow_key = h.flow_key AND r.state = 'running'))
+  AND h.tenant NOT IN (SELECT id FROM tenants WHERE disabled_at IS NOT NULL)
+ORDER BY coalesce(h.flow_order_at, h.run_at), h.tenant, h.flow_key
 LIMIT %(keys)s
 
 -- flow_key_made --
@@ -419,8 +434,11 @@ SELECT pg_notify(%(channel)s, '')
 -- next_due_at --
 -- The jobs of a disabled tenant are never due: held ones are outside jobs_due, and the
 -- others (few: retries of attempts running when it was disabled) are stepped over. A flow
--- key's jobs are due at the later of its first job's instant and the key's next free start;
--- a key at its parallelism is not due (a completion, or the idle poll, wakes the worker).
+-- key's jobs are due at the later of its next job's instant and the key's next free start;
+-- a key at the parallelism its next job carries is not due (a completion, or the idle poll,
+-- wakes the worker), as the claim (`flow_keys_due`) finds it. The keys come from the same
+-- walk, one row read per key (`_flow_heads`), not a GROUP BY of every scheduled flow job.
+WITH RECURSIVE {_flow_heads}
 SELECT min(run_at) FROM (
     SELECT * FROM (
         SELECT run_at FROM jobs
@@ -429,23 +447,13 @@ SELECT min(run_at) FROM (
         LIMIT 1
     ) AS plain
     UNION ALL
-    SELECT CASE WHEN f.next_start_at > h.head_at THEN f.next_start_at ELSE h.head_at END
-    FROM (
-        SELECT g.tenant, g.flow_key, max(g.flow_parallelism) AS parallelism,
-               (SELECT x.run_at FROM jobs x
-                WHERE x.tenant = g.tenant AND x.flow_key = g.flow_key AND x.state = 'scheduled'
-                  AND NOT x.held AND x.flow_key IS NOT NULL
-                ORDER BY coalesce(x.flow_order_at, x.run_at), x.created_at, x.id
-                LIMIT 1) AS head_at
-        FROM jobs g
-        WHERE state = 'scheduled' AND NOT held AND flow_key IS NOT NULL AND {_enabled_tenant}
-        GROUP BY tenant, flow_key
-    ) AS h
-    LEFT JOIN flow_keys f ON f.tenant = h.tenant AND f.flow_key = h.flow_key
-    WHERE h.parallelism IS NULL
-       OR (SELECT count(*) FROM jobs r
-           WHERE r.tenant = h.tenant AND r.flow_key = h.flow_key AND r.state = 'running')
-          < h.parallelism
+    SELECT greatest(h.run_at, f.next_start_at)
+    FROM heads AS h
+    LEFT JOIN flow_keys AS f ON f.tenant = h.tenant AND f.flow_key = h.flow_key
+    WHERE (h.flow_parallelism IS NULL OR h.flow_parallelism > (
+        SELECT count(*) FROM jobs AS r
+        WHERE r.tenant = h.tenant AND r.flow_key = h.flow_key AND r.state = 'running'))
+      AND h.tenant NOT IN (SELECT id FROM tenants WHERE disabled_at IS NOT NULL)
 ) AS due
 
 -- _cancel_set --
