@@ -4,9 +4,6 @@ refused by the next request."""
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
-
 import httpx
 import pytest
 
@@ -14,20 +11,8 @@ from recoup.api.fast_route import FastPathRoute
 from recoup.api.routes import dunning as dunning_routes
 from recoup.timekeeping.clock import SystemClock
 from tests.api.conftest import Api
+from tests.api.fast_path_probes import on_the_loop, token_reads
 from tests.api.test_dunning_api import FAILURE
-
-
-def _counting_token_reads(api: Api, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    tables = api.app.state.api.services.tables
-    reads: list[str] = []
-    original = tables.token_owner
-
-    def counted(token_hash: str) -> Any:
-        reads.append(token_hash)
-        return original(token_hash)
-
-    monkeypatch.setattr(tables, "token_owner", counted)
-    return reads
 
 
 def test_failures_and_outcomes_are_the_dunning_routers_fast_routes() -> None:
@@ -42,7 +27,7 @@ def test_a_failure_with_a_cached_token_is_answered_and_replayed_without_reading_
     api: Api, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     http = api.http(api.tenant())
-    reads = _counting_token_reads(api, monkeypatch)
+    reads = token_reads(api, monkeypatch)
     first = http.post("/v1/dunning/failures", json={**FAILURE, "invoice_id": "inv_f0"})
     assert first.status_code == 201, first.text
     assert len(reads) == 1  # the first request fills the cache
@@ -103,30 +88,12 @@ def test_a_revoked_token_is_refused_by_the_next_failure_report(api: Api) -> None
     assert stranger.status_code == 401
 
 
-def _services_on_the_loop(api: Api, monkeypatch: pytest.MonkeyPatch, name: str) -> list[bool]:
-    """Whether each call of the dunning service's `name` ran on the event loop's thread."""
-    dunning = api.app.state.api.dunning
-    original = getattr(dunning, name)
-    seen: list[bool] = []
-
-    def recorded(*args: Any, **kwargs: Any) -> Any:
-        try:
-            asyncio.get_running_loop()
-            seen.append(True)
-        except RuntimeError:  # a thread of the pool runs no loop
-            seen.append(False)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(dunning, name, recorded)
-    return seen
-
-
 def test_a_failure_with_a_literal_charge_url_is_reported_in_a_thread_never_on_the_loop(
     api: Api, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     http = api.http(api.tenant())
     assert http.post("/v1/dunning/failures", json=FAILURE).status_code == 201  # cached now
-    seen = _services_on_the_loop(api, monkeypatch, "report_failure")
+    seen = on_the_loop(api.app.state.api.dunning, "report_failure", monkeypatch)
     body = {**FAILURE, "invoice_id": "inv_l", "charge_url": "http://127.0.0.1:9/charge"}
     assert http.post("/v1/dunning/failures", json=body).status_code == 201
     assert seen == [False]
@@ -137,8 +104,8 @@ def test_an_outcome_with_a_cached_token_is_answered_in_a_thread_and_replayed(
 ) -> None:
     http = api.http(api.tenant())
     assert http.post("/v1/dunning/failures", json=FAILURE).status_code == 201  # cached now
-    reads = _counting_token_reads(api, monkeypatch)
-    seen = _services_on_the_loop(api, monkeypatch, "report_outcome")
+    reads = token_reads(api, monkeypatch)
+    seen = on_the_loop(api.app.state.api.dunning, "report_outcome", monkeypatch)
     url = f"/v1/dunning/invoices/{FAILURE['invoice_id']}/attempts/1/outcome"
     headers = {"Idempotency-Key": "out-1"}
     body = {"outcome": "failed", "decline_code": "insufficient_funds"}

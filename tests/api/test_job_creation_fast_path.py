@@ -4,7 +4,6 @@ request, whichever process revoked it, on both backends."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import socket
 import threading
@@ -26,6 +25,7 @@ from recoup.storage import open_api_tables
 from recoup.tenancy import disable_tenant
 from recoup.timekeeping.clock import SystemClock
 from tests.api.conftest import TARGET, Api, api_settings
+from tests.api.fast_path_probes import on_the_loop, token_reads
 from tests.storage.conftest import Backend
 
 BODY = {"target": {"url": TARGET, "body": {"invoice": "in_1"}}, "delay_seconds": 3600}
@@ -65,15 +65,7 @@ def test_a_cached_token_is_not_read_again_for_each_job(
 ) -> None:
     caller = api.tenant()
     http = api.http(caller)
-    tables = api.app.state.api.services.tables
-    reads: list[str] = []
-    original = tables.token_owner
-
-    def counted(token_hash: str) -> Any:
-        reads.append(token_hash)
-        return original(token_hash)
-
-    monkeypatch.setattr(tables, "token_owner", counted)
+    reads = token_reads(api, monkeypatch)
     for n in range(5):
         answer = http.post("/v1/jobs", json=BODY, headers={"Idempotency-Key": f"k-{n}"})
         assert answer.status_code == 201, answer.text
@@ -177,30 +169,12 @@ def test_a_stale_owner_is_read_again_and_a_token_still_valid_goes_on(api: Api) -
     assert cached.epoch == api.tables.token_epoch()
 
 
-def _on_the_loop(api: Api, monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """Whether each job creation of the fast path's unit ran on the event loop's thread."""
-    tables = api.app.state.api.services.tables
-    original = tables.create_job
-    seen: list[bool] = []
-
-    def recorded(creation: Any) -> Any:
-        try:
-            asyncio.get_running_loop()
-            seen.append(True)
-        except RuntimeError:  # a thread of the pool runs no loop
-            seen.append(False)
-        return original(creation)
-
-    monkeypatch.setattr(tables, "create_job", recorded)
-    return seen
-
-
 def test_the_usual_job_is_created_in_a_thread_never_on_the_event_loop(
     api: Api, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     http = api.http(api.tenant())
     assert http.post("/v1/jobs", json=BODY).status_code == 201  # the token is cached now
-    seen = _on_the_loop(api, monkeypatch)
+    seen = on_the_loop(api.app.state.api.services.tables, "create_job", monkeypatch)
     for key in (None, "loop-1"):
         headers = {} if key is None else {"Idempotency-Key": key}
         assert http.post("/v1/jobs", json=BODY, headers=headers).status_code == 201
@@ -226,7 +200,7 @@ def test_a_target_whose_name_the_guard_looks_up_is_looked_up_and_created_in_a_th
     http = api.http(api.tenant())
     named = {**BODY, "target": {"url": "https://hooks.example.com/in"}}
     assert http.post("/v1/jobs", json=named).status_code == 201  # the token is cached now
-    seen = _on_the_loop(api, monkeypatch)
+    seen = on_the_loop(api.app.state.api.services.tables, "create_job", monkeypatch)
     assert http.post("/v1/jobs", json=named).status_code == 201
     literal = {**BODY, "target": {"url": "https://93.184.216.34/in"}}
     assert http.post("/v1/jobs", json=literal).status_code == 201

@@ -4,47 +4,15 @@ revoked token refused by the next request."""
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
-
 import pytest
 
 from recoup.api.fast_route import FastPathRoute
 from recoup.api.qstash import messages
 from recoup.timekeeping.clock import SystemClock
 from tests.api.conftest import TARGET, Api
+from tests.api.fast_path_probes import on_the_loop, token_reads
 
 PUBLISH = f"/qstash/v2/publish/{TARGET}"
-
-
-def _token_reads(api: Api, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    tables = api.app.state.api.services.tables
-    reads: list[str] = []
-    original = tables.token_owner
-
-    def counted(token_hash: str) -> Any:
-        reads.append(token_hash)
-        return original(token_hash)
-
-    monkeypatch.setattr(tables, "token_owner", counted)
-    return reads
-
-
-def _inserts_on_the_loop(api: Api, monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    scheduler = api.app.state.api.scheduler
-    original = scheduler.insert_checked
-    seen: list[bool] = []
-
-    def recorded(job: Any, **kwargs: Any) -> Any:
-        try:
-            asyncio.get_running_loop()
-            seen.append(True)
-        except RuntimeError:  # a thread of the pool runs no loop
-            seen.append(False)
-        return original(job, **kwargs)
-
-    monkeypatch.setattr(scheduler, "insert_checked", recorded)
-    return seen
 
 
 def test_publish_is_the_qstash_routers_one_fast_route() -> None:
@@ -57,10 +25,10 @@ def test_a_publish_with_a_cached_token_is_answered_in_a_thread_without_reading_i
 ) -> None:
     caller = api.tenant()
     http = api.http(caller)
-    reads = _token_reads(api, monkeypatch)
+    reads = token_reads(api, monkeypatch)
     assert http.post(PUBLISH, content=b"x").status_code == 201  # the token is cached now
     assert len(reads) == 1
-    seen = _inserts_on_the_loop(api, monkeypatch)
+    seen = on_the_loop(api.app.state.api.scheduler, "insert_checked", monkeypatch)
     dedup = {"Upstash-Deduplication-Id": "in_1"}
     first = http.post(PUBLISH, content=b'{"invoice":"in_1"}', headers=dedup)
     assert first.status_code == 201, first.text
