@@ -36,8 +36,9 @@ def test_the_adaptive_demo_learns_and_says_what_it_learned(tmp_path: Path) -> No
     assert 0 < judged <= demo["report"]["invoices"]
     for slot in learning["top_slots"]:
         assert slot["decisions"] > 0 and slot["slot"]
-    # The terminal says it too.
-    code, text = run_cli("--size", "150", "--seed", "5", "--policy", "adaptive", "--db",
+    # The terminal says it too. Its wording, not the learning, is checked here (the JSON run
+    # above showed the learning at 150), so a smaller month serves, at a fraction of the cost.
+    code, text = run_cli("--size", "40", "--seed", "5", "--policy", "adaptive", "--db",
                          str(tmp_path / "again.db"))  # fmt: skip
     assert code == 0
     flat = " ".join(text.split())

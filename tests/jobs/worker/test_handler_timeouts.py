@@ -153,8 +153,10 @@ def test_handlers_within_their_timeout_are_unaffected(jobstore: Any) -> None:
 
 def test_the_timeout_does_not_apply_to_inline_handlers(jobstore: Any) -> None:
     registry = HandlerRegistry()
-    registry.add("inline-slow", lambda ctx: time.sleep(0.3), inline=True)
+    # The handler outlasts its timeout three times over: a short timeout keeps the wait short.
+    short = timedelta(seconds=0.05)
+    registry.add("inline-slow", lambda ctx: time.sleep(3 * short.total_seconds()), inline=True)
     scheduler, worker, _ = virtual(jobstore, handlers=registry)
-    job = scheduler.enqueue(PythonTarget(handler="inline-slow"), retry=RETRY, timeout=TIMEOUT)
+    job = scheduler.enqueue(PythonTarget(handler="inline-slow"), retry=RETRY, timeout=short)
     assert worker.drain() == 1
     assert scheduler.get(job.id).state is JobState.SUCCEEDED  # documented: not interruptible
