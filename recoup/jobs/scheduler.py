@@ -50,10 +50,10 @@ from recoup.jobs.store import (
     SchedulerStore,
 )
 from recoup.jobs.target_checks import (
-    check_callback_url,
     check_headers,
     check_method,
-    check_url_text,
+    check_target,
+    target_looks_up,
 )
 from recoup.jobs.trace_context import TraceContext
 from recoup.jobs.worker import Worker, WorkerConfig
@@ -109,29 +109,13 @@ class Scheduler(ScheduleCalls):
     # -- one-off jobs ------------------------------------------------------------------------
 
     def check_target(self, target: Target, *, payload: Any = None) -> Target:
-        """Validate a target at creation: method (and no body with HEAD or OPTIONS, `payload`
-        included: it is sent as the body), URL characters, scheme and host, header names and
-        values, SSRF guard; what would only fail at send time fails here."""
-        if isinstance(target, HttpTarget):
-            check_method(target, payload)
-            check_url_text(target.url)
-            check_headers(target.headers)
-            self.ssrf.check_url(target.url)
-            for field, url in (
-                ("callback", target.callback),
-                ("failure_callback", target.failure_callback),
-            ):
-                if url is not None:
-                    check_callback_url(self.ssrf, field, url)
-        return target
+        """Validate a target at creation (`target_checks.check_target`, with this scheduler's
+        SSRF guard): what would only fail at send time fails here."""
+        return check_target(self.ssrf, target, payload)
 
     def looks_up(self, target: Target) -> bool:
-        """Whether `check_target(target)` would ask DNS (the SSRF guard resolving a host name
-        of its URL or callbacks): the API's event loop runs such a check in a thread."""
-        if not isinstance(target, HttpTarget):
-            return False
-        urls = (target.url, target.callback, target.failure_callback)
-        return any(url is not None and self.ssrf.looks_up(url) for url in urls)
+        """Whether `check_target(target)` would ask DNS: an event loop runs it in a thread."""
+        return target_looks_up(self.ssrf, target)
 
     def enqueue(
         self,

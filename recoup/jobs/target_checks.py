@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from recoup.errors import InvalidInput
-from recoup.jobs.model import BODILESS_METHODS, HTTP_METHODS, HttpTarget
+from recoup.jobs.model import BODILESS_METHODS, HTTP_METHODS, HttpTarget, Target
 from recoup.jobs.ssrf import SsrfGuard, TargetRefused
 
 # RFC 9110 §5.1: a field name is a token; §5.5: a field value is visible ASCII with inner
@@ -111,3 +111,30 @@ def check_callback_url(guard: SsrfGuard, field: str, url: str) -> None:
         raise TargetRefused(exc.value, exc.rule, exc.reason, field=field) from None
     except InvalidInput as exc:
         raise InvalidInput(field, exc.value, exc.allowed) from None
+
+
+def check_target(guard: SsrfGuard, target: Target, payload: Any = None) -> Target:
+    """Every check of a target at creation: for an HTTP target its method (and no body with
+    HEAD or OPTIONS, `payload` included: it is sent as the body), URL characters, headers, and
+    the SSRF guard on its URL and callbacks. Returns the target."""
+    if isinstance(target, HttpTarget):
+        check_method(target, payload)
+        check_url_text(target.url)
+        check_headers(target.headers)
+        guard.check_url(target.url)
+        for field, url in (
+            ("callback", target.callback),
+            ("failure_callback", target.failure_callback),
+        ):
+            if url is not None:
+                check_callback_url(guard, field, url)
+    return target
+
+
+def target_looks_up(guard: SsrfGuard, target: Target) -> bool:
+    """Whether `check_target` would ask DNS (the guard resolving a host name of the target's
+    URL or callbacks): work for a thread, not an event loop."""
+    if not isinstance(target, HttpTarget):
+        return False
+    urls = (target.url, target.callback, target.failure_callback)
+    return any(url is not None and guard.looks_up(url) for url in urls)
