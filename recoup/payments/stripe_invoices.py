@@ -29,10 +29,10 @@ from recoup.payments.stripe_reading import (
     codes_of_error,
     id_of,
     lower,
+    metadata_timezone,
     subscription_of,
     text,
 )
-from recoup.timekeeping.zones import zone
 
 URL_LIMIT = 2000  # characters of a hosted invoice URL
 # Codes by which Stripe says the customer must authenticate (3-D Secure) before a charge.
@@ -133,22 +133,8 @@ class StripeInvoices:
         )
         if not as_map(subscription.get("metadata")):
             subscription = self._related(subscription_id, "subscriptions", notes)
-        timezone, source = None, None
-        for where, holder in (
-            ("invoice", inv),
-            ("subscription", subscription),
-            ("customer", customer),
-        ):
-            name = text(as_map(holder.get("metadata")).get("timezone"))
-            if name is None:
-                continue
-            try:
-                zone(name)
-            except InvalidInput:
-                notes.append(f"the {where}'s metadata timezone {name[:64]!r} is no IANA zone")
-                continue
-            timezone, source = name, where
-            break
+        holders = (("invoice", inv), ("subscription", subscription), ("customer", customer))
+        timezone, source = metadata_timezone(holders, notes) or (None, None)
         country = text(as_map(inv.get("customer_address")).get("country"), 2) or text(
             as_map(customer.get("address")).get("country"), 2
         )

@@ -15,9 +15,12 @@ Pure: no SDK, no network; a field of the wrong type reads as absent, never as an
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from recoup.errors import InvalidInput
+from recoup.timekeeping.zones import zone
 
 ENDED_SUBSCRIPTIONS = frozenset({"canceled", "incomplete_expired"})  # a subscription gone
 GENERIC_DECLINE = "card_declined"  # Stripe's error code of every issuer decline: says nothing
@@ -147,6 +150,25 @@ def amount_remaining(inv: Mapping[str, Any]) -> int | None:
     return None if due is None else due - (paid or 0)
 
 
+def metadata_timezone(
+    holders: Iterable[tuple[str, Mapping[str, Any]]], notes: list[str]
+) -> tuple[str, str] | None:
+    """The first IANA zone named by a `timezone` key in the holders' metadata, with the
+    holder's name (`"invoice"`, `"subscription"`, …); a name that is no zone is noted and
+    passed over."""
+    for where, holder in holders:
+        name = text(as_map(holder.get("metadata")).get("timezone"))
+        if name is None:
+            continue
+        try:
+            zone(name)
+        except InvalidInput:
+            notes.append(f"the {where}'s metadata timezone {name[:64]!r} is no IANA zone")
+            continue
+        return name, where
+    return None
+
+
 __all__ = [
     "ENDED_SUBSCRIPTIONS",
     "GENERIC_DECLINE",
@@ -161,6 +183,7 @@ __all__ = [
     "first",
     "id_of",
     "lower",
+    "metadata_timezone",
     "specific",
     "subscription_ended",
     "subscription_of",

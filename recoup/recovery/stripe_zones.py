@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from recoup.errors import InvalidInput
-from recoup.payments.stripe_reading import as_map, text
+from recoup.payments.stripe_reading import as_map, metadata_timezone, text
 from recoup.timekeeping.calendar import BusinessCalendar
-from recoup.timekeeping.zones import country_zones, zone
+from recoup.timekeeping.zones import country_zones
 
 ZoneSource = Literal["invoice", "subscription", "customer", "country", "default"]
 
@@ -26,18 +26,9 @@ def invoice_timezone(
     subscription = as_map(inv.get("subscription_details")) or as_map(
         as_map(inv.get("parent")).get("subscription_details")
     )
-    for where, metadata in (
-        ("invoice", inv.get("metadata")),
-        ("subscription", subscription.get("metadata")),
-    ):
-        name = text(as_map(metadata).get("timezone"))
-        if name is None:
-            continue
-        try:
-            zone(name)
-        except InvalidInput:
-            notes.append(f"the {where}'s metadata timezone {name[:64]!r} is no IANA zone")
-            continue
+    found_in = metadata_timezone((("invoice", inv), ("subscription", subscription)), notes)
+    if found_in is not None:
+        name, where = found_in
         return name, "invoice" if where == "invoice" else "subscription"
     country = text(as_map(inv.get("customer_address")).get("country"), 2)
     found = zone_of_country(country, notes)
