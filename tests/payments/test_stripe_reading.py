@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from recoup.payments.stripe_reading import metadata_timezone
 
 
 def test_the_first_holder_naming_a_real_zone_wins_and_a_bad_name_is_noted() -> None:
     notes: list[str] = []
-    holders = (
+    holders: tuple[tuple[str, Mapping[str, Any]], ...] = (
         ("invoice", {"metadata": {"timezone": "Mars/Olympus"}}),
         ("subscription", {}),
         ("customer", {"metadata": {"timezone": "Europe/Paris"}}),
