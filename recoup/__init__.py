@@ -12,14 +12,15 @@ ARCHITECTURE.md is the map of the rest.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from recoup.lazy import lazy_getattr
 
 __version__ = "0.1.0"
 
 # The exported names are one list, `_HOMES` (each name → the module that defines it, imported
-# on first use); the `TYPE_CHECKING` imports (for type checkers) and `__all__` repeat it, and
-# tests/test_packaging.py holds them to it name for name and module for module.
+# on first use: `recoup.lazy`); the `TYPE_CHECKING` imports (for type checkers) and `__all__`
+# repeat it, and tests/test_packaging.py holds them to it name for name and module for module.
 if TYPE_CHECKING:
     from recoup.dunning.planner import Failure, plan_retries
     from recoup.dunning.policy import DunningPolicy, parse_policy, preset
@@ -59,12 +60,7 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'recoup' has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
-
+__getattr__ = lazy_getattr(__name__, _HOMES)
 
 __all__ = [
     "BackoffPolicy",

@@ -36,23 +36,58 @@ Definitions (what every figure counts):
 - **Experiment** (`experiment`): two policies compared (`experiment` module docstring).
 """
 
-from recoup.analytics.recovery.buckets import Bucket
-from recoup.analytics.recovery.charts import CHARTS, chart_svgs
-from recoup.analytics.recovery.experiment import Arm, ExperimentComparison
-from recoup.analytics.recovery.html_report import render_html
-from recoup.analytics.recovery.json_report import report_json
-from recoup.analytics.recovery.load import LoadShape
-from recoup.analytics.recovery.log import AttemptLogEntry, attempt_log
-from recoup.analytics.recovery.merchants import (
-    TAG_KINDS,
-    MerchantJudgement,
-    MerchantTag,
-    ReviewItem,
-)
-from recoup.analytics.recovery.report import RecoveryReport, ReportOptions, build_report
-from recoup.analytics.recovery.spikes import Share, Spike
-from recoup.analytics.recovery.stats import Interval, wilson
-from recoup.analytics.recovery.terminal_report import render_terminal
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from recoup.lazy import lazy_getattr
+
+# The exports load their modules on first use (`recoup.lazy`); `_HOMES` is the one list, which
+# the TYPE_CHECKING imports and `__all__` repeat (tests/test_packaging.py holds them to it).
+if TYPE_CHECKING:
+    from recoup.analytics.recovery.buckets import Bucket
+    from recoup.analytics.recovery.charts import CHARTS, chart_svgs
+    from recoup.analytics.recovery.experiment import Arm, ExperimentComparison
+    from recoup.analytics.recovery.html_report import render_html
+    from recoup.analytics.recovery.json_report import report_json
+    from recoup.analytics.recovery.load import LoadShape
+    from recoup.analytics.recovery.log import AttemptLogEntry, attempt_log
+    from recoup.analytics.recovery.merchants import (
+        TAG_KINDS,
+        MerchantJudgement,
+        MerchantTag,
+        ReviewItem,
+    )
+    from recoup.analytics.recovery.report import RecoveryReport, ReportOptions, build_report
+    from recoup.analytics.recovery.spikes import Share, Spike
+    from recoup.analytics.recovery.stats import Interval, wilson
+    from recoup.analytics.recovery.terminal_report import render_terminal
+
+_HOMES = {
+    "Arm": "recoup.analytics.recovery.experiment",
+    "AttemptLogEntry": "recoup.analytics.recovery.log",
+    "Bucket": "recoup.analytics.recovery.buckets",
+    "CHARTS": "recoup.analytics.recovery.charts",
+    "ExperimentComparison": "recoup.analytics.recovery.experiment",
+    "Interval": "recoup.analytics.recovery.stats",
+    "LoadShape": "recoup.analytics.recovery.load",
+    "MerchantJudgement": "recoup.analytics.recovery.merchants",
+    "MerchantTag": "recoup.analytics.recovery.merchants",
+    "RecoveryReport": "recoup.analytics.recovery.report",
+    "ReportOptions": "recoup.analytics.recovery.report",
+    "ReviewItem": "recoup.analytics.recovery.merchants",
+    "Share": "recoup.analytics.recovery.spikes",
+    "Spike": "recoup.analytics.recovery.spikes",
+    "TAG_KINDS": "recoup.analytics.recovery.merchants",
+    "attempt_log": "recoup.analytics.recovery.log",
+    "build_report": "recoup.analytics.recovery.report",
+    "chart_svgs": "recoup.analytics.recovery.charts",
+    "render_html": "recoup.analytics.recovery.html_report",
+    "render_terminal": "recoup.analytics.recovery.terminal_report",
+    "report_json": "recoup.analytics.recovery.json_report",
+    "wilson": "recoup.analytics.recovery.stats",
+}
+__getattr__ = lazy_getattr(__name__, _HOMES)
 
 __all__ = [
     "CHARTS",
