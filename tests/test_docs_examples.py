@@ -174,9 +174,9 @@ def _commands(script: str) -> list[list[str]]:
 def _cli() -> Any:
     import typer
 
-    from recoup.cli import app
+    from recoup.cli import load_commands
 
-    return typer.main.get_command(app)
+    return typer.main.get_command(load_commands())
 
 
 def test_every_recoup_command_in_the_docs_names_real_options() -> None:

@@ -68,7 +68,7 @@ def cli_markdown() -> str:
     import typer
     from typer import _click as click  # Typer ≥ 0.26 vendors click (see recoup.cli)
 
-    from recoup.cli import app
+    from recoup.cli import load_commands
 
     out: list[str] = []
 
@@ -89,7 +89,7 @@ def cli_markdown() -> str:
                 if found is not None and not getattr(found, "hidden", False):
                     walk(found, [*path, sub], ctx)
 
-    walk(typer.main.get_command(app), ["recoup"], None)
+    walk(typer.main.get_command(load_commands()), ["recoup"], None)
     return "\n".join(out)
 
 

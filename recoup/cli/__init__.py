@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
+from typing import Final
 
 import typer
 
@@ -13,41 +15,62 @@ from typer.exceptions import TyperException
 from recoup.cli._app import EXIT_USAGE, app
 from recoup.errors import InvalidInput, NotFound, RecoupError
 
-# Command modules: importing one registers its commands.
-# (one import line per command module, e.g. `from recoup.cli import renewals as _renewals`)
-from recoup.cli import plan as _plan  # noqa: F401  # isort: skip
-from recoup.cli import replay as _replay  # noqa: F401  # isort: skip
-from recoup.cli import renewals as _renewals  # noqa: F401  # isort: skip
-from recoup.cli import worker as _worker  # noqa: F401  # isort: skip
-from recoup.cli import serve as _serve  # noqa: F401  # isort: skip
-from recoup.cli import tenants as _tenants  # noqa: F401  # isort: skip
-from recoup.cli import tenant_settings as _tenant_settings  # noqa: F401  # isort: skip
-from recoup.cli import tenant_lifecycle as _tenant_lifecycle  # noqa: F401  # isort: skip
-from recoup.cli import migrate as _migrate  # noqa: F401  # isort: skip
-from recoup.cli import gateway as _gateway  # noqa: F401  # isort: skip
-from recoup.cli import demo as _demo  # noqa: F401  # isort: skip
-from recoup.cli import anchors as _anchors  # noqa: F401  # isort: skip
-from recoup.cli import report as _report  # noqa: F401  # isort: skip
-from recoup.cli import merchants as _merchants  # noqa: F401  # isort: skip
-from recoup.cli import jobs as _jobs  # noqa: F401  # isort: skip
-from recoup.cli import schedules as _schedules  # noqa: F401  # isort: skip
-from recoup.cli import listen as _listen  # noqa: F401  # isort: skip
-from recoup.cli import invoices as _invoices  # noqa: F401  # isort: skip
-from recoup.cli import stripe as _stripe  # noqa: F401  # isort: skip
-from recoup.cli import secrets as _secrets  # noqa: F401  # isort: skip
-from recoup.cli import emails as _emails  # noqa: F401  # isort: skip
-from recoup.cli import customers as _customers  # noqa: F401  # isort: skip
+# Each top-level command → the modules that register it (importing one registers its
+# commands). `main` imports only the named command's modules, so `recoup worker` never loads
+# the API's schemas or the demo; help, no command and an unknown name load them all, in this
+# order. tests/cli/test_cli_main.py holds the map to what the modules register.
+COMMAND_MODULES: Final[dict[str, tuple[str, ...]]] = {
+    "plan": ("plan",),
+    "replay": ("replay",),
+    "renewals": ("renewals",),
+    "worker": ("worker",),
+    "serve": ("serve",),
+    "tenants": ("tenants", "tenant_settings", "tenant_lifecycle"),
+    "tokens": ("tenants",),
+    "migrate": ("migrate",),
+    "gateway": ("gateway",),
+    "demo": ("demo",),
+    "anchors": ("anchors",),
+    "report": ("report",),
+    "merchants": ("merchants",),
+    "jobs": ("jobs",),
+    "schedules": ("schedules",),
+    "listen": ("listen",),
+    "invoices": ("invoices",),
+    "stripe": ("stripe",),
+    "secrets": ("secrets",),
+    "emails": ("emails",),
+    "customers": ("customers",),
+}
+
+
+def load_commands(name: str | None = None) -> typer.Typer:
+    """The application with the commands `name` needs registered (every command when `name`
+    is None or names none)."""
+    modules = COMMAND_MODULES.get(name or "") or tuple(
+        dict.fromkeys(m for ms in COMMAND_MODULES.values() for m in ms)
+    )
+    for module in modules:
+        importlib.import_module(f"recoup.cli.{module}")
+    return app
+
+
+def _command_name(args: list[str]) -> str | None:
+    """The sub-command `args` names: its first word that is not an option (the group's own
+    options take no value)."""
+    return next((arg for arg in args if not arg.startswith("-")), None)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; usage errors, invalid input and an id that names nothing become one line
     on stderr and exit 2 (the same line and code as a remote server's 404, `cli._where`)."""
-    command = typer.main.get_command(app)
+    args = sys.argv[1:] if argv is None else argv
+    command = typer.main.get_command(load_commands(_command_name(args)))
     try:
         # RECOUP_<COMMAND>_<OPTION> sets any option (RECOUP_SERVE_PORT=9000); an option's own
         # variable (RECOUP_DB) comes first.
         result = command.main(
-            args=argv, prog_name="recoup", standalone_mode=False, auto_envvar_prefix="RECOUP"
+            args=args, prog_name="recoup", standalone_mode=False, auto_envvar_prefix="RECOUP"
         )
     except TyperException as exc:
         # A usage error (bad or missing option), or `recoup` with no arguments, whose help

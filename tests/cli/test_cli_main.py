@@ -34,3 +34,50 @@ def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) 
 
     assert main(["--version"]) == 0
     assert capsys.readouterr().out == f"recoup {recoup.__version__}\n"
+
+
+def _registered_modules() -> dict[str, set[str]]:
+    """Each top-level command of the fully loaded CLI → the modules defining its callbacks."""
+    import typer
+
+    from recoup.cli import load_commands
+
+    app = load_commands()
+    found: dict[str, set[str]] = {}
+    for info in app.registered_commands:
+        assert info.callback is not None
+        name = info.name or typer.main.get_command_name(info.callback.__name__)
+        found[name] = {info.callback.__module__}
+    for group in app.registered_groups:
+        sub = group.typer_instance
+        assert group.name is not None and sub is not None
+        found[group.name] = {c.callback.__module__ for c in sub.registered_commands if c.callback}
+    return found
+
+
+def test_the_command_map_names_the_modules_that_register_each_command() -> None:
+    from recoup.cli import COMMAND_MODULES
+
+    expected = {
+        name: {f"recoup.cli.{module}" for module in modules}
+        for name, modules in COMMAND_MODULES.items()
+    }
+    assert _registered_modules() == expected
+
+
+def test_one_command_loads_only_its_own_modules() -> None:
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys; from recoup.cli import main; main(['migrate', '--help']);"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('recoup.'))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    loaded = set(done.stdout.split("\n")[-2].split())
+    assert "recoup.cli.migrate" in loaded
+    assert not {"recoup.cli.demo", "recoup.cli.jobs", "recoup.cli.serve"} & loaded
+    heavy = ("recoup.api", "recoup.jobs.worker")  # the HTTP API; the worker and its client
+    assert not [m for m in loaded if m in heavy or m.startswith(tuple(f"{h}." for h in heavy))]
