@@ -12,9 +12,7 @@ from hypothesis import HealthCheck, settings
 
 from tests.storage.databases import (
     MigratedSchemas,
-    create_process_database,
-    database_url,
-    drop_process_database,
+    ProcessDatabase,
     make_sqlite_template,
 )
 
@@ -62,13 +60,14 @@ def postgres_server_url() -> str:
 
 @pytest.fixture(scope="session")
 def postgres_url(postgres_server_url: str) -> Iterator[str]:
-    """A database of this test process's own on the test PostgreSQL (dropped at the end), so
-    that processes never wait on one another's locks; tests make their schemas in it."""
-    name = create_process_database(postgres_server_url)
+    """A database of this test process's own on the test PostgreSQL (emptied when claimed, kept
+    for a later run), so that processes never wait on one another's locks; tests make their
+    schemas in it."""
+    database = ProcessDatabase(postgres_server_url)
     try:
-        yield database_url(postgres_server_url, name)
+        yield database.url
     finally:
-        drop_process_database(postgres_server_url, name)
+        database.release()
 
 
 @pytest.fixture(scope="session")

@@ -2,16 +2,18 @@
 
 SQLite: each test process migrates one file once and every test gets a copy of it (migrating
 costs ~70 ms a file, copying well under one).
-PostgreSQL: each test process gets a database of its own on the test server, and each test a
-schema in it as before. The migrator's advisory lock is per database, so with one shared
-database every test process's migrations queued behind one another's (a migration is ~0.2 s
-alone, over a second in the suite); with one database a process they run side by side.
+PostgreSQL: each test process gets a database of its own on the test server (`ProcessDatabase`,
+kept for the next run rather than dropped), and each test a schema in it as before. The
+migrator's advisory lock is per database, so with one shared database every test process's
+migrations queued behind one another's (a migration is ~0.2 s alone, over a second in the
+suite); with one database a process they run side by side.
 Cloning a migrated template database per test was tried and is slower on PostgreSQL 15
 (`CREATE DATABASE` WAL-logs the template's ~9 MB: ~0.5 s, against ~0.2 s to migrate a schema).
 """
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import uuid
 from pathlib import Path
@@ -39,22 +41,69 @@ def copy_sqlite_template(template: Path, path: Path) -> None:
     shutil.copyfile(template, path)
 
 
-def create_process_database(server_url: str) -> str:
-    """A new empty database on the server `server_url` names; returns its name."""
-    import psycopg
+# The advisory-lock class of the suite's database claims (key: the database's number).
+_CLAIM_LOCK = 0x52434F50  # "RCOP"
+# Where a reused database's leftovers live: every schema but PostgreSQL's own.
+_LEFTOVER_SCHEMAS = """
+SELECT nspname FROM pg_namespace
+WHERE nspname NOT IN ('pg_catalog', 'information_schema') AND nspname NOT LIKE 'pg\\_%'
+ORDER BY nspname
+"""
 
-    name = f"recoup_test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(server_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return name
 
+class ProcessDatabase:
+    """A database of this test process's own on the test server, reused by later runs.
 
-def drop_process_database(server_url: str, name: str) -> None:
-    import psycopg
+    Dropping a database makes PostgreSQL checkpoint at once (3 to 12 s on this machine at the
+    end of every test process), so the databases `recoup_test_0`, `recoup_test_1`, … stay on
+    the server: a process claims the first whose advisory lock no other process holds (the
+    lock lives as long as the claim's connection), and empties it of what an earlier run left
+    (every schema dropped, `public` made anew) before its tests use it."""
 
-    with psycopg.connect(server_url, autocommit=True) as conn:
-        # FORCE: a `recoup serve` or worker process a test started may still be connected.
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    def __init__(self, server_url: str, *, first: int = 0) -> None:
+        """Claim the first free database numbered `first` or above."""
+        import psycopg
+
+        self.server_url = server_url
+        self._conn = psycopg.connect(server_url, autocommit=True)
+        for number in itertools.count(first):
+            row = self._conn.execute(
+                "SELECT pg_try_advisory_lock(%s, %s)", (_CLAIM_LOCK, number)
+            ).fetchone()
+            if row and row[0]:
+                break
+        self.name = f"recoup_test_{number}"
+        exists = self._conn.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", (self.name,)
+        ).fetchone()
+        if exists and not self._emptied():
+            # A process an earlier run left behind still holds locks in it: start afresh.
+            self._conn.execute(f'DROP DATABASE "{self.name}" WITH (FORCE)')
+            exists = None
+        if not exists:
+            self._conn.execute(f'CREATE DATABASE "{self.name}"')
+
+    @property
+    def url(self) -> str:
+        return database_url(self.server_url, self.name)
+
+    def _emptied(self) -> bool:
+        import psycopg
+
+        try:
+            with psycopg.connect(self.url) as conn:
+                conn.execute("SET lock_timeout = '5s'")
+                schemas = [r[0] for r in conn.execute(_LEFTOVER_SCHEMAS).fetchall()]
+                for schema in schemas:
+                    conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+                conn.execute("CREATE SCHEMA public")
+        except psycopg.Error:
+            return False
+        return True
+
+    def release(self) -> None:
+        """Give the database up for a later run (closing the claim's connection frees it)."""
+        self._conn.close()
 
 
 # The schema's shape, for telling whether a test changed it (then it is dropped, not reused).

@@ -1,6 +1,7 @@
 """The suite's database sources hand each test what migrating a fresh database would: a
 reused PostgreSQL schema is emptied back to its migrated rows, and one a test reshaped is
-dropped rather than reused; a copied SQLite file is at the latest version."""
+dropped rather than reused; a test process's reused database is claimed by one process at a
+time and emptied of an earlier run's schemas; a copied SQLite file is at the latest version."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 from recoup.storage.postgres.store import PostgresStore
 from recoup.storage.sqlite.store import SqliteStore
-from tests.storage.databases import MigratedSchemas, copy_sqlite_template
+from tests.storage.databases import MigratedSchemas, ProcessDatabase, copy_sqlite_template
 from tests.storage.test_dunning_store import TENANT, event, invoice
 
 
@@ -74,6 +75,38 @@ def test_a_schema_a_test_reshaped_is_dropped_not_reused(postgres_url: str) -> No
         assert other != schema
     finally:
         pool.drop(other)
+
+
+@pytest.mark.postgres
+def test_a_process_database_is_claimed_once_and_emptied_for_the_next_run(
+    postgres_server_url: str,
+) -> None:
+    import psycopg
+
+    # Numbers far above the suite's own processes' claims, which hold 0, 1, ….
+    first = ProcessDatabase(postgres_server_url, first=1000)
+    second = ProcessDatabase(postgres_server_url, first=1000)
+    try:
+        assert (first.name, second.name) == ("recoup_test_1000", "recoup_test_1001")
+        with psycopg.connect(first.url, autocommit=True) as conn:
+            conn.execute("CREATE SCHEMA leftover")
+            conn.execute("CREATE TABLE leftover.t (x int)")
+            conn.execute("CREATE TABLE public.stray (x int)")
+        first.release()
+        again = ProcessDatabase(postgres_server_url, first=1000)
+        try:
+            assert again.name == first.name
+            with psycopg.connect(again.url) as conn:
+                schemas = {r[0] for r in conn.execute("SELECT nspname FROM pg_namespace")}
+                tables = conn.execute(
+                    "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"
+                ).fetchone()
+            assert "leftover" not in schemas and "public" in schemas
+            assert tables == (0,)
+        finally:
+            again.release()
+    finally:
+        second.release()
 
 
 def test_a_copied_sqlite_file_is_at_the_latest_version(
