@@ -29,8 +29,10 @@ class PostgresMigrator:
                 )
             )
             conn.execute(Q["create_schema_version"])
+            applied = {row[0] for row in conn.execute(Q["applied_migrations"]).fetchall()}
         for migration in load_migrations(self._dialect.migrations_package):
-            self._apply(migration)
+            if migration.version not in applied:  # _apply looks again under the lock
+                self._apply(migration)
         return self.schema_version()
 
     def schema_version(self) -> int:

@@ -11,6 +11,11 @@ CREATE TABLE IF NOT EXISTS schema_version (
 -- schema_version --
 SELECT coalesce(max(version), 0) FROM schema_version
 
+-- applied_migrations --
+-- The versions recorded: a store opening on a schema at the latest version applies nothing and
+-- need not look at each migration in a transaction of its own.
+SELECT version FROM schema_version
+
 -- has_migration --
 -- Whether one migration was applied: each is applied unless recorded, so a migration numbered
 -- below the version in force (branches merged in another order) is still applied.

@@ -27,10 +27,12 @@ class SqliteMigrator:
             # Off while migrating (it cannot change inside a transaction): a migration that
             # makes a table again to change its CHECKs drops the table its children refer to.
             # Each migration checks every reference before it commits (`_apply`).
+            applied = {row[0] for row in conn.execute(Q["applied_migrations"]).fetchall()}
             conn.execute("PRAGMA foreign_keys = OFF")
             try:
                 for migration in load_migrations(self._dialect.migrations_package):
-                    self._apply(conn, migration)
+                    if migration.version not in applied:  # _apply looks again, locked
+                        self._apply(conn, migration)
             finally:
                 conn.execute("PRAGMA foreign_keys = ON")
             version: int = conn.execute(Q["schema_version"]).fetchone()[0]
