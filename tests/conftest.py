@@ -77,6 +77,7 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def postgres_schemas(postgres_url: str) -> MigratedSchemas:
+def postgres_schemas(postgres_url: str) -> Iterator[MigratedSchemas]:
     """Migrated schemas in this process's database, emptied after each test for the next."""
-    return MigratedSchemas(postgres_url)
+    with MigratedSchemas(postgres_url) as schemas:
+        yield schemas

@@ -5,6 +5,7 @@ time and emptied of an earlier run's schemas; a copied SQLite file is at the lat
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,11 +24,17 @@ def _rows(url: str, schema: str, table: str) -> list[str]:
         return [r[0] for r in found.fetchall()]
 
 
+@pytest.fixture
+def pool(postgres_url: str) -> Iterator[MigratedSchemas]:
+    """A pool of the test's own (the suite's is shared by every test of the process)."""
+    with MigratedSchemas(postgres_url) as schemas:
+        yield schemas
+
+
 @pytest.mark.postgres
 def test_a_schema_given_back_is_empty_again_and_its_seeded_rows_as_migrated(
-    postgres_url: str,
+    postgres_url: str, pool: MigratedSchemas
 ) -> None:
-    pool = MigratedSchemas(postgres_url)
     schema = pool.take()
     fresh_versions = _rows(postgres_url, schema, "schema_version")
     store = PostgresStore(postgres_url, schema=schema)
@@ -57,10 +64,11 @@ def test_a_schema_given_back_is_empty_again_and_its_seeded_rows_as_migrated(
 
 
 @pytest.mark.postgres
-def test_a_schema_a_test_reshaped_is_dropped_not_reused(postgres_url: str) -> None:
+def test_a_schema_a_test_reshaped_is_dropped_not_reused(
+    postgres_url: str, pool: MigratedSchemas
+) -> None:
     import psycopg
 
-    pool = MigratedSchemas(postgres_url)
     schema = pool.take()
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         conn.execute(f'ALTER TABLE "{schema}".invoices ADD COLUMN planted integer')
