@@ -3,10 +3,13 @@ migrated databases the per-test databases are copied from (tests/storage/databas
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
+import httpx._transports.default as _transports
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -22,6 +25,13 @@ DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 # deployment on PostgreSQL must (`recoup.sealed`); the key file beside a SQLite database is
 # tested on its own (tests/test_sealed.py).
 os.environ.setdefault("RECOUP_SECRET_KEY", "Ab1Cu2Bv5tJ5yAcUc7dXhLpVxS9TJPrFjOHJKmh06ro=")
+
+# httpx makes a TLS context for every client, loading certifi's CA bundle: ~34 ms of CPU
+# each, paid by thousands of the suite's clients (one per API test, one per `httpx.get`)
+# though every server they call is plain HTTP on loopback. The suite's clients share one
+# context per set of arguments (a context is safe to share between clients and threads).
+_shared_tls = functools.lru_cache(maxsize=None)(httpx.create_ssl_context)
+_transports.create_ssl_context = _shared_tls  # type: ignore[attr-defined]
 
 settings.register_profile(
     "ci", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow]
