@@ -32,7 +32,8 @@ from starlette.responses import Response
 
 from recoup.api.deps import Api
 from recoup.api.idempotent import REPLAYED_HEADER, json_response
-from recoup.api.problems import ApiProblem, Problem
+from recoup.api.problems import ApiProblem
+from recoup.api.routes.common import problem_response
 from recoup.recovery.stripe_intake import EventInProgress, IntakeAnswer
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ TENANT_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,62}$"  # the tenant names `recoup tena
 router = APIRouter(prefix="/v1/intake", tags=["intake"])
 
 _RESPONSES: dict[int | str, dict[str, Any]] = {
-    code: {"model": Problem, "description": text}
+    code: problem_response(text)
     for code, text in {
         400: "No or a wrong `Stripe-Signature`, a timestamp outside the tolerance, or a body "
         "that is no Stripe event.",
