@@ -18,12 +18,14 @@ sessions), else random per process (sessions end when the server restarts).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import time
 from collections.abc import Callable
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
+from starlette.routing import BaseRoute
 from starlette.staticfiles import StaticFiles
 
 from recoup.api.dashboard import analytics, auth, bulk, emails, invoices, jobs, redrive, search
@@ -58,13 +60,22 @@ def mount(
     `app.state.api` they read). `wall` is the real time sessions expire by."""
     key = session_key or session_key_from_env() or new_session_key()
     app.state.dashboard = DashboardState(sessions=Sessions(key, wall=wall), templates=templates())
-    for module in (auth, search, bulk, jobs, invoices, analytics, emails, redrive):
-        app.include_router(module.router)
+    app.router.routes.extend(_page_routes())
     app.mount(
         "/static",
         StaticFiles(packages=[("recoup.api.dashboard", "static")]),
         name="dashboard-static",
     )
+
+
+@functools.cache
+def _page_routes() -> tuple[BaseRoute, ...]:
+    """The pages' routes, included once per process and shared by every app (as the API's
+    are, `recoup.api.app`): FastAPI works out an included route's handling once per include."""
+    routes = APIRouter()
+    for module in (auth, search, bulk, jobs, invoices, analytics, emails, redrive):
+        routes.include_router(module.router)
+    return tuple(routes.routes)
 
 
 __all__ = ["SECRET_ENV", "mount", "session_key_from_env"]
