@@ -16,7 +16,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import APIRouter, FastAPI
+from fastapi import FastAPI
 from fastapi.concurrency import run_in_threadpool
 from starlette.routing import BaseRoute
 
@@ -35,6 +35,7 @@ from recoup.api.routes import reports as report_routes
 from recoup.api.routes import schedules as schedule_routes
 from recoup.api.routes import tenant as tenant_routes
 from recoup.api.services import ApiTables, Services
+from recoup.api.shared_routes import include_once
 from recoup.api.state import ApiSettings, ApiState
 from recoup.api.token_cache import TokenCache
 from recoup.errors import RecoupError
@@ -152,25 +153,20 @@ def create_app(
 
 @functools.cache
 def _api_routes(*, with_clock: bool) -> tuple[BaseRoute, ...]:
-    """The /v1, QStash and operations routes, included once per process and shared by every
-    app `create_app` makes. FastAPI works out an included route's handling (its dependencies,
-    body and response fields) once per include, at the first requests that reach it: ~100 ms
-    of CPU per app, the same for each. (Included into a plain router, not an app, the routes
-    see no app's `dependency_overrides`; Recoup sets none.)"""
-    routes = APIRouter()
-    routes.include_router(job_routes.router)
-    routes.include_router(schedule_routes.router)
-    routes.include_router(dunning_routes.router)
-    routes.include_router(customer_routes.router)
-    routes.include_router(email_routes.router)
-    routes.include_router(report_routes.router)
-    routes.include_router(intake_routes.router)
-    routes.include_router(tenant_routes.router)  # whose the token is (`recoup --url`)
-    routes.include_router(qstash_router)  # the QStash-compatible API (`recoup.api.qstash`)
-    if with_clock:
-        routes.include_router(clock_routes.router)
-    routes.include_router(operation_routes.router)
-    return tuple(routes.routes)
+    """The /v1, QStash and operations routes, shared by every app (`recoup.api.shared_routes`)."""
+    return include_once(
+        job_routes.router,
+        schedule_routes.router,
+        dunning_routes.router,
+        customer_routes.router,
+        email_routes.router,
+        report_routes.router,
+        intake_routes.router,
+        tenant_routes.router,  # whose the token is (`recoup --url`)
+        qstash_router,  # the QStash-compatible API (`recoup.api.qstash`)
+        *([clock_routes.router] if with_clock else []),
+        operation_routes.router,
+    )
 
 
 def _problem_media_types(app: FastAPI) -> None:

@@ -1,13 +1,17 @@
 """Every app `create_app` makes in a process serves the same route objects (FastAPI works out
-an included route's handling once per include), and each still answers from its own store."""
+an included route's handling once per include), and each still answers from its own store; a
+router whose handlers no shared include would run is refused."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import httpx
+import pytest
+from fastapi import APIRouter
 
 from recoup.api.app import create_app
+from recoup.api.shared_routes import include_once
 from recoup.storage import open_api_tables
 from recoup.storage.sqlite.store import SqliteStore
 from recoup.tenancy import issue_token, new_tenant
@@ -44,3 +48,9 @@ def test_two_apps_share_their_routes_and_each_answers_from_its_own_store(
         assert [j["name"] for j in listed] == ["only-here"]
     finally:
         other_store.close()
+
+
+def test_a_shared_router_with_startup_handlers_is_refused() -> None:
+    starting = APIRouter(on_startup=[lambda: None])
+    with pytest.raises(RuntimeError, match="startup or shutdown handlers"):
+        include_once(APIRouter(), starting)

@@ -24,7 +24,7 @@ import os
 import time
 from collections.abc import Callable
 
-from fastapi import APIRouter, FastAPI
+from fastapi import FastAPI
 from starlette.routing import BaseRoute
 from starlette.staticfiles import StaticFiles
 
@@ -32,6 +32,7 @@ from recoup.api.dashboard import analytics, auth, bulk, emails, invoices, jobs, 
 from recoup.api.dashboard.rendering import templates
 from recoup.api.dashboard.sessions import Sessions, new_session_key
 from recoup.api.dashboard.web import DashboardState
+from recoup.api.shared_routes import include_once
 from recoup.errors import InvalidInput
 
 SECRET_ENV = "RECOUP_DASHBOARD_SECRET"
@@ -70,12 +71,10 @@ def mount(
 
 @functools.cache
 def _page_routes() -> tuple[BaseRoute, ...]:
-    """The pages' routes, included once per process and shared by every app (as the API's
-    are, `recoup.api.app`): FastAPI works out an included route's handling once per include."""
-    routes = APIRouter()
-    for module in (auth, search, bulk, jobs, invoices, analytics, emails, redrive):
-        routes.include_router(module.router)
-    return tuple(routes.routes)
+    """The pages' routes, shared by every app (`recoup.api.shared_routes`)."""
+    return include_once(
+        *(m.router for m in (auth, search, bulk, jobs, invoices, analytics, emails, redrive))
+    )
 
 
 __all__ = ["SECRET_ENV", "mount", "session_key_from_env"]
