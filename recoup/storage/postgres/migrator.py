@@ -29,10 +29,12 @@ class PostgresMigrator:
                 )
             )
             conn.execute(Q["create_schema_version"])
+            # Read in one statement: a store opening on a schema at the latest version needs
+            # no transaction per migration.
             applied = {row[0] for row in conn.execute(Q["applied_migrations"]).fetchall()}
-        for migration in load_migrations(self._dialect.migrations_package):
-            if migration.version not in applied:  # _apply looks again under the lock
-                self._apply(migration)
+        migrations = load_migrations(self._dialect.migrations_package)
+        for migration in [m for m in migrations if m.version not in applied]:
+            self._apply(migration)  # which looks again under the lock
         return self.schema_version()
 
     def schema_version(self) -> int:

@@ -12,8 +12,6 @@ CREATE TABLE IF NOT EXISTS schema_version (
 SELECT coalesce(max(version), 0) FROM schema_version
 
 -- applied_migrations --
--- The versions recorded: a store opening on a schema at the latest version applies nothing and
--- need not look at each migration in a transaction of its own.
 SELECT version FROM schema_version
 
 -- has_migration --

@@ -24,17 +24,21 @@ class SqliteMigrator:
     def migrate(self) -> int:
         with self._dialect.connection() as conn:
             conn.execute(Q["create_schema_version"])
-            # Off while migrating (it cannot change inside a transaction): a migration that
-            # makes a table again to change its CHECKs drops the table its children refer to.
-            # Each migration checks every reference before it commits (`_apply`).
+            # Read in one statement: a store opening on a database at the latest version
+            # needs no transaction per migration.
             applied = {row[0] for row in conn.execute(Q["applied_migrations"]).fetchall()}
-            conn.execute("PRAGMA foreign_keys = OFF")
-            try:
-                for migration in load_migrations(self._dialect.migrations_package):
-                    if migration.version not in applied:  # _apply looks again, locked
-                        self._apply(conn, migration)
-            finally:
-                conn.execute("PRAGMA foreign_keys = ON")
+            migrations = load_migrations(self._dialect.migrations_package)
+            pending = [m for m in migrations if m.version not in applied]
+            if pending:
+                # Off while migrating (it cannot change inside a transaction): a migration that
+                # makes a table again to change its CHECKs drops the table its children refer
+                # to. Each migration checks every reference before it commits (`_apply`).
+                conn.execute("PRAGMA foreign_keys = OFF")
+                try:
+                    for migration in pending:
+                        self._apply(conn, migration)  # which looks again, locked
+                finally:
+                    conn.execute("PRAGMA foreign_keys = ON")
             version: int = conn.execute(Q["schema_version"]).fetchone()[0]
             return version
 
