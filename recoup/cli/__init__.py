@@ -57,8 +57,13 @@ def load_commands(name: str | None = None) -> typer.Typer:
 
 def _command_name(args: list[str]) -> str | None:
     """The sub-command `args` names: its first word that is not an option (the group's own
-    options take no value)."""
-    return next((arg for arg in args if not arg.startswith("-")), None)
+    options take no value); None where `--help` comes first, which lists every command."""
+    for arg in args:
+        if arg == "--help":
+            return None
+        if not arg.startswith("-"):
+            return arg
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:

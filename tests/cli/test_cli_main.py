@@ -1,5 +1,7 @@
 """The CLI's error convention, whatever the command: one line, exit 2, no traceback."""
 
+import os
+
 import pytest
 
 from recoup.cli import main
@@ -34,6 +36,22 @@ def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) 
 
     assert main(["--version"]) == 0
     assert capsys.readouterr().out == f"recoup {recoup.__version__}\n"
+
+
+def test_help_before_a_command_still_lists_every_command() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "recoup", "--help", "worker"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert done.returncode == 0, done.stderr
+    for command in ("worker", "serve", "jobs", "demo"):
+        assert f" {command} " in done.stdout, command
 
 
 def _registered_modules() -> dict[str, set[str]]:
