@@ -6,8 +6,9 @@
 WORKLOAD:
 - prepare: insert N due no-op jobs (for a drain by several processes);
 - drain_part: one worker process of a multi-process drain: prints `ready`, waits for a line
-  on stdin (the driver's "go", sent to every process at once), runs every due job it can
-  claim until none is left, then prints its end instant (`time.time()`) and its count;
+  on stdin (the driver's "go", sent to every process at once), runs as `recoup worker` does
+  until nothing is left due (`Worker.run(stop_when_idle=True)`), then prints its end instant
+  (`time.time()`) and how many jobs it claimed;
 - steady: N = R × S jobs due at R per second over S seconds, starting a few seconds ahead, a
   worker already running; firing lag p50/p99/max (ms) of each job against its own instant;
 - burst: N jobs due at one instant a few seconds ahead, a worker already running; the lag;
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import statistics
@@ -70,7 +72,11 @@ def drain_part(store: Store, concurrency: int) -> None:
     )
     print("ready", flush=True)
     sys.stdin.readline()
-    count = worker.drain()
+    # The whole worker loop, as `recoup worker` runs it, stopped once nothing is due (as the
+    # peers' drain modes stop): claims overlap running attempts, where `drain()` runs one
+    # batch after another.
+    asyncio.run(worker.run(stop_when_idle=True))
+    count = worker.stats.claimed
     print(json.dumps({"end": time.time(), "count": count}), flush=True)
 
 
@@ -160,7 +166,9 @@ def analyze(store: Store) -> None:
         with psycopg.connect(store.url, autocommit=True) as conn:  # type: ignore[attr-defined]
             conn.execute(f"ANALYZE {store.schema}.jobs")  # type: ignore[attr-defined]
     else:
-        with store._connection() as conn:  # type: ignore[attr-defined]
+        import sqlite3
+
+        with contextlib.closing(sqlite3.connect(store.path)) as conn:  # type: ignore[attr-defined]
             conn.execute("ANALYZE")
 
 

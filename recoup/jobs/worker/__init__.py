@@ -33,8 +33,8 @@ waits on the database. Where each part lives (ARCHITECTURE.md, 'Time in the work
 - `collector`: the garbage collector set for a worker's own process (`recoup worker` calls
   it; the library's `Worker` never does).
 - `parts`: every part above built and wired to the others from one configuration.
-- `facade`: `Worker`: `run()` (until `request_stop()`, then a graceful stop within `grace`),
-  `run_until_idle()` / `drain()` (everything due at the due clock's now, for tests, test
+- `facade`: `Worker`: `run()` (until `request_stop()`, or with `stop_when_idle` until nothing
+  is due, then a graceful stop within `grace`), `run_until_idle()` / `drain()` (everything due at the due clock's now, for tests, test
   clocks and the demo), and `session()`, which lets many `run_until_idle()` calls on a virtual
   clock share one set of resources.
 """

@@ -171,12 +171,17 @@ class Worker:
 
     # -- running -----------------------------------------------------------------------------
 
-    async def run(self) -> None:
+    async def run(self, *, stop_when_idle: bool = False) -> None:
         """Run until `request_stop()`; then shut down gracefully: stop claiming, release
         claimed jobs not yet started, let running attempts finish for up to `grace`, then
         interrupt the rest (reported as retryable), flush every completion, close the
         worker's session (ARCHITECTURE.md, 'Worker sessions'). Claims are made only while
-        the session is open."""
+        the session is open.
+
+        `stop_when_idle`: also stop, the same way, once nothing is running or held and a claim
+        made after every completion was written finds nothing due: a drain of what is due,
+        with the whole loop (claims overlapping running attempts) where `run_until_idle` runs
+        one batch after another. Jobs due later are left for the next worker."""
         async with self.session():
             self._resources.http()  # build the client now, not on the first attempt's clock
             await self._sessions.start()
@@ -191,6 +196,8 @@ class Worker:
                         await self._maintenance.run_due()
                         if await self._firing.claim_once():
                             continue  # a full batch: more may be due, claim again at once
+                        if stop_when_idle and await self._nothing_left():
+                            break
                         until = self._maintenance.next_deadline() - elapsed.monotonic()
                         next_due = None
                         # Without a session nothing is claimed: sleep until it opens (a wake).
@@ -212,6 +219,17 @@ class Worker:
                     await self._sessions.close()
                 await asyncio.get_running_loop().run_in_executor(None, listener.join, 2.0)
                 self.stopped.set()
+
+    async def _nothing_left(self) -> bool:
+        """Whether nothing is held and nothing is due (`run(stop_when_idle=True)`): with every
+        completion written (a retry due at once is then in the store), one more claim finds
+        nothing. The session must be up: a claim without one finds nothing by refusal."""
+        idle = self._ledger.idle
+        if idle is None or not idle.is_set() or not self._sessions.up:
+            return False
+        await self._buffer.flush()
+        await self._firing.claim_once()
+        return idle.is_set()
 
     async def run_until_idle(self, *, max_rounds: int = 1_000_000) -> int:
         """Hand back dead workers' jobs, rescue, materialise schedules, then claim and run every

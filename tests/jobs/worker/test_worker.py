@@ -378,3 +378,40 @@ def test_a_workers_knobs_are_its_config_given_once(jobstore: Any) -> None:
     assert refused.value.field == "concurrency"
     with pytest.raises(TypeError):
         Worker(jobstore, concurrency=4)  # type: ignore[call-arg]
+
+
+def test_a_worker_told_to_stop_when_idle_runs_what_is_due_then_stops(jobstore: Any) -> None:
+    registry = HandlerRegistry()
+    ran: list[str] = []
+    tries: dict[str, int] = {}
+    registry.add("count", lambda ctx: ran.append(ctx.job_id), inline=True)
+
+    @registry.register("flaky")
+    async def flaky(ctx: HandlerContext) -> None:
+        tries[ctx.job_id] = tries.get(ctx.job_id, 0) + 1
+        if tries[ctx.job_id] == 1:
+            raise RuntimeError("the first try fails")
+
+    scheduler = Scheduler(jobstore, ssrf=OPEN)
+    from recoup.jobs.model import NewJob
+
+    due = [
+        NewJob(run_at=datetime.now(UTC), target=PythonTarget(handler="count")) for _ in range(250)
+    ]
+    scheduler.enqueue_many(due)
+    # Retried at once: due only after its first completion is written, which the last claim
+    # must come after.
+    again = scheduler.enqueue(
+        PythonTarget(handler="flaky"),
+        retry=BackoffPolicy(max_attempts=2, min_backoff=timedelta(0), max_backoff=timedelta(0)),
+    )
+    later = scheduler.enqueue(PythonTarget(handler="count"), delay=timedelta(hours=1))
+    worker = scheduler.worker(handlers=registry, batch_size=100, concurrency=20)
+
+    asyncio.run(asyncio.wait_for(worker.run(stop_when_idle=True), DEADLINE))
+
+    assert sorted(ran) == sorted(job.id for job in due)
+    assert tries == {again.id: 2}
+    assert scheduler.get(again.id).state is JobState.SUCCEEDED
+    assert scheduler.get(later.id).state is JobState.SCHEDULED
+    assert worker.stopped.is_set()
