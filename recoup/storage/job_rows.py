@@ -327,6 +327,36 @@ class JobEncoder:
         )
 
 
+# The columns a new row holds that its insert does not send (the SQL's and the table's own).
+_NEW_ROW_DEFAULTS = {
+    "state": "scheduled",
+    "attempts": 0,
+    "lease_expires_at": None,
+    "leased_by": None,
+    "last_error": None,
+    "finished_at": None,
+}
+_INSERTED_AT = {name: i for i, name in enumerate(INSERT_COLUMNS)}
+_JOB_COLUMN_AT = {name: i for i, name in enumerate(JOB_COLUMNS)}
+_JOB_COLUMN_SOURCES = tuple(
+    (True, _NEW_ROW_DEFAULTS[name]) if name in _NEW_ROW_DEFAULTS else (False, _INSERTED_AT[name])
+    for name in JOB_COLUMNS
+)
+
+
+def inserted_row(values: tuple[Any, ...], **read: Any) -> tuple[Any, ...]:
+    """The row in `JOB_COLUMNS` order that an insert of `values` (a `JobEncoder.row`) made, with
+    the columns in `read` as the database read them back (PostgreSQL's jsonb: its own numbers
+    and key order): what a `RETURNING {job_columns}` would have returned."""
+    row = [
+        default_or_index if is_default else values[default_or_index]
+        for is_default, default_or_index in _JOB_COLUMN_SOURCES
+    ]
+    for name, value in read.items():
+        row[_JOB_COLUMN_AT[name]] = value
+    return tuple(row)
+
+
 # Cursors: `{created_at µs}:{id}` of the last item of a page. Any text of that shape is a
 # position in the (created_at, id) order, so any is accepted (a made-up one starts a page at
 # its position), and the API states the format as one pattern (`CURSOR_PATTERN`). The id may

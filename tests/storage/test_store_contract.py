@@ -9,7 +9,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -121,6 +121,62 @@ def test_an_inserted_job_reads_back_field_for_field(store: Store) -> None:
     assert inserted.attempts == 0
     assert inserted.created_at == inserted.updated_at == T0
     assert inserted.lease_expires_at is None and inserted.finished_at is None
+
+
+# JSON values as a job's payload, body and metadata carry them (no NUL: no PostgreSQL text
+# holds one; metadata's own limits are `recoup.jobs.metadata`'s, tested there).
+JSON_TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"))
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53), 2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | JSON_TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(JSON_TEXT, inner, max_size=4),
+    max_leaves=12,
+)
+ZONES = st.sampled_from(
+    [UTC, timezone(timedelta(hours=-5)), timezone(timedelta(hours=5, minutes=45))]
+)
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    payload=JSON_VALUES,
+    body=JSON_VALUES,
+    offset=st.integers(min_value=-(10**12), max_value=10**12),  # microseconds from T0
+    zone=ZONES,
+    timeout=st.floats(min_value=0.001, max_value=3600),
+    keep_for=st.none() | st.floats(min_value=0, max_value=10**8),
+    flow=st.sampled_from(["none", "flow", "ordering"]),
+)
+def test_the_job_an_insert_returns_is_the_job_the_store_reads(
+    store: Store,
+    payload: Any,
+    body: Any,
+    offset: int,
+    zone: timezone,
+    timeout: float,
+    keep_for: float | None,
+    flow: str,
+) -> None:
+    keys: dict[str, Any] = {
+        "none": {},
+        "flow": {"flow_key": "k", "flow_rate": 3, "flow_parallelism": 2},
+        "ordering": {"ordering_key": "o", "ordering_skip_failed": True},
+    }[flow]
+    new = job(
+        run_at=(T0 + timedelta(microseconds=offset)).astimezone(zone),
+        target=HttpTarget(url="https://example.com/hook", body=body),
+        payload=payload,
+        timeout=timedelta(seconds=timeout),
+        keep_for=None if keep_for is None else timedelta(seconds=keep_for),
+        metadata={"plan": "pro"},
+        **keys,
+    )
+    inserted = store.insert(new, now=T0.astimezone(zone))
+    assert inserted == store.get("default", new.id)
+    assert inserted.run_at == new.run_at and inserted.run_at.tzinfo is UTC
 
 
 def test_get_of_an_absent_job_is_none(store: Store) -> None:

@@ -110,8 +110,12 @@ class PostgresQueue:
         # holds nothing, and the look-ups after it read the clashing row once committed,
         # which is what they would see in the insert's READ COMMITTED transaction too.
         with self._dialect.statement_write() as conn:
-            row = conn.execute(Q["insert_job"], values).fetchone()
-            if row is not None:
+            stored = conn.execute(Q["insert_job"], values).fetchone()
+            if stored is not None:
+                target, payload, metadata = stored
+                row = job_rows.inserted_row(
+                    values, target=target, payload=payload, metadata=metadata
+                )
                 return row_decoding.job_from_row(row, aware_utc)
             return job_holding_key(conn, Q, job, aware_utc)
 
