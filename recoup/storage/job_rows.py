@@ -338,8 +338,9 @@ _NEW_ROW_DEFAULTS = {
 }
 _INSERTED_AT = {name: i for i, name in enumerate(INSERT_COLUMNS)}
 _JOB_COLUMN_AT = {name: i for i, name in enumerate(JOB_COLUMNS)}
-_JOB_COLUMN_SOURCES = tuple(
-    (True, _NEW_ROW_DEFAULTS[name]) if name in _NEW_ROW_DEFAULTS else (False, _INSERTED_AT[name])
+# Per job column: its index in the insert's values, or None and the value it starts with.
+_JOB_COLUMN_SOURCES: tuple[tuple[int | None, Any], ...] = tuple(
+    (None, _NEW_ROW_DEFAULTS[name]) if name in _NEW_ROW_DEFAULTS else (_INSERTED_AT[name], None)
     for name in JOB_COLUMNS
 )
 
@@ -348,10 +349,7 @@ def inserted_row(values: tuple[Any, ...], **read: Any) -> tuple[Any, ...]:
     """The row in `JOB_COLUMNS` order that an insert of `values` (a `JobEncoder.row`) made, with
     the columns in `read` as the database read them back (PostgreSQL's jsonb: its own numbers
     and key order): what a `RETURNING {job_columns}` would have returned."""
-    row = [
-        default_or_index if is_default else values[default_or_index]
-        for is_default, default_or_index in _JOB_COLUMN_SOURCES
-    ]
+    row = [default if index is None else values[index] for index, default in _JOB_COLUMN_SOURCES]
     for name, value in read.items():
         row[_JOB_COLUMN_AT[name]] = value
     return tuple(row)
