@@ -20,6 +20,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from recoup.jobs.model import Job, NewJob
@@ -72,40 +73,40 @@ class Declined:
 CreateJob = Callable[[Any, JobCreation], Created | Declined]  # (the backend's dialect, …)
 
 # A job's columns that the insert does not write: what the schema's defaults give a new job.
-_DEFAULTS = {
-    "state": "scheduled",
-    "attempts": 0,
-    "lease_expires_at": None,
-    "leased_by": None,
-    "last_error": None,
-    "finished_at": None,
-}
 _JSON_COLUMNS = ("target", "payload", "metadata")
 
 
 def stored_job(values: Sequence[Any], instant: Callable[[Any], datetime]) -> Job:
     """The job a row of `INSERT_COLUMNS` `values` (`JobEncoder.row`) reads back as, decoded as
-    the store decodes it; jsonb's object key order (shorter keys first, then bytewise) applied
-    to the JSON columns, so an answer built from it is the one a read of the row gives."""
-    written = dict(zip(job_rows.INSERT_COLUMNS, values, strict=True))
+    the store decodes it; the JSON columns as jsonb reads them back (`as_jsonb_reads`), so an
+    answer built from it is the one a read of the row gives."""
+    read = {}
     for name in _JSON_COLUMNS:
-        text = written[name]
+        text = values[_INSERTED_AT[name]]
         if isinstance(text, str):
             # Decoded, as psycopg hands jsonb over (the row decoder takes either), not written
             # out again for the decoder to parse a second time.
-            written[name] = _jsonb_order(json.loads(text))
-    row = [written[name] if name in written else _DEFAULTS[name] for name in job_rows.JOB_COLUMNS]
-    return row_decoding.job_from_row(row, instant)
+            read[name] = as_jsonb_reads(json.loads(text))
+    return row_decoding.job_from_row(job_rows.inserted_row(tuple(values), **read), instant)
 
 
-def _jsonb_order(value: Any) -> Any:
-    # PostgreSQL's jsonb stores an object's keys sorted by length, then bytewise
-    # (`lengthCompareJsonbString` in src/backend/utils/adt/jsonb_util.c).
+_INSERTED_AT = {name: i for i, name in enumerate(job_rows.INSERT_COLUMNS)}
+
+
+def as_jsonb_reads(value: Any) -> Any:
+    """A JSON value as PostgreSQL's jsonb gives it back: an object's keys sorted by length,
+    then bytewise (`lengthCompareJsonbString` in src/backend/utils/adt/jsonb_util.c), and a
+    number written with a positive exponent (Python writes floats from 1e16 so, every one of
+    them whole) as the integer jsonb's numeric makes of it."""
     if isinstance(value, dict):
         ordered = sorted(value, key=lambda k: (len(k.encode()), k.encode()))
-        return {k: _jsonb_order(value[k]) for k in ordered}
+        return {k: as_jsonb_reads(value[k]) for k in ordered}
     if isinstance(value, list):
-        return [_jsonb_order(item) for item in value]
+        return [as_jsonb_reads(item) for item in value]
+    if isinstance(value, float):
+        written = repr(value)  # as `json` writes it
+        if "e+" in written:
+            return int(Decimal(written))  # the decimal written, not the binary float's value
     return value
 
 

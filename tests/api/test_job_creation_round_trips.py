@@ -111,6 +111,19 @@ def test_the_answer_stored_under_the_key_is_the_job_as_read_back(api: Api) -> No
     assert replay.content == created.content
 
 
+def test_numbers_the_store_rewrites_are_answered_as_a_read_gives_them(api: Api) -> None:
+    # 1e16 and up Python writes with an exponent; jsonb's numeric reads them as whole numbers.
+    body = {**BODY, "target": {"url": TARGET, "body": {"big": 6.483249895288715e16, "x": 1.5}}}
+    http = api.http(api.tenant())
+    for key in (None, "rt-4"):
+        headers = {} if key is None else {"Idempotency-Key": key}
+        created = http.post("/v1/jobs", json=body, headers=headers)
+        assert created.status_code == 201
+        read = http.get(f"/v1/jobs/{created.json()['id']}")
+        assert created.json()["target"]["body"] == read.json()["target"]["body"]
+        assert b'"big":' + str(read.json()["target"]["body"]["big"]).encode() in created.content
+
+
 def test_a_key_whose_job_clashes_is_answered_the_general_way_and_not_left_claimed(
     api: Api,
 ) -> None:
