@@ -18,7 +18,7 @@ from recoup.storage.job_creations import (
     encoded_row,
     stored_job,
 )
-from recoup.storage.job_rows import aware_utc
+from recoup.storage.job_rows import aware_utc, inserted_row
 from recoup.storage.postgres.dialect import QUERIES, PostgresDialect
 
 # The SQLSTATE of `recoup_job_clashed` (migration 0020): the one error `create_job_keyed`
@@ -39,7 +39,9 @@ def create_job(dialect: PostgresDialect, creation: JobCreation) -> Created | Dec
             return Declined(stale=True)
         if row[1] is None:
             return Declined(stale=False)
-        job = row_decoding.job_from_row(row[1:], aware_utc)
+        _, _, target, payload, metadata = row
+        inserted = inserted_row(values, target=target, payload=payload, metadata=metadata)
+        job = row_decoding.job_from_row(inserted, aware_utc)
         return Created(job, creation.answer(job))
     job = stored_job(values, aware_utc)
     body = creation.answer(job)

@@ -758,7 +758,7 @@ WHERE tenant = %(tenant)s AND name = %(name)s AND deleted_at IS NULL
 -- The API's job while the token epoch (migration 0018) is still the caller's, in one statement:
 -- the epoch read, and the row or nothing (a clash, a moved epoch), in one round trip
 -- (`recoup.storage.job_creations`). One placeholder per column of {insert_columns}, then the
--- epoch.
+-- epoch. Of the row, only its id and JSON columns come back, as `insert_job`'s do.
 WITH epoch AS (SELECT coalesce((SELECT epoch FROM auth_epoch WHERE id = 1), 0) AS epoch),
 job AS (
     INSERT INTO jobs ({insert_columns})
@@ -766,7 +766,7 @@ job AS (
            %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s
     WHERE (SELECT epoch FROM epoch) = %s
     ON CONFLICT DO NOTHING
-    RETURNING {job_columns}
+    RETURNING id, target, payload, metadata
 )
 SELECT (SELECT epoch FROM epoch), job.* FROM (VALUES (1)) AS one (x) LEFT JOIN job ON true
 
