@@ -30,9 +30,12 @@ log = logging.getLogger("recoup.processes")
 EXIT_USAGE = 2  # as `recoup.cli.main` answers invalid input
 
 
-def run_processes(count: int, run: Callable[[int], None], *, name: str) -> int:
+def run_processes(
+    count: int, run: Callable[[int], None], *, name: str, each_until_done: bool = False
+) -> int:
     """Run `run(0)` … `run(count - 1)`, each in a forked process, until all have exited; the
-    first non-zero exit code, else 0."""
+    first non-zero exit code, else 0. A process that exits stops the others, unless
+    `each_until_done` and it exited 0 (each ends on its own: `recoup worker --stop-when-idle`)."""
     fork = multiprocessing.get_context("fork")
     children = [
         fork.Process(target=_child, args=(run, number), name=f"{name}-{number}")
@@ -58,6 +61,8 @@ def run_processes(count: int, run: Callable[[int], None], *, name: str) -> int:
             ended = [child for child in running if child.exitcode is not None]
             for child in ended:
                 running.remove(child)
+                if each_until_done and child.exitcode == 0:
+                    continue
                 if not stopping:
                     log.warning(
                         "%s exited (code %s): stopping the others", child.name, child.exitcode

@@ -6,6 +6,7 @@ Contract:
         [--allow-cidr CIDR ...] [--lease-seconds S] [--grace-seconds S] [--batch-size N]
         [--worker-id ID] [--handlers module:attribute] [--metrics-port N [--metrics-host H]]
         [--log-level debug|info|warning|error] [--log-format text|json] [--processes N]
+        [--stop-when-idle]
 
 SIGTERM or SIGINT shuts down gracefully: no new claims, claimed jobs that have not started are
 released, running attempts get `--grace-seconds` to finish, every completion is written; exit
@@ -17,10 +18,15 @@ Every attempt is logged (`recoup.attempts`: tenant, job id and name, attempt, ou
 failure as a warning; a job whose Python handler this worker lacks is a warning too. Every
 option can also be set as `RECOUP_WORKER_<OPTION>` (e.g. `RECOUP_WORKER_CONCURRENCY=20`).
 
+`--stop-when-idle` stops the same graceful way, exit 0, once nothing is running or claimed and
+nothing is due (every completion written first, so a retry due at once still runs): a drain
+for a cron job, a batch window or CI. Jobs due later are left for the next worker.
+
 `--processes N` (default 1) runs N workers, each in a process of its own on the one store
 (`recoup.cli._processes`), each with `--concurrency` attempts at once; SIGTERM or SIGINT stops
 them all gracefully. With `--worker-id ID` they are `ID-0` … `ID-(N-1)`; with `--metrics-port
-P` (not 0) the i-th serves its metrics on P + i.
+P` (not 0) the i-th serves its metrics on P + i. With `--stop-when-idle` each stops when it
+finds nothing left, and the command when all have.
 """
 
 from __future__ import annotations
@@ -111,6 +117,12 @@ def worker_command(
     processes: Annotated[
         int, typer.Option(min=1, help="Worker processes on the store (1: this one).")
     ] = 1,
+    stop_when_idle: Annotated[
+        bool,
+        typer.Option(
+            "--stop-when-idle", help="Stop once nothing is due and nothing runs (a drain)."
+        ),
+    ] = False,
 ) -> None:
     """Run due jobs until SIGTERM/SIGINT, then shut down gracefully."""
     options = dict(locals())
@@ -129,7 +141,9 @@ def worker_command(
                 }
             )
 
-        raise typer.Exit(run_processes(processes, one, name="recoup-worker"))
+        raise typer.Exit(
+            run_processes(processes, one, name="recoup-worker", each_until_done=stop_when_idle)
+        )
     from recoup.cli._secrets import secret_box, stripe_accounts
     from recoup.jobs.scheduler import Scheduler
     from recoup.jobs.tracing import observing
@@ -206,7 +220,7 @@ def worker_command(
         log.info("worker %s started (concurrency %d, %s)", worker.worker_id, concurrency, guard)
         resync = asyncio.create_task(resyncing())
         try:
-            await worker.run()
+            await worker.run(stop_when_idle=stop_when_idle)
         finally:
             stopping.set()  # told, not cancelled: a resync in its thread ends before close
             await resync

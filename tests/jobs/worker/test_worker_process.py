@@ -224,3 +224,21 @@ def test_a_worker_alone_serves_its_attempt_metrics_with_metrics_port(
     assert 'recoup_jobs{state="succeeded"} 1.0' in text
     worker.process.send_signal(signal.SIGTERM)
     assert worker.exit_status() == 0, worker.output()
+
+
+@pytest.mark.parametrize("processes", ["1", "2"])
+def test_stop_when_idle_delivers_everything_due_then_exits_0(
+    jobstore: Any,
+    receiver: Receiver,
+    start_worker: Callable[..., WorkerProcess],
+    processes: str,
+) -> None:
+    receiver.reply(Reply(200))
+    scheduler = Scheduler(jobstore, ssrf=SsrfGuard(allow_private=True))
+    due = [scheduler.enqueue(HttpTarget(url=receiver.url, body={"n": n})) for n in range(40)]
+    later = scheduler.enqueue(HttpTarget(url=receiver.url), delay=timedelta(hours=1))
+    worker = start_worker("--stop-when-idle", "--processes", processes)
+    assert worker.exit_status() == 0, worker.output()
+    assert {scheduler.get(job.id).state for job in due} == {JobState.SUCCEEDED}, worker.output()
+    assert len(receiver.requests) == len(due)
+    assert scheduler.get(later.id).state is JobState.SCHEDULED
