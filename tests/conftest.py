@@ -91,3 +91,27 @@ def postgres_schemas(postgres_url: str) -> Iterator[MigratedSchemas]:
     """Migrated schemas in this process's database, emptied after each test for the next."""
     with MigratedSchemas(postgres_url) as schemas:
         yield schemas
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under xdist, the slow tests (`slow`: seconds each) first in every worker's share, dealt
+    out in turn, so that they start together at the beginning of the run instead of meeting
+    in one worker's share or at its end, where the run would wait for them alone. Work
+    stealing (`scripts/test`) gives the k-th of N workers the k-th contiguous share of the
+    collection, of `len(pending) // workers_left` items, and later moves the tail of a share
+    (the quick tests) to a worker that is done."""
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    slow = [item for item in items if item.get_closest_marker("slow") is not None]
+    if workers < 2 or not slow or config.getoption("dist") != "worksteal":
+        return
+    dealt = [slow[k::workers] for k in range(workers)]
+    if len(dealt[0]) > len(items) // workers:
+        return  # more slow tests than a share holds: leave the order as collected
+    rest = iter([item for item in items if item.get_closest_marker("slow") is None])
+    left = len(items)
+    order: list[pytest.Item] = []
+    for k in range(workers):
+        size = left // (workers - k)
+        left -= size
+        order += dealt[k] + [next(rest) for _ in range(size - len(dealt[k]))]
+    items[:] = order

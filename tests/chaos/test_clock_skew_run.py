@@ -10,6 +10,8 @@ import pytest
 from bench.chaos.clock_skew import SkewFigures, run_skew
 from bench.chaos.skew_processes import NoFaketime, run_skew_processes
 
+pytestmark = pytest.mark.slow
+
 
 def assert_held(figures: SkewFigures) -> None:
     assert figures.passed, figures

@@ -26,7 +26,7 @@ from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
 from tests.support import wait_until
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
 LEASE = timedelta(seconds=4)
 PARTITION_SECONDS = 7.0  # longer than the lease

@@ -92,6 +92,7 @@ def evaluate(
     return code, (json.loads(out) if "--json" in extra and code == 0 else out), err
 
 
+@pytest.mark.slow
 def test_a_candidate_is_estimated_from_the_logged_propensities(
     backend: Backend, store: Store, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

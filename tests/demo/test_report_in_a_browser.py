@@ -25,6 +25,7 @@ expect = playwright_api.expect
 CHROMIUM = os.environ.get("RECOUP_TEST_CHROMIUM", "/usr/bin/chromium")
 
 
+@pytest.mark.slow
 def test_the_report_shows_the_nightly_comparison_and_what_next(tmp_path: Path) -> None:
     path = shutil.which(CHROMIUM) or (CHROMIUM if os.access(CHROMIUM, os.X_OK) else None)
     if path is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -97,6 +98,7 @@ def test_an_attempt_whose_job_failed_for_good_counts_as_errored(runtime: Runtime
 INTERVENTIONS = st.sampled_from(["none", "cancel", "fail", "disable"])
 
 
+@pytest.mark.slow
 @settings(
     max_examples=25,
     deadline=None,
