@@ -12,6 +12,8 @@ WORKLOAD:
 - steady: N = R × S jobs due at R per second over S seconds, starting a few seconds ahead, a
   worker already running; firing lag p50/p99/max (ms) of each job against its own instant;
 - burst: N jobs due at one instant a few seconds ahead, a worker already running; the lag;
+- burst_part: one worker process of a burst run by several (`bench/run.py` inserts the jobs):
+  prints `ready` once running, stops at a line on stdin, then prints its jobs' lags;
 - backlog: the cost of N far-future jobs (due over the next year): bytes per pending job, the
   due-now drain rate and the claim latency of a due batch without and beside them, and the
   time the retention pruning takes with them in the table.
@@ -64,6 +66,33 @@ def noop_registry() -> HandlerRegistry:
 
     handlers.add("noop", noop)
     return handlers
+
+
+def burst_part(store: Store, concurrency: int) -> None:
+    """One worker process of a burst run by several: prints `ready` once its worker runs, runs
+    until a line on stdin (the driver's "stop", once every job of the burst succeeded), then
+    prints the firing lag in ms of each `burst` job it started (JSON)."""
+    lags: list[float] = []
+    handlers = HandlerRegistry()
+
+    async def record(ctx: HandlerContext) -> None:
+        lags.append((datetime.now(UTC) - ctx.run_at).total_seconds() * 1000)
+
+    handlers.add("burst", record)
+    worker = Worker(
+        store, WorkerConfig(concurrency=concurrency, schedules=False), handlers=handlers
+    )
+
+    async def main() -> None:
+        task = asyncio.create_task(worker.run())
+        await asyncio.wait_for(asyncio.to_thread(worker.started.wait), 60)
+        print("ready", flush=True)
+        await asyncio.to_thread(sys.stdin.readline)
+        worker.request_stop()
+        await task
+
+    asyncio.run(main())
+    print(json.dumps({"lags_ms": lags}), flush=True)
 
 
 def drain_part(store: Store, concurrency: int) -> None:
@@ -223,7 +252,9 @@ def backlog(store: Store, n: int, concurrency: int) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("workload", choices=["prepare", "drain_part", "steady", "burst", "backlog"])
+    parser.add_argument(
+        "workload", choices=["prepare", "drain_part", "burst_part", "steady", "burst", "backlog"]
+    )
     parser.add_argument("--db", required=True, help="postgresql://… or sqlite:///path")
     parser.add_argument("--n", type=int, default=0)
     parser.add_argument("--concurrency", type=int, default=50)
@@ -234,6 +265,9 @@ def main() -> None:
     try:
         if args.workload == "drain_part":
             drain_part(store, args.concurrency)
+            return
+        if args.workload == "burst_part":
+            burst_part(store, args.concurrency)
             return
         result: dict[str, Any]
         if args.workload == "prepare":

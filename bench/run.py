@@ -11,7 +11,9 @@ every system gets a fresh database (or SQLite file) per workload. A run measures
 - enqueue one by one through the Python API and `POST /v1/jobs` through the HTTP API at 1 and
   16 connections beside a bare FastAPI endpoint (`bench_enqueue.py`);
 - bulk enqueue of 100,000; drain of 100,000 due no-op jobs by one worker process and by two;
-- firing lag of a burst of 10,000 due at one instant, and of a steady 500 jobs/s for 60 s;
+- firing lag of a burst of 10,000 due at one instant (one worker process at the peers'
+  concurrency, and two processes of 5,000 attempts at once each), and of a steady 500 jobs/s
+  for 60 s;
 - a backlog of 10,000,000 jobs due over the next year: bytes per pending job, the due-now drain
   rate and claim latency beside it, and the retention pruning's cost (`recoup_load.py`);
 - HTTP targets: 20,000 signed deliveries beside raw httpx and aiohttp (`bench_http.py`).
@@ -33,6 +35,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +45,8 @@ sys.path.insert(0, str(HERE))
 from bench_scheduler import ensure_peers_env, fresh_database  # noqa: E402
 
 PEERS = ("pgqueuer", "procrastinate")
+BURST_LEAD = 3.0  # seconds between a multi-process burst's insert and its instant
+BURST_CONCURRENCY = 5_000  # per process: every job of its half of the burst may start at once
 Metrics = dict[str, float]
 
 
@@ -141,6 +146,55 @@ class Run:
                     ),
                 )
 
+    def burst_by_processes(self, db: str, processes: int, concurrency: int) -> dict[str, Any]:
+        """A burst of `sizes.burst` jobs due at one instant, inserted while `processes` worker
+        processes already run (each with `concurrency` attempts at once): every job's firing
+        lag against its instant, over all of them."""
+        from recoup.jobs.model import JobState, NewJob, PythonTarget
+        from recoup.storage import open_store
+
+        argv = [sys.executable, str(HERE / "recoup_load.py"), "burst_part", "--db", db]
+        argv += ["--concurrency", str(concurrency)]
+        children = [
+            subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            for _ in range(processes)
+        ]
+        try:
+            for child in children:
+                assert child.stdout is not None
+                if child.stdout.readline().strip() != "ready":
+                    raise RuntimeError("a burst process did not start")
+            n = self.sizes.burst
+            store = open_store(db)
+            try:
+                due = datetime.now(UTC) + timedelta(seconds=BURST_LEAD)
+                target = PythonTarget(handler="burst")
+                jobs = [NewJob(run_at=due, target=target) for _ in range(n)]
+                store.insert_many(jobs, now=datetime.now(UTC))
+                time.sleep(BURST_LEAD)
+                deadline = time.monotonic() + 120
+                while store.count_by_state().get(JobState.SUCCEEDED, 0) < n:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError("the burst did not finish within 120 s")
+                    time.sleep(0.1)
+            finally:
+                store.close()
+            lags: list[float] = []
+            for child in children:
+                out, _ = child.communicate("stop\n", timeout=60)
+                lags += json.loads(out.strip().splitlines()[-1])["lags_ms"]
+        finally:
+            for child in children:
+                if child.poll() is None:
+                    child.kill()
+        lags.sort()
+        return {
+            "fired": len(lags),
+            "lag_p50_ms": lags[len(lags) // 2],
+            "lag_p99_ms": lags[min(len(lags) - 1, round(0.99 * (len(lags) - 1)))],
+            "lag_max_ms": lags[-1],
+        }
+
     def drain_parts(
         self,
         db: str,
@@ -183,6 +237,15 @@ class Run:
     def lags(self) -> None:
         s = self.sizes
         for backend in ("postgresql", "sqlite"):
+            self.record(
+                f"burst2/recoup-{backend}",
+                functools.partial(
+                    self.burst_by_processes,
+                    self.recoup_db(backend, "burst2"),
+                    2,
+                    BURST_CONCURRENCY,
+                ),
+            )
             self.record(
                 f"burst/recoup-{backend}",
                 functools.partial(
@@ -264,6 +327,7 @@ class Row:
     against: tuple[str, ...]  # the same, for each comparison
     higher_is_better: bool = True
     target: float | None = None  # the ratio to reach against the first comparison
+    below: float | None = None  # a bound the figure itself must stay under
 
     def ratio(self, run: dict[str, Metrics], other: str) -> float | None:
         a, b = figure(run, self.ours), figure(run, other)
@@ -327,11 +391,13 @@ def rows() -> list[Row]:
                 f"bulk enqueue, jobs/s ({backend})",
                 f"bulk/{r}:jobs_per_s",
                 ("bulk/pgqueuer:jobs_per_s", "bulk/procrastinate:jobs_per_s"),
+                target=2.0,
             ),
             Row(
                 f"drain, 1 process, jobs/s ({backend})",
                 f"drain1/{r}:jobs_per_s",
                 ("drain1/pgqueuer:jobs_per_s", "drain1/procrastinate:jobs_per_s"),
+                target=2.0,
             ),
             Row(
                 f"drain, 2 processes, jobs/s ({backend})",
@@ -343,6 +409,13 @@ def rows() -> list[Row]:
                 f"burst/{r}:lag_p99_ms",
                 ("burst/pgqueuer:lag_p99_ms", "burst/procrastinate:lag_p99_ms"),
                 higher_is_better=False,
+            ),
+            Row(
+                f"burst 10,000, 2 processes: lag p99 ms ({backend})",
+                f"burst2/{r}:lag_p99_ms",
+                (),
+                higher_is_better=False,
+                below=100.0,
             ),
             Row(
                 f"steady 500/s: lag p99 ms ({backend})",
@@ -416,6 +489,9 @@ def print_table(runs: list[dict[str, Metrics]]) -> None:
             name = other.split("/")[-1].split(":")[0] if "/" in other else other.split(":")[1]
             parts.append(f"{name} {spread(theirs, spec)} ({spread(ratios, '.2f')}×)")
         verdict = ""
+        if row.below is not None:
+            met = statistics.median(ours) < row.below
+            verdict = f"  target < {row.below:g}: {'met' if met else 'MISSED'}"
         if row.target is not None and row.against:
             ratios = [r for run in runs if (r := row.ratio(run, row.against[0])) is not None]
             if ratios:
