@@ -34,9 +34,9 @@ waits on the database. Where each part lives (ARCHITECTURE.md, 'Time in the work
   it; the library's `Worker` never does).
 - `parts`: every part above built and wired to the others from one configuration.
 - `facade`: `Worker`: `run()` (until `request_stop()`, or with `stop_when_idle` until nothing
-  is due, then a graceful stop within `grace`), `run_until_idle()` / `drain()` (everything due at the due clock's now, for tests, test
-  clocks and the demo), and `session()`, which lets many `run_until_idle()` calls on a virtual
-  clock share one set of resources.
+  is due, then a graceful stop within `grace`), `run_until_idle()` / `drain()` (everything due
+  at the due clock's now, for tests, test clocks and the demo), and `session()`, which lets
+  many `run_until_idle()` calls on a virtual clock share one set of resources.
 """
 
 from recoup.jobs.worker.clocks import Elapsed, RealElapsed, Timer, WorkerClock
