@@ -4,6 +4,7 @@ migrated databases the per-test databases are copied from (tests/storage/databas
 from __future__ import annotations
 
 import functools
+import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -91,6 +92,22 @@ def postgres_schemas(postgres_url: str) -> Iterator[MigratedSchemas]:
     """Migrated schemas in this process's database, emptied after each test for the next."""
     with MigratedSchemas(postgres_url) as schemas:
         yield schemas
+
+
+@pytest.fixture(autouse=True)
+def _no_stray_log_handler() -> Iterator[None]:
+    """A command run in process (`main([...])`) sends the root logger to that test's captured
+    stderr (`recoup.logs.configure_logging`), which pytest closes after the test: later records,
+    from an SMTP server's thread say, went to a closed file ("--- Logging error ---" in the
+    run's output). Each test ends with the root logger's own handlers and level as it found
+    them (pytest's capture handlers, which it adds and removes itself, left alone)."""
+    root = logging.getLogger()
+    before, level = list(root.handlers), root.level
+    yield
+    for handler in list(root.handlers):
+        if type(handler) is logging.StreamHandler and handler not in before:
+            root.removeHandler(handler)
+    root.setLevel(level)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
