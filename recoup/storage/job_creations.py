@@ -72,25 +72,18 @@ class Declined:
 
 CreateJob = Callable[[Any, JobCreation], Created | Declined]  # (the backend's dialect, …)
 
-# A job's columns that the insert does not write: what the schema's defaults give a new job.
-_JSON_COLUMNS = ("target", "payload", "metadata")
-
 
 def stored_job(values: Sequence[Any], instant: Callable[[Any], datetime]) -> Job:
     """The job a row of `INSERT_COLUMNS` `values` (`JobEncoder.row`) reads back as, decoded as
     the store decodes it; the JSON columns as jsonb reads them back (`as_jsonb_reads`), so an
     answer built from it is the one a read of the row gives."""
-    read = {}
-    for name in _JSON_COLUMNS:
-        text = values[_INSERTED_AT[name]]
-        if isinstance(text, str):
-            # Decoded, as psycopg hands jsonb over (the row decoder takes either), not written
-            # out again for the decoder to parse a second time.
-            read[name] = as_jsonb_reads(json.loads(text))
-    return row_decoding.job_from_row(job_rows.inserted_row(tuple(values), **read), instant)
-
-
-_INSERTED_AT = {name: i for i, name in enumerate(job_rows.INSERT_COLUMNS)}
+    # Decoded, as psycopg hands jsonb over (the row decoder takes either), not written out
+    # again for the decoder to parse a second time.
+    read = [
+        as_jsonb_reads(json.loads(text)) if isinstance(text, str) else text
+        for text in job_rows.inserted_json(values)
+    ]
+    return row_decoding.job_from_row(job_rows.inserted_row(values, read), instant)
 
 
 def as_jsonb_reads(value: Any) -> Any:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -336,23 +336,31 @@ _NEW_ROW_DEFAULTS = {
     "last_error": None,
     "finished_at": None,
 }
+# A job's JSON columns, in this order wherever they come back from an insert (`RETURNING`).
+JSON_COLUMNS = ("target", "payload", "metadata")
 _INSERTED_AT = {name: i for i, name in enumerate(INSERT_COLUMNS)}
-_JOB_COLUMN_AT = {name: i for i, name in enumerate(JOB_COLUMNS)}
 # Per job column: its index in the insert's values, or None and the value it starts with.
 _JOB_COLUMN_SOURCES: tuple[tuple[int | None, Any], ...] = tuple(
     (None, _NEW_ROW_DEFAULTS[name]) if name in _NEW_ROW_DEFAULTS else (_INSERTED_AT[name], None)
     for name in JOB_COLUMNS
 )
+_JSON_AT = tuple(JOB_COLUMNS.index(name) for name in JSON_COLUMNS)
+_INSERTED_JSON_AT = tuple(_INSERTED_AT[name] for name in JSON_COLUMNS)
 
 
-def inserted_row(values: tuple[Any, ...], **read: Any) -> tuple[Any, ...]:
+def inserted_json(values: Sequence[Any]) -> tuple[Any, ...]:
+    """The `JSON_COLUMNS` of an insert's `values` (a `JobEncoder.row`), as it sent them."""
+    return tuple(values[i] for i in _INSERTED_JSON_AT)
+
+
+def inserted_row(values: Sequence[Any], json_read: Sequence[Any]) -> list[Any]:
     """The row in `JOB_COLUMNS` order that an insert of `values` (a `JobEncoder.row`) made, with
-    the columns in `read` as the database read them back (PostgreSQL's jsonb: its own numbers
-    and key order): what a `RETURNING {job_columns}` would have returned."""
+    its `JSON_COLUMNS` as the database read them back (`json_read`: PostgreSQL's jsonb has its
+    own numbers and key order): what a `RETURNING {job_columns}` would have returned."""
     row = [default if index is None else values[index] for index, default in _JOB_COLUMN_SOURCES]
-    for name, value in read.items():
-        row[_JOB_COLUMN_AT[name]] = value
-    return tuple(row)
+    for at, value in zip(_JSON_AT, json_read, strict=True):
+        row[at] = value
+    return row
 
 
 # Cursors: `{created_at µs}:{id}` of the last item of a page. Any text of that shape is a

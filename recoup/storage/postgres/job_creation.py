@@ -39,9 +39,7 @@ def create_job(dialect: PostgresDialect, creation: JobCreation) -> Created | Dec
             return Declined(stale=True)
         if row[1] is None:
             return Declined(stale=False)
-        _, _, target, payload, metadata = row
-        inserted = inserted_row(values, target=target, payload=payload, metadata=metadata)
-        job = row_decoding.job_from_row(inserted, aware_utc)
+        job = row_decoding.job_from_row(inserted_row(values, row[2:]), aware_utc)
         return Created(job, creation.answer(job))
     job = stored_job(values, aware_utc)
     body = creation.answer(job)

@@ -56,7 +56,7 @@ INSERT INTO jobs ({insert_columns})
 VALUES (%s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
         %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT DO NOTHING
-RETURNING target, payload, metadata
+RETURNING target, payload, metadata  -- job_rows.JSON_COLUMNS
 
 -- insert_jobs_unnest --
 -- One array per column of {insert_columns} bar the two instants of the insert itself.
@@ -766,7 +766,7 @@ job AS (
            %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s
     WHERE (SELECT epoch FROM epoch) = %s
     ON CONFLICT DO NOTHING
-    RETURNING id, target, payload, metadata
+    RETURNING id, target, payload, metadata  -- job_rows.JSON_COLUMNS after the id
 )
 SELECT (SELECT epoch FROM epoch), job.* FROM (VALUES (1)) AS one (x) LEFT JOIN job ON true
 

@@ -112,10 +112,7 @@ class PostgresQueue:
         with self._dialect.statement_write() as conn:
             stored = conn.execute(Q["insert_job"], values).fetchone()
             if stored is not None:
-                target, payload, metadata = stored
-                row = job_rows.inserted_row(
-                    values, target=target, payload=payload, metadata=metadata
-                )
+                row = job_rows.inserted_row(values, stored)
                 return row_decoding.job_from_row(row, aware_utc)
             return job_holding_key(conn, Q, job, aware_utc)
 
