@@ -25,6 +25,7 @@ Recoup's), then summarised like the figures: the median, and the range over the 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import os
@@ -33,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -72,6 +73,27 @@ def run_json(argv: list[str], *, timeout: float = 3_600) -> dict[str, Any]:
         raise RuntimeError(f"{' '.join(argv[1:3])}: {tail[0]}")
     parsed: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return parsed
+
+
+@contextlib.contextmanager
+def ready_children(argv: list[str], count: int) -> Iterator[list[subprocess.Popen[str]]]:
+    """`count` processes of `argv`, each started and past its `ready` line; any still running
+    when the block ends is killed."""
+    children = [
+        subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        for _ in range(count)
+    ]
+    try:
+        for child in children:
+            assert child.stdout is not None
+            if child.stdout.readline().strip() != "ready":
+                raise RuntimeError(f"{' '.join(argv[1:3])}: a process did not start")
+        yield children
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
 
 
 class Run:
@@ -150,27 +172,18 @@ class Run:
         """A burst of `sizes.burst` jobs due at one instant, inserted while `processes` worker
         processes already run (each with `concurrency` attempts at once): every job's firing
         lag against its instant, over all of them."""
-        from recoup.jobs.model import JobState, NewJob, PythonTarget
+        from recoup_load import insert, percentile
+
+        from recoup.jobs.model import JobState
         from recoup.storage import open_store
 
         argv = [sys.executable, str(HERE / "recoup_load.py"), "burst_part", "--db", db]
         argv += ["--concurrency", str(concurrency)]
-        children = [
-            subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-            for _ in range(processes)
-        ]
-        try:
-            for child in children:
-                assert child.stdout is not None
-                if child.stdout.readline().strip() != "ready":
-                    raise RuntimeError("a burst process did not start")
-            n = self.sizes.burst
+        n = self.sizes.burst
+        with ready_children(argv, processes) as children:
             store = open_store(db)
             try:
-                due = datetime.now(UTC) + timedelta(seconds=BURST_LEAD)
-                target = PythonTarget(handler="burst")
-                jobs = [NewJob(run_at=due, target=target) for _ in range(n)]
-                store.insert_many(jobs, now=datetime.now(UTC))
+                insert(store, [datetime.now(UTC) + timedelta(seconds=BURST_LEAD)] * n, "burst")
                 time.sleep(BURST_LEAD)
                 deadline = time.monotonic() + 120
                 while store.count_by_state().get(JobState.SUCCEEDED, 0) < n:
@@ -182,17 +195,14 @@ class Run:
             lags: list[float] = []
             for child in children:
                 out, _ = child.communicate("stop\n", timeout=60)
+                if child.returncode != 0:
+                    raise RuntimeError(f"a burst process failed ({child.returncode})")
                 lags += json.loads(out.strip().splitlines()[-1])["lags_ms"]
-        finally:
-            for child in children:
-                if child.poll() is None:
-                    child.kill()
-        lags.sort()
         return {
             "fired": len(lags),
-            "lag_p50_ms": lags[len(lags) // 2],
-            "lag_p99_ms": lags[min(len(lags) - 1, round(0.99 * (len(lags) - 1)))],
-            "lag_max_ms": lags[-1],
+            "lag_p50_ms": percentile(lags, 50),
+            "lag_p99_ms": percentile(lags, 99),
+            "lag_max_ms": max(lags),
         }
 
     def drain_parts(
@@ -213,25 +223,18 @@ class Run:
             argv = [str(self.peers_python), str(HERE / "peers_workloads.py"), peer, "drain_part"]
             argv += ["--dsn", db, "--n", str(n)]
         argv += ["--concurrency", str(concurrency)]
-        children = [
-            subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-            for _ in range(processes)
-        ]
-        for child in children:
-            assert child.stdout is not None
-            if child.stdout.readline().strip() != "ready":
-                raise RuntimeError("a drain process did not start")
-        go = time.time()
-        for child in children:
-            assert child.stdin is not None
-            child.stdin.write("go\n")
-            child.stdin.flush()
-        ends = []
-        for child in children:
-            out, _ = child.communicate(timeout=1_200)
-            if child.returncode != 0:
-                raise RuntimeError(f"a drain process failed ({child.returncode})")
-            ends.append(float(json.loads(out.strip().splitlines()[-1])["end"]))
+        with ready_children(argv, processes) as children:
+            go = time.time()
+            for child in children:
+                assert child.stdin is not None
+                child.stdin.write("go\n")
+                child.stdin.flush()
+            ends = []
+            for child in children:
+                out, _ = child.communicate(timeout=1_200)
+                if child.returncode != 0:
+                    raise RuntimeError(f"a drain process failed ({child.returncode})")
+                ends.append(float(json.loads(out.strip().splitlines()[-1])["end"]))
         return {"jobs_per_s": n / (max(ends) - go)}
 
     def lags(self) -> None:
