@@ -13,14 +13,16 @@ import functools
 import logging
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
+from types import MappingProxyType
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 from fastapi.concurrency import run_in_threadpool
 from starlette.routing import BaseRoute
 
 from recoup.api import dashboard, docs_page, error_handlers, problems
+from recoup.api.fast_route import FastPathApp, FastPathRoute, fast_lane
 from recoup.api.metrics import ApiMetrics, MetricsMiddleware
 from recoup.api.qstash import router as qstash_router
 from recoup.api.rate_limits import TenantRateLimiter
@@ -128,7 +130,7 @@ def create_app(
         tracing=tracing,
     )
 
-    app = FastAPI(
+    app = FastPathApp(
         title="Recoup",
         version=_version(),
         description="Durable jobs and failed-payment retries that take effect once.",
@@ -145,16 +147,16 @@ def create_app(
     app.add_middleware(MetricsMiddleware, metrics=state.metrics)
 
     app.router.routes.extend(_api_routes(with_clock=test_clock is not None))
+    app.lane = _fast_lane(with_clock=test_clock is not None)
     dashboard.mount(app)  # the HTML pages at /, on the same services
     docs_page.install(app)
     _problem_media_types(app)
     return app
 
 
-@functools.cache
-def _api_routes(*, with_clock: bool) -> tuple[BaseRoute, ...]:
-    """The /v1, QStash and operations routes, shared by every app (`recoup.api.shared_routes`)."""
-    return include_once(
+def _api_routers(*, with_clock: bool) -> tuple[APIRouter, ...]:
+    """The /v1, QStash and operations routers, in the order their routes are tried."""
+    return (
         job_routes.router,
         schedule_routes.router,
         dunning_routes.router,
@@ -167,6 +169,18 @@ def _api_routes(*, with_clock: bool) -> tuple[BaseRoute, ...]:
         *([clock_routes.router] if with_clock else []),
         operation_routes.router,
     )
+
+
+@functools.cache
+def _api_routes(*, with_clock: bool) -> tuple[BaseRoute, ...]:
+    """The API's routes, shared by every app (`recoup.api.shared_routes`)."""
+    return include_once(*_api_routers(with_clock=with_clock))
+
+
+@functools.cache
+def _fast_lane(*, with_clock: bool) -> Mapping[str, FastPathRoute]:
+    """The API's fast-path POSTs at fixed paths (`recoup.api.fast_route.fast_lane`)."""
+    return MappingProxyType(fast_lane(_api_routers(with_clock=with_clock)))
 
 
 def _problem_media_types(app: FastAPI) -> None:
