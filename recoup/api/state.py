@@ -12,6 +12,7 @@ from datetime import timedelta
 from recoup.api.metrics import ApiMetrics
 from recoup.api.rate_limits import RateLimit, TenantRateLimiter
 from recoup.api.services import Services
+from recoup.api.store_threads import StoreThreads
 from recoup.api.token_cache import TokenCache
 from recoup.idempotency import DEFAULT_LOCK_TIMEOUT, DEFAULT_RETENTION
 from recoup.jobs.scheduler import Scheduler
@@ -58,6 +59,7 @@ class ApiState:
     test_clock: TestClock | None  # only on a server on a virtual clock
     limiter: TenantRateLimiter | None = None  # settings.rate_limit's buckets
     tracing: Tracing | None = None  # spans of job creation (`recoup serve --otel`)
+    threads: StoreThreads = field(default_factory=StoreThreads)  # the fast paths' store units
 
     @property
     def scheduler(self) -> Scheduler:

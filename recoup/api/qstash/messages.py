@@ -74,7 +74,7 @@ async def fast_publish(request: Request) -> Response | None:
         return scheduler.insert_checked(job)
 
     try:
-        stored = await run_in_threadpool(api.services.tables.atomically, unit)
+        stored = await api.threads.run(api.services.tables.atomically, unit)
     except StaleToken:
         return None
     return _published(job, stored)

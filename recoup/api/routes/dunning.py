@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -99,7 +98,7 @@ async def fast_report_failure(request: Request) -> Response | None:
     api: ApiState = request.app.state.api
     try:
         atomic = not _may_look_up(post.body, api)
-        return await run_in_threadpool(_report_failure, post.body, post.ctx, api, atomic=atomic)
+        return await api.threads.run(_report_failure, post.body, post.ctx, api, atomic=atomic)
     except StaleToken:
         return None  # checked before the key's claim: nothing written; the token read afresh
 
@@ -214,9 +213,8 @@ async def fast_report_outcome(request: Request) -> Response | None:
     if post is None:
         return None
     try:
-        return await run_in_threadpool(
-            _report_outcome, invoice_id, attempt, post.body, post.ctx, request.app.state.api
-        )
+        api: ApiState = request.app.state.api
+        return await api.threads.run(_report_outcome, invoice_id, attempt, post.body, post.ctx, api)
     except StaleToken:
         return None  # checked first in the unit: nothing written; the token read afresh
 

@@ -5,21 +5,21 @@ guard's DNS look-up too) before it, then the key's claim, the insert and the sto
 in one unit of work (`PostContext.run_with_status(atomic=True)`; on SQLite, shared with the
 requests committing at the same time).
 
-The fast path (`fast_create`, through `recoup.api.fast_route`) answers the usual request
-without FastAPI's dependency solving and with one hop to the thread pool, where the declared
-route costs two (its sync dependency and its sync endpoint): it takes the token's owner from
-the process's cache (`recoup.api.token_cache`), whose epoch the unit checks; the body is
-validated once, by the same model, and parsed once for the fingerprint too. The unit stays in
+The fast path (`fast_create`, through `recoup.api.fast_route`) answers the usual request without
+FastAPI's dependency solving and with one hop to a thread (`recoup.api.store_threads`), where
+the declared route costs two (its sync dependency and its sync endpoint): it takes the token's
+owner from the process's cache (`recoup.api.token_cache`), whose epoch the unit checks; the body
+is validated once, by the same model, and parsed once for the fingerprint too. The unit stays in
 a thread rather than on the event loop: in process the loop saved a sixth (SQLite) to a quarter
 (PostgreSQL) of the app's CPU per request, but through uvicorn the difference was within the
 noise (`bench/api_cpu.py`, with `--in-process` and without), while a statement waiting on the
 loop (a commit's fsync, a round trip, a lock another process holds) would stop every other
-request, and SQLite's group commit could batch nothing. Its unit is the store's
-`create_job` (`create_at_once`): on PostgreSQL one statement, one round trip, for the epoch,
-the key's claim, the insert and the stored answer; on SQLite the same as plain statements of
-one group-commit unit. What that unit declines goes through `create`. Whatever it is
-not sure of (no cached token, a query string, a content type, a header or a body that does not
-pass, a stale owner) it declines, and the route's full handler answers it as before.
+request, and SQLite's group commit could batch nothing. Its unit is the store's `create_job`
+(`create_at_once`): on PostgreSQL one statement, one round trip, for the epoch, the key's claim,
+the insert and the stored answer; on SQLite the same as plain statements of one group-commit
+unit. What that unit declines goes through `create`. Whatever it is not sure of (no cached
+token, a query string, a content type, a header or a body that does not pass, a stale owner) it
+declines, and the route's full handler answers it as before.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from __future__ import annotations
 import functools
 from datetime import timedelta
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -142,7 +141,7 @@ async def fast_create(request: Request) -> Response | None:
     api: ApiState = request.app.state.api
     body = post.body
     try:
-        return await run_in_threadpool(create_at_once, body, post.ctx, post.owner, api, post.trace)
+        return await api.threads.run(create_at_once, body, post.ctx, post.owner, api, post.trace)
     except StaleToken:
         return None  # undone: the full route reads the token afresh (401 if it is revoked)
 
