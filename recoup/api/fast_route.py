@@ -30,6 +30,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.routing import APIRoute, APIRouter
+from prometheus_client import Counter, Histogram
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
@@ -70,6 +71,8 @@ class FastPathApp(FastAPI):
     `ApiState` (its metrics and body limit)."""
 
     lane: Mapping[str, FastPathRoute] = {}
+    _series_of: object = None  # the metrics whose series `_known_series` holds
+    _known_series: dict[tuple[str, int], tuple[Counter, Histogram]]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         route = self.lane.get(scope["path"]) if scope["type"] == "http" else None
@@ -94,9 +97,24 @@ class FastPathApp(FastAPI):
             await super().__call__(scope, _given_again(read, receive), send)
             return
         await response(scope, receive, send)
+        counted, timed = self._series(route.path, response.status_code)
+        counted.inc()
+        timed.observe(time.perf_counter() - begun)
+
+    def _series(self, template: str, status: int) -> tuple[Counter, Histogram]:
+        """The request counter's and the latency histogram's series of `template` and `status`,
+        kept once found (`labels` checks and locks on every call)."""
         metrics = self.state.api.metrics
-        metrics.http_requests.labels("POST", route.path, str(response.status_code)).inc()
-        metrics.http_duration.labels(route.path).observe(time.perf_counter() - begun)
+        if self._series_of is not metrics:
+            self._series_of, self._known_series = metrics, {}
+        found = self._known_series.get((template, status))
+        if found is None:
+            found = (
+                metrics.http_requests.labels("POST", template, str(status)),
+                metrics.http_duration.labels(template),
+            )
+            self._known_series[(template, status)] = found
+        return found
 
     async def _answer_error(self, request: Request, exc: Exception) -> Response:
         """What the app's handlers answer for `exc`, else the logged bare 500."""
