@@ -3,22 +3,22 @@
 A fast-path route is an operation declared as any FastAPI route (its parameters, body and
 responses, so /openapi.json states it exactly as before), whose requests are first offered
 to a plain coroutine that reads the request itself, without FastAPI's dependency solving
-(about two fifths of a job creation's CPU, measured: `docs/operations/performance.md`).
+(about two fifths of a job creation's CPU, measured: `docs/benchmarks.md`).
 
 The fast handler answers the requests it is sure of (a cached token, a body that validates,
 nothing unusual) and declines every other one by returning None: the route's FastAPI handler
 then answers it as before, with every dependency and every problem+json it gives. Declining
 is always correct, so the fast handler only has to be right about what it answers.
 
-`FastPathApp` offers a fast-path route its requests before the middleware stack and the
-router (a sixth of a job creation's CPU in process, `bench/api_cpu.py --in-process`): it finds
-the route the router would choose (the first that matches fully), reads a body whose
-`Content-Length` is within the limit, and answers with what the middleware would have made of
-the fast handler's answer: the request counted in the metrics under the route's template, an
-exception the app's handlers know as their problem+json, any other as the logged bare 500.
-Whatever the fast handler declines, and every request it does not take (another route, no or
-too large a `Content-Length`, a body cut short), goes through the whole app with its body
-given again, exactly as if the fast lane were not there.
+`FastPathApp` offers a fast-path route at a fixed path its requests before the middleware stack
+and the router (a sixth of a job creation's CPU in process, `bench/api_cpu.py --in-process`):
+the route is known by the path alone, as `fast_lane` keeps only the paths no other POST route
+matches; it reads a body whose `Content-Length` is within the limit, and answers with what the
+middleware would have made of the fast handler's answer: the request counted in the metrics
+under the route's template, an exception the app's handlers know as their problem+json, any
+other as the logged bare 500. Whatever the fast handler declines, and every request it does not
+take (another route, no or too large a `Content-Length`, a body cut short), goes through the
+whole app with its body given again, exactly as if the fast lane were not there.
 """
 
 from __future__ import annotations
