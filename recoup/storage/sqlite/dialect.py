@@ -1,5 +1,5 @@
 """The SQLite dialect: one file's connections (one per thread; `:memory:` one shared under a
-lock), its write transactions (`BEGIN IMMEDIATE` under an in-process write lock), units of work
+lock), its write transactions (`BEGIN IMMEDIATE` under the file's writer lock), units of work
 sharing one commit (`group_commit`), in-process wake-ups, instants as integer microseconds and
 the backend's one map of named queries.
 
@@ -28,7 +28,9 @@ from typing import Any, TypeVar
 from recoup.errors import InvalidInput, StorageError
 from recoup.storage.dialect import load_dialect_queries
 from recoup.storage.job_rows import from_micros, micros
+from recoup.storage.sqlite import writer_lock
 from recoup.storage.sqlite.group_commit import GroupCommit, Unit, run_unit, savepoint
+from recoup.storage.sqlite.writer_lock import WriterLock
 
 T = TypeVar("T")
 
@@ -37,19 +39,12 @@ QUERIES = load_dialect_queries("recoup.storage.sqlite")
 MEMORY = ":memory:"
 BUSY_TIMEOUT = 10.0  # seconds a writer waits for the write lock before giving up
 
-# One in-process lock per database file, taken around every write transaction. Threads of one
-# process then queue for SQLite's write lock on a Python lock, each woken the moment the one
-# before commits, instead of in SQLite's busy handler, which sleeps 1, 2, 5 … 100 ms between
-# tries: under 16 concurrent API requests that sleeping made the p99 of a job's creation 700 ms.
-# Other processes still meet at SQLite's own lock (busy_timeout). Re-entrant, so that a
-# nested write on one thread fails as before (SQLite refuses the nested BEGIN), not deadlocks.
-_WRITE_LOCKS: dict[str, threading.RLock] = {}
-_WRITE_LOCKS_GUARD = threading.Lock()
-
-
-def _write_lock(path: str) -> threading.RLock:
-    with _WRITE_LOCKS_GUARD:
-        return _WRITE_LOCKS.setdefault(path, threading.RLock())
+# Every write transaction takes its file's writer lock first (`writer_lock`): this process's
+# threads queue on a Python lock and the processes on a file lock, each woken the moment the
+# one before commits, instead of in SQLite's busy handler, which sleeps 1, 2, 5 … 100 ms
+# between tries: under 16 concurrent API requests that sleeping made the p99 of a job's
+# creation 700 ms. Re-entrant, so that a nested write on one thread fails as before (SQLite
+# refuses the nested BEGIN), not deadlocks.
 
 
 class _ThreadConnection:
@@ -122,7 +117,9 @@ class SqliteDialect:
         self._shared_lock: threading.RLock | None = threading.RLock() if path == MEMORY else None
         self._shared: sqlite3.Connection | None = None
         self.wakeups = Wakeups() if path == MEMORY else Wakeups.for_path(self.path)
-        self._write_lock = threading.RLock() if path == MEMORY else _write_lock(self.path)
+        self._write_lock: WriterLock | threading.RLock = (
+            threading.RLock() if path == MEMORY else writer_lock.for_path(self.path)
+        )
         self._in_unit = threading.local()  # `.active` on the thread running units of work
         self._group = GroupCommit(self._run_units)
 
@@ -198,7 +195,7 @@ class SqliteDialect:
                 yield conn
             return
         if not self._write_lock.acquire(timeout=self._busy_ms / 1000):
-            raise StorageError("SQLite: database is locked (by this process's other writers)")
+            raise StorageError("SQLite: database is locked (by other writers)")
         try:
             with self.connection(own) as conn:
                 conn.execute("BEGIN IMMEDIATE")
