@@ -5,7 +5,11 @@ so it never runs on the loop, where it would stop every other request and SQLite
 commit could batch nothing. anyio's `to_thread.run_sync` (Starlette's `run_in_threadpool`)
 would run it too, at a cost measured at a sixth of a job creation's CPU on the loop's side
 alone (its capacity limiter, cancel scopes and run variables, per call); here a call is a
-future, a put on a queue and the result handed back by `call_soon_threadsafe`.
+future, a put on a queue and the result handed back by `call_soon_threadsafe`. The standard
+library's `ThreadPoolExecutor` (40 workers, through `loop.run_in_executor`) was measured
+beside it: `POST /v1/jobs` on SQLite at 16 connections through uvicorn, three interleaved
+pairs, p99 125–135 ms against 32–39 ms here, 610–746 against 697–816 requests a second; anyio
+gave 73–136 ms.
 
 Threads start as calls find none idle, up to `limit`, and end after `idle_seconds` without
 work, so an app that stops serving leaves none behind. A call sees its caller's context
