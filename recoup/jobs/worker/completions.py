@@ -23,6 +23,7 @@ log = logging.getLogger("recoup.worker")
 
 ERROR_PAUSE = 1.0  # seconds: the longest pause between retries of a failed flush
 FLUSH_RETRY_PAUSE = 0.05  # seconds before the first retry of a failed flush (then doubling)
+MAX_HOLD = 0.25  # seconds a flush may wait for attempts queued to start (`CompletionBuffer.hold`)
 
 
 def completion_for(
@@ -135,6 +136,9 @@ class CompletionBuffer:
         self._flush_interval = flush_interval
         self.on_attempt = on_attempt
         self._written = written  # called after each batch: room to claim more
+        # While true, the flush loop lets the event loop run queued attempts first (up to
+        # MAX_HOLD): a burst's starts then do not wait behind its first completions' writing.
+        self.hold: Callable[[], bool] = lambda: False
         self._ended: list[Ended] = []
         self._wanted: asyncio.Event | None = None
         self._lock: asyncio.Lock | None = None
@@ -159,6 +163,9 @@ class CompletionBuffer:
             await self._wanted.wait()
             if len(self._ended) < self._flush_size:
                 await sleep(self._elapsed, self._flush_interval)  # let the batch grow a little
+            held_since = self._elapsed.monotonic()
+            while self.hold() and self._elapsed.monotonic() - held_since < MAX_HOLD:
+                await asyncio.sleep(0)  # a consumer runs its next streak of attempts
             try:
                 await self.flush()
             except asyncio.CancelledError:

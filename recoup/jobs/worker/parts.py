@@ -138,6 +138,7 @@ def assemble(
         wake=sleeper.wake,
     )
     runner.late = firing.give_back_late
+    buffer.hold = runner.has_queued
 
     async def heartbeat(
         ids: Sequence[str], attempts: Sequence[int], lease_until: datetime

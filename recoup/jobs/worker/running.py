@@ -87,6 +87,10 @@ class Runner:
             self._timeouts.cancel()
         self._timeouts, self._timeouts_at = None, math.inf
 
+    def has_queued(self) -> bool:
+        """Whether started attempts of async handlers wait for a consumer to run them."""
+        return bool(self._runq)
+
     def running_tasks(self) -> set[asyncio.Task[None]]:
         """The tasks running attempts now (consumers included): the ones a stop waits for."""
         tasks = {h.task for h in self._ledger.held.values() if h.state is RUNNING and h.task}
@@ -108,7 +112,7 @@ class Runner:
             if registered is not None and registered.is_async:
                 # No task of its own: the consumers run it (see `_consume`).
                 self._runq.append(held)
-                if len(self._runq) > self._free:
+                if not self._free:
                     self._spawn_consumer()
                 return
             with self._at_instant(held):
@@ -149,9 +153,12 @@ class Runner:
     async def _consume(self) -> None:
         """Run started attempts of async Python handlers from `_runq`, one after another, and
         end when none is left. A task per attempt costs more than a no-op handler; a few of
-        these carry them instead: another is spawned whenever more attempts wait than there
-        are consumers free to take them (not awaiting a handler), so an attempt never waits
-        for another one's handler, and there are never more than `concurrency`. A handler
+        these carry them instead: one free consumer (not awaiting a handler) is kept
+        whenever attempts wait: a consumer about to run a handler with more attempts queued
+        and none free spawns the next, which takes over if the handler awaits, so an attempt
+        never waits for another one's handler. A burst of 5,000 started at once is then
+        carried by a few consumers, not 5,000 tasks (one per attempt while none had run yet).
+        There are never more consumers than attempts running plus one. A handler
         runs inside its consumer's task, so `asyncio.timeout` and `current_task` work in it.
 
         Revoking an attempt cancels its consumer; the consumer reports it interrupted, takes
@@ -171,6 +178,9 @@ class Runner:
                     self._free += 1
                     self.finish(held, INTERRUPTED)
                     continue
+                if runq and not self._free:
+                    # Whoever takes the next attempt while this one's handler awaits.
+                    self._spawn_consumer()
                 job = held.job
                 target = job.target
                 assert isinstance(target, PythonTarget)

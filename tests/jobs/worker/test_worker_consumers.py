@@ -4,19 +4,25 @@ concurrency limit, handler-level timeouts, revocation and shutdown behave as wit
 from __future__ import annotations
 
 import asyncio
+import random
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry
-from recoup.jobs.model import BackoffPolicy, JobState, NewJob, PythonTarget, RunOutcome
+from recoup.jobs.model import BackoffPolicy, Job, JobState, NewJob, PythonTarget, RunOutcome
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
-from tests.support import wait_until
+from recoup.jobs.targets import AttemptOutcome, AttemptResult
+from recoup.jobs.worker.completions import MAX_HOLD, CompletionBuffer
+from recoup.jobs.worker.ledger import Ledger, WorkerStats
+from tests.support import ManualElapsed, wait_until
 
 OPEN = SsrfGuard(allow_private=True)
 ONCE = BackoffPolicy(max_attempts=1)
+START = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 FAST_RETRY = BackoffPolicy(
     max_attempts=5, min_backoff=timedelta(seconds=30), max_backoff=timedelta(seconds=60)
 )
@@ -131,3 +137,111 @@ def test_stopping_past_the_grace_interrupts_running_attempts(jobstore: Any) -> N
         (run,) = scheduler.runs(job.id)
         assert run.outcome is RunOutcome.RETRY
         assert run.error is not None and "interrupted" in run.error
+
+
+def test_a_burst_of_handlers_that_never_suspend_is_carried_by_a_few_consumers(
+    jobstore: Any,
+) -> None:
+    registry = HandlerRegistry()
+    tasks: set[int] = set()
+    done: list[str] = []
+
+    @registry.register("count")
+    async def count(ctx: HandlerContext) -> None:
+        tasks.add(id(asyncio.current_task()))
+        done.append(ctx.job_id)
+
+    scheduler = Scheduler(jobstore, ssrf=OPEN)
+    with scheduler.running_worker(handlers=registry, concurrency=2000):
+        now = datetime.now(UTC)
+        jobs = [NewJob(run_at=now, target=PythonTarget(handler="count")) for _ in range(1000)]
+        assert scheduler.enqueue_many(jobs) == 1000
+        assert wait_until(lambda: len(done) == 1000)
+    # All started at once, yet one consumer and the one it keeps free ran them (a task each
+    # would be a thousand), and every one of them ran exactly once.
+    assert len(tasks) <= 4, len(tasks)
+    assert sorted(done) == sorted(job.id for job in jobs)
+
+
+def test_a_flush_waits_for_queued_attempts_but_no_longer_than_its_bound() -> None:
+    asyncio.run(flush_while_attempts_are_queued())
+
+
+async def flush_while_attempts_are_queued() -> None:
+    written: list[int] = []
+
+    async def complete_many(completions: Any) -> None:
+        written.append(len(completions))
+
+    elapsed = ManualElapsed()
+    ledger = Ledger(WorkerStats())
+    buffer = CompletionBuffer(
+        complete_many=complete_many,
+        ledger=ledger,
+        elapsed=elapsed,
+        rng=random.Random(1),
+        worker_id="w",
+        flush_size=1,  # no pause for the batch to grow: only the hold delays the flush
+        flush_interval=0.005,
+        on_attempt=None,
+        written=lambda: None,
+    )
+    queued = [True]
+    buffer.hold = lambda: queued[0]
+    buffer.open()
+    ledger.idle = asyncio.Event()
+    held = ledger.hold(unit_job())
+    ledger.start(held)
+    ledger.finish(held)
+    buffer.add(held, AttemptResult(AttemptOutcome.SUCCEEDED), START, START)
+    loop = asyncio.create_task(buffer.flush_loop())
+    try:
+        for _ in range(50):
+            await asyncio.sleep(0)
+        assert written == []  # attempts still queued: they run first
+        queued[0] = False
+        assert await eventually_async(lambda: written == [1])
+        queued[0] = True  # queued for good: the bound lets the next flush through
+        held = ledger.hold(unit_job("job_2"))
+        ledger.start(held)
+        ledger.finish(held)
+        buffer.add(held, AttemptResult(AttemptOutcome.SUCCEEDED), START, START)
+        for _ in range(50):
+            await asyncio.sleep(0)
+        assert written == [1]
+        elapsed.advance(MAX_HOLD)
+        assert await eventually_async(lambda: written == [1, 1])
+    finally:
+        loop.cancel()
+
+
+async def eventually_async(condition: Callable[[], bool], turns: int = 1000) -> bool:
+    for _ in range(turns):
+        if condition():
+            return True
+        await asyncio.sleep(0)
+    return condition()
+
+
+def unit_job(job_id: str = "job_1") -> Job:
+    return Job(
+        id=job_id,
+        tenant="default",
+        name=None,
+        run_at=START,
+        target=PythonTarget(handler="h"),
+        payload=None,
+        idempotency_key=None,
+        retry=ONCE,
+        timeout=timedelta(seconds=30),
+        keep_for=None,
+        schedule_id=None,
+        state=JobState.RUNNING,
+        attempts=1,
+        lease_expires_at=START + timedelta(seconds=30),
+        leased_by="w",
+        last_error=None,
+        created_at=START,
+        updated_at=START,
+        finished_at=None,
+    )
