@@ -72,7 +72,7 @@ class DemoOptions:
     policy_name: str  # a preset's name or the file's path, for the output
     policy_toml: str  # the policy's TOML, stored as the tenant's
     db_path: Path  # a fresh SQLite file; the billing app's database and the report go beside
-    concurrency: int = 256  # attempts run together in a test clock batch
+    concurrency: int = 32  # attempts run together in a test clock batch
     scenarios_path: Path | None = None  # a scenario file whose world the customers follow
     world_name: str | None = None  # that world's name, for the output
 
