@@ -1,5 +1,6 @@
-"""Test support: the default tenant's signing secret, and a real HTTP receiver on 127.0.0.1
-with scripted replies that records every request (headers, body, arrival time)."""
+"""Test support: the default tenant's signing secret, a job as a worker holds it once claimed,
+and a real HTTP receiver on 127.0.0.1 with scripted replies that records every request
+(headers, body, arrival time)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,43 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from recoup.jobs.model import BackoffPolicy, Job, JobState, PythonTarget
+
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"  # the default tenant's signing secret
 POLL = 0.02  # seconds between the receiver's checks for a shutdown
+CLAIMED_AT = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+
+
+def claimed_job(
+    attempts: int, retry: BackoffPolicy, *, job_id: str = "job_1", run_at: datetime = CLAIMED_AT
+) -> Job:
+    """A job as a worker holds it once claimed for its `attempts`-th attempt (leased by "w"),
+    for the worker's parts tested without a store."""
+    return Job(
+        id=job_id,
+        tenant="default",
+        name=None,
+        run_at=run_at,
+        target=PythonTarget(handler="h"),
+        payload=None,
+        idempotency_key=None,
+        retry=retry,
+        timeout=timedelta(seconds=30),
+        keep_for=None,
+        schedule_id=None,
+        state=JobState.RUNNING,
+        attempts=attempts,
+        lease_expires_at=run_at + timedelta(seconds=30),
+        leased_by="w",
+        last_error=None,
+        created_at=run_at,
+        updated_at=run_at,
+        finished_at=None,
+    )
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry
-from recoup.jobs.model import BackoffPolicy, Job, JobState, NewJob, PythonTarget, RunOutcome
+from recoup.jobs.model import BackoffPolicy, JobState, NewJob, PythonTarget, RunOutcome
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.targets import AttemptOutcome, AttemptResult
 from recoup.jobs.worker.completions import MAX_HOLD, CompletionBuffer
 from recoup.jobs.worker.ledger import Ledger, WorkerStats
+from tests.jobs.support import claimed_job
 from tests.support import ManualElapsed, wait_until
 
 OPEN = SsrfGuard(allow_private=True)
@@ -26,6 +27,26 @@ START = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 FAST_RETRY = BackoffPolicy(
     max_attempts=5, min_backoff=timedelta(seconds=30), max_backoff=timedelta(seconds=60)
 )
+
+
+def run_all_due_now(
+    jobstore: Any,
+    registry: HandlerRegistry,
+    handler: str,
+    count: int,
+    done: list[str],
+    *,
+    concurrency: int,
+) -> tuple[Scheduler, list[NewJob]]:
+    """`count` jobs of `handler` due now, through a worker running until `done` has them all."""
+    scheduler = Scheduler(jobstore, ssrf=OPEN)
+    with scheduler.running_worker(handlers=registry, concurrency=concurrency):
+        # One insert, so that the time the handlers take is not the time enqueueing takes.
+        now = datetime.now(UTC)
+        jobs = [NewJob(run_at=now, target=PythonTarget(handler=handler)) for _ in range(count)]
+        assert scheduler.enqueue_many(jobs) == count
+        assert wait_until(lambda: len(done) == count)
+    return scheduler, jobs
 
 
 def test_suspending_handlers_run_side_by_side_up_to_the_limit(jobstore: Any) -> None:
@@ -46,13 +67,7 @@ def test_suspending_handlers_run_side_by_side_up_to_the_limit(jobstore: Any) -> 
         spans.append(time.monotonic())
         done.append(ctx.job_id)
 
-    scheduler = Scheduler(jobstore, ssrf=OPEN)
-    with scheduler.running_worker(handlers=registry, concurrency=5):
-        # One insert, so that the time the handlers take is not the time enqueueing takes.
-        now = datetime.now(UTC)
-        jobs = [NewJob(run_at=now, target=PythonTarget(handler="nap")) for _ in range(15)]
-        assert scheduler.enqueue_many(jobs) == 15
-        assert wait_until(lambda: len(done) == 15)
+    scheduler, jobs = run_all_due_now(jobstore, registry, "nap", 15, done, concurrency=5)
     elapsed = max(spans) - min(spans)
     assert peak == 5
     assert elapsed < 2.0, elapsed  # three rounds of 0.2 s, not fifteen
@@ -151,12 +166,7 @@ def test_a_burst_of_handlers_that_never_suspend_is_carried_by_a_few_consumers(
         tasks.add(id(asyncio.current_task()))
         done.append(ctx.job_id)
 
-    scheduler = Scheduler(jobstore, ssrf=OPEN)
-    with scheduler.running_worker(handlers=registry, concurrency=2000):
-        now = datetime.now(UTC)
-        jobs = [NewJob(run_at=now, target=PythonTarget(handler="count")) for _ in range(1000)]
-        assert scheduler.enqueue_many(jobs) == 1000
-        assert wait_until(lambda: len(done) == 1000)
+    _, jobs = run_all_due_now(jobstore, registry, "count", 1000, done, concurrency=2000)
     # All started at once, yet one consumer and the one it keeps free ran them (a task each
     # would be a thousand), and every one of them ran exactly once.
     assert len(tasks) <= 4, len(tasks)
@@ -190,7 +200,7 @@ async def flush_while_attempts_are_queued() -> None:
     buffer.hold = lambda: queued[0]
     buffer.open()
     ledger.idle = asyncio.Event()
-    held = ledger.hold(unit_job())
+    held = ledger.hold(claimed_job(1, ONCE))
     ledger.start(held)
     ledger.finish(held)
     buffer.add(held, AttemptResult(AttemptOutcome.SUCCEEDED), START, START)
@@ -202,7 +212,7 @@ async def flush_while_attempts_are_queued() -> None:
         queued[0] = False
         assert await eventually_async(lambda: written == [1])
         queued[0] = True  # queued for good: the bound lets the next flush through
-        held = ledger.hold(unit_job("job_2"))
+        held = ledger.hold(claimed_job(1, ONCE, job_id="job_2"))
         ledger.start(held)
         ledger.finish(held)
         buffer.add(held, AttemptResult(AttemptOutcome.SUCCEEDED), START, START)
@@ -221,27 +231,3 @@ async def eventually_async(condition: Callable[[], bool], turns: int = 1000) -> 
             return True
         await asyncio.sleep(0)
     return condition()
-
-
-def unit_job(job_id: str = "job_1") -> Job:
-    return Job(
-        id=job_id,
-        tenant="default",
-        name=None,
-        run_at=START,
-        target=PythonTarget(handler="h"),
-        payload=None,
-        idempotency_key=None,
-        retry=ONCE,
-        timeout=timedelta(seconds=30),
-        keep_for=None,
-        schedule_id=None,
-        state=JobState.RUNNING,
-        attempts=1,
-        lease_expires_at=START + timedelta(seconds=30),
-        leased_by="w",
-        last_error=None,
-        created_at=START,
-        updated_at=START,
-        finished_at=None,
-    )

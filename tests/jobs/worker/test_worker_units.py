@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 
 from recoup.errors import InvalidInput
-from recoup.jobs.model import BackoffPolicy, Job, JobState, PythonTarget, RunOutcome
+from recoup.jobs.model import BackoffPolicy, Job, RunOutcome
 from recoup.jobs.targets import AttemptOutcome, AttemptResult
 from recoup.jobs.worker import WorkerConfig, completion_for
 from recoup.jobs.worker.config import worker_config
 from recoup.jobs.worker.ledger import HeldState, Ledger, WorkerStats
+from tests.jobs.support import claimed_job
 
 Outcome = tuple[RunOutcome, datetime | None, str | None]  # a run's outcome, retry_at, error
 
@@ -29,27 +30,7 @@ NO_JITTER = BackoffPolicy(
 
 
 def job(attempts: int, retry: BackoffPolicy = NO_JITTER) -> Job:
-    return Job(
-        id="job_1",
-        tenant="default",
-        name=None,
-        run_at=START,
-        target=PythonTarget(handler="h"),
-        payload=None,
-        idempotency_key=None,
-        retry=retry,
-        timeout=timedelta(seconds=30),
-        keep_for=None,
-        schedule_id=None,
-        state=JobState.RUNNING,
-        attempts=attempts,
-        lease_expires_at=START + timedelta(seconds=30),
-        leased_by="w",
-        last_error=None,
-        created_at=START,
-        updated_at=START,
-        finished_at=None,
-    )
+    return claimed_job(attempts, retry, run_at=START)
 
 
 def complete(attempts: int, result: AttemptResult, retry: BackoffPolicy = NO_JITTER) -> Outcome:
