@@ -28,6 +28,7 @@ from recoup.errors import InvalidInput, RecoupError
 log = logging.getLogger("recoup.processes")
 
 EXIT_USAGE = 2  # as `recoup.cli.main` answers invalid input
+STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
 
 
 def run_processes(
@@ -50,10 +51,16 @@ def run_processes(
             if child.pid is not None and child.exitcode is None:
                 os.kill(child.pid, signal.SIGTERM)
 
-    previous = {sig: signal.signal(sig, stop_all) for sig in (signal.SIGTERM, signal.SIGINT)}
+    previous = {sig: signal.signal(sig, stop_all) for sig in STOP_SIGNALS}
     try:
-        for child in children:
-            child.start()
+        # Blocked while forking: a copy would otherwise take a SIGTERM sent before it reset
+        # the handlers this process's `stop_all` came with, and run that instead of stopping.
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        try:
+            for child in children:
+                child.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
         log.info("%s: %d processes (%s)", name, count, ", ".join(str(c.pid) for c in children))
         running = list(children)
         while running:
@@ -82,10 +89,12 @@ def run_processes(
 
 
 def _child(run: Callable[[int], None], number: int) -> None:
-    # The parent's handlers came with the fork: the command installs its own (uvicorn's, the
-    # worker's) before it starts any work; until then a signal has its default effect.
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    # The parent's handlers came with the fork, and its mask with SIGTERM and SIGINT blocked:
+    # the command installs its own handlers (uvicorn's, the worker's) before it starts any
+    # work; until then a signal has its default effect.
+    for sig in STOP_SIGNALS:
         signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # one sent meanwhile stops it now
     try:
         run(number)
     except InvalidInput as exc:

@@ -7,6 +7,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
+from recoup.cli import _processes
 from recoup.cli._processes import run_processes
 
 
@@ -32,3 +35,23 @@ def test_each_until_done_lets_the_others_finish(tmp_path: Path) -> None:
     run = copies(tmp_path, second_takes=0.5)
     assert run_processes(2, run, name="t", each_until_done=True) == 0
     assert (tmp_path / "1").exists()
+
+
+def test_a_stop_sent_before_a_copy_reset_its_signal_handlers_still_stops_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The copies are forked with this process's handlers; a SIGTERM that reaches one before
+    it resets them (a loaded machine: copy 0 ended while copy 1 was still starting) must stop
+    it, not run the parent's handler in the copy and be lost."""
+    child = _processes._child
+
+    def slow_start(run: Callable[[int], None], number: int) -> None:
+        if number == 1:
+            time.sleep(0.5)  # the window between the fork and the reset, made wide
+        child(run, number)
+
+    monkeypatch.setattr(_processes, "_child", slow_start)
+    began = time.monotonic()
+    assert run_processes(2, copies(tmp_path, second_takes=5), name="t") == 0
+    assert not (tmp_path / "1").exists()
+    assert time.monotonic() - began < 4
