@@ -10,8 +10,9 @@ suite); with one database a process they run side by side.
 Cloning a migrated template database per test was tried and is slower on PostgreSQL 15
 (`CREATE DATABASE` WAL-logs the template's ~9 MB: ~0.5 s, against ~0.2 s to migrate a schema).
 The test server may run without autovacuum (the CI machine's does): a process's database has
-its catalogs vacuumed when claimed and every `VACUUM_EVERY` tests, or each test's schema check
-slows as the dead rows of every run before it pile up (35 ms against 7 ms, seen here).
+its catalogs vacuumed when claimed and every `VACUUM_EVERY` schemas handed back, or each test's
+schema check slows as the dead rows of every run before it pile up (35 ms against 7 ms, seen
+here).
 """
 
 from __future__ import annotations
@@ -45,9 +46,7 @@ def copy_sqlite_template(template: Path, path: Path) -> None:
     shutil.copyfile(template, path)
 
 
-# The catalogs that making, emptying and dropping schemas fill with dead rows. The test server
-# may run without autovacuum (the CI machine's does), and then every catalog query of the run
-# (each test's schema check, each migration) reads them all: the suite vacuums its own.
+# The catalogs that making, emptying and dropping schemas fill with dead rows (see above).
 _CATALOGS = (
     "pg_class, pg_attribute, pg_attrdef, pg_constraint, pg_depend, pg_index, pg_proc,"
     " pg_sequence, pg_trigger, pg_type"

@@ -7,7 +7,6 @@ import asyncio
 import random
 import threading
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -19,7 +18,7 @@ from recoup.jobs.targets import AttemptOutcome, AttemptResult
 from recoup.jobs.worker.completions import MAX_HOLD, CompletionBuffer
 from recoup.jobs.worker.ledger import Ledger, WorkerStats
 from tests.jobs.support import claimed_job
-from tests.support import ManualElapsed, wait_until
+from tests.support import ManualElapsed, eventually, wait_until
 
 OPEN = SsrfGuard(allow_private=True)
 ONCE = BackoffPolicy(max_attempts=1)
@@ -210,7 +209,7 @@ async def flush_while_attempts_are_queued() -> None:
             await asyncio.sleep(0)
         assert written == []  # attempts still queued: they run first
         queued[0] = False
-        assert await eventually_async(lambda: written == [1])
+        assert await eventually(lambda: written == [1])
         queued[0] = True  # queued for good: the bound lets the next flush through
         held = ledger.hold(claimed_job(1, ONCE, job_id="job_2"))
         ledger.start(held)
@@ -220,14 +219,6 @@ async def flush_while_attempts_are_queued() -> None:
             await asyncio.sleep(0)
         assert written == [1]
         elapsed.advance(MAX_HOLD)
-        assert await eventually_async(lambda: written == [1, 1])
+        assert await eventually(lambda: written == [1, 1])
     finally:
         loop.cancel()
-
-
-async def eventually_async(condition: Callable[[], bool], turns: int = 1000) -> bool:
-    for _ in range(turns):
-        if condition():
-            return True
-        await asyncio.sleep(0)
-    return condition()
