@@ -1,7 +1,7 @@
 """The other side of the demo: the example billing app (`examples/billing_app`) in a process of
 its own, charging an in-process simulated gateway that knows the demo's cards and faults.
 
-    python -m recoup.demo.billing_side --seed 7 --size 1500 --db billing.db [--scenarios F]
+    python -m recoup.demo.billing_side --seed 7 --size 1000 --db billing.db [--scenarios F]
 
 reads the tenant's signing secret from RECOUP_SIGNING_SECRET, builds the same customers as the
 demo (`population.generate`), gives the gateway each card's scenario and each injected fault

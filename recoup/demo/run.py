@@ -67,7 +67,7 @@ EXTRA_WEEKS = 8  # past the planned end, the clock moves on while jobs remain, t
 
 @dataclass(frozen=True, kw_only=True)
 class DemoOptions:
-    size: int = 1500  # the CLI's default too (`recoup.cli.demo.DEFAULT_SIZE`)
+    size: int = 1000  # the CLI's default too (`recoup.cli.demo.DEFAULT_SIZE`)
     seed: int = 7
     policy_name: str  # a preset's name or the file's path, for the output
     policy_toml: str  # the policy's TOML, stored as the tenant's
@@ -241,7 +241,13 @@ def _run(
         worker = scheduler.worker(
             handlers=handlers, concurrency=options.concurrency, rng=random.Random(options.seed)
         )
-        test_clock = TestClock(clock, worker, store, before_step=DailyResync(dunning.resync, clock))
+        test_clock = TestClock(
+            clock,
+            worker,
+            store,
+            before_step=DailyResync(dunning.resync, clock),
+            handler_threads=1,  # a SQLite file: see TestClock
+        )
         end = MONTH_START + (MONTH_DAYS + policy.max_duration_days + 2) * DAY
         try:
             jobs_run = _advance(test_clock, store, end, on_progress)

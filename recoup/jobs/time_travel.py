@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 
 from recoup.errors import InvalidInput
@@ -32,7 +33,14 @@ MAX_STEPS = 1_000_000  # batches run by one advance: a bound, not a limit in pra
 
 class TestClock:
     """Drives `worker` (built on `clock`) through virtual time. `before_step` runs before
-    each batch (e.g. the dunning runtime's resync). One advance at a time."""
+    each batch (e.g. the dunning runtime's resync). One advance at a time.
+
+    `handler_threads` sizes the thread pool that runs the handlers' blocking calls
+    (`asyncio.to_thread`, the default executor of the loop each advance runs on); None keeps
+    asyncio's default (up to 6 threads on 2 cores). On SQLite one thread is quicker: the calls'
+    writes queue for one lock anyway, and threads running them side by side only hand the GIL
+    back and forth at every statement (the demo: 34 s against 25-28 s at size 1000, with a
+    quarter of the context switches)."""
 
     __test__ = False  # not a pytest test class, despite its name
 
@@ -44,12 +52,16 @@ class TestClock:
         *,
         schedules: ScheduleStore | None = None,
         before_step: Callable[[], object] | None = None,
+        handler_threads: int | None = None,
     ) -> None:
+        if handler_threads is not None and handler_threads < 1:
+            raise InvalidInput("handler_threads", handler_threads, "expected ≥ 1, or None")
         self.clock = clock
         self.worker = worker
         self.store = store
         self.schedules = schedules
         self.before_step = before_step
+        self.handler_threads = handler_threads
         self._lock = threading.Lock()
 
     def now(self) -> datetime:
@@ -73,7 +85,11 @@ class TestClock:
                 raise InvalidInput(
                     "to", target.isoformat(), f"expected ≥ the clock's now ({self.clock.now()})"
                 )
-            return asyncio.run(self._advance_to(target, on_batch))
+            with asyncio.Runner() as runner:
+                if self.handler_threads is not None:
+                    pool = ThreadPoolExecutor(self.handler_threads, "recoup-handlers")
+                    runner.get_loop().set_default_executor(pool)  # shut down as the runner closes
+                return runner.run(self._advance_to(target, on_batch))
 
     async def _advance_to(self, target: datetime, on_batch: Callable[[int], object] | None) -> int:
         """Batches until none is due by `target`, then `target` itself, in one session."""

@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
+from recoup.errors import InvalidInput
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry
 from recoup.jobs.model import (
     BackoffPolicy,
@@ -230,3 +234,43 @@ def test_on_batch_follows_the_advance_batch_by_batch(jobstore: Any) -> None:
         (8, START + timedelta(hours=8)),
         (10, START + timedelta(hours=10)),
     ]
+
+
+def test_handler_threads_runs_the_handlers_blocking_calls_in_that_many_threads(
+    jobstore: Any,
+) -> None:
+    clock = VirtualClock(START)
+    threads: set[str] = set()
+    pinned: list[bool] = []
+
+    def blocking(run_at: datetime) -> None:
+        threads.add(threading.current_thread().name)
+        pinned.append(clock.now() == run_at)  # the attempt's pinned clock reaches the thread
+
+    async def call(ctx: HandlerContext) -> None:
+        await asyncio.gather(*(asyncio.to_thread(blocking, ctx.run_at) for _ in range(8)))
+
+    def advance(**options: Any) -> set[str]:
+        registry = HandlerRegistry()
+        registry.add("call", call)
+        scheduler = Scheduler(jobstore, clock=clock, ssrf=OPEN)
+        worker = scheduler.worker(handlers=registry, concurrency=8)
+        at = clock.now() + timedelta(minutes=1)
+        scheduler.enqueue_many(
+            [NewJob(run_at=at, target=PythonTarget(handler="call")) for _ in range(8)]
+        )
+        threads.clear()
+        assert TestClock(clock, worker, jobstore, **options).advance(timedelta(hours=1)) == 8
+        return set(threads)
+
+    assert len(advance(handler_threads=1)) == 1
+    assert len(advance()) > 1  # asyncio's default pool: several threads side by side
+    assert pinned and all(pinned)
+
+
+def test_handler_threads_below_one_is_refused_naming_it(jobstore: Any) -> None:
+    clock = VirtualClock(START)
+    worker = Scheduler(jobstore, clock=clock, ssrf=OPEN).worker()
+    with pytest.raises(InvalidInput) as refused:
+        TestClock(clock, worker, jobstore, handler_threads=0)
+    assert refused.value.field == "handler_threads"
