@@ -37,12 +37,12 @@ class Runner:
     """Starts attempts (`start`) within `concurrency` and ends them (`finish`): the completion
     is queued and the slot goes to the next job whose instant has come.
 
-    Async handlers run on consumer tasks (`_consume`); HTTP targets and sync handlers as a task
-    each (a sync handler in a thread), or inline on the loop when registered `inline=True` (no
-    task, no thread: the no-op path). Every attempt but an inline one is bounded by the job's
-    `timeout` (a sync handler's by `run_handler`; HTTP attempts and those on consumers by one
-    elapsed-time timer for all, `_time_out_attempts`): past it, it is cancelled (a sync
-    handler's thread is left to finish unobserved) and retried.
+    HTTP targets and async handlers run on consumer tasks (`_consume`); sync handlers as a task
+    each, in a thread, or inline on the loop when registered `inline=True` (no task, no thread:
+    the no-op path). Every attempt but an inline one is bounded by the job's `timeout` (a sync
+    handler's by `run_handler`; those on consumers by one elapsed-time timer for all,
+    `_time_out_attempts`): past it, it is cancelled (a sync handler's thread is left to finish
+    unobserved) and retried.
 
     `pin`, set for a test clock's batch (`Worker.run_batch`), runs each attempt at its job's
     own instant: the due clock reads `run_at` inside the attempt (`VirtualClock.pinned`), and
@@ -72,8 +72,8 @@ class Runner:
         self._worker_id = worker_id
         self._now = now
         self._elapsed = elapsed
-        # Started attempts of async Python handlers waiting for a consumer, the consumers
-        # alive, and how many of them are not awaiting a handler.
+        # Started attempts (HTTP targets, async Python handlers) waiting for a consumer, the
+        # consumers alive, and how many of them are not awaiting an attempt.
         self._runq: deque[Held] = deque()
         self.consumers: set[asyncio.Task[None]] = set()
         self._free = 0
@@ -88,7 +88,7 @@ class Runner:
         self._timeouts, self._timeouts_at = None, math.inf
 
     def has_queued(self) -> bool:
-        """Whether started attempts of async handlers wait for a consumer to run them."""
+        """Whether started attempts (HTTP, async handlers) wait for a consumer to run them."""
         return bool(self._runq)
 
     def running_tasks(self) -> set[asyncio.Task[None]]:
@@ -109,25 +109,20 @@ class Runner:
         held.started_at = self._due_now(held)
         if isinstance(target, PythonTarget):
             registered = self.handlers.get(target.handler)
-            if registered is not None and registered.is_async:
-                # No task of its own: the consumers run it (see `_consume`).
-                self._runq.append(held)
-                if not self._free:
-                    self._spawn_consumer()
+            if registered is None or not registered.is_async:
+                with self._at_instant(held):
+                    result = run_inline(self.handlers, target.handler, job)
+                if result is not None:
+                    self.finish(held, result)
+                    return
+                with self._at_instant(held):  # the task copies the context, pin included
+                    held.task = asyncio.get_running_loop().create_task(self._attempt(held))
                 return
-            with self._at_instant(held):
-                result = run_inline(self.handlers, target.handler, job)
-            if result is not None:
-                self.finish(held, result)
-                return
-        if isinstance(target, HttpTarget):
-            # Its deadline kept by the runner's one timer (`_time_out_attempts`), not by a
-            # timer of its own in the HTTP client.
-            held.expires = self._elapsed.monotonic() + job.timeout.total_seconds()
-            if held.expires < self._timeouts_at:
-                self._watch_timeouts(held.expires)
-        with self._at_instant(held):  # the task copies the context, pin included
-            held.task = asyncio.get_running_loop().create_task(self._attempt(held))
+        # HTTP requests and async handlers: no task of their own, the consumers run them (see
+        # `_consume`; an HTTP request's deadline is their one timer's, not the client's own).
+        self._runq.append(held)
+        if not self._free:
+            self._spawn_consumer()
 
     def finish(self, held: Held, result: AttemptResult) -> None:
         """An attempt ended: queue its completion, give its slot to the next ready job."""
@@ -151,8 +146,9 @@ class Runner:
         task.add_done_callback(self.consumers.discard)
 
     async def _consume(self) -> None:
-        """Run started attempts of async Python handlers from `_runq`, one after another, and
-        end when none is left. A task per attempt costs more than a no-op handler; a few of
+        """Run started attempts (HTTP requests, async Python handlers) from `_runq`, one after
+        another, and end when none is left. A task per attempt costs more than a no-op handler
+        (and about 5 % of an HTTP delivery); a few of
         these carry them instead: one free consumer (not awaiting a handler) is kept
         whenever attempts wait: a consumer about to run a handler with more attempts queued
         and none free spawns the next, which takes over if the handler awaits, so an attempt
@@ -183,7 +179,6 @@ class Runner:
                     self._spawn_consumer()
                 job = held.job
                 target = job.target
-                assert isinstance(target, PythonTarget)
                 held.expires = self._elapsed.monotonic() + job.timeout.total_seconds()
                 if held.expires < self._timeouts_at:
                     self._watch_timeouts(held.expires)
@@ -191,9 +186,13 @@ class Runner:
                 began = time.perf_counter()  # the run's duration, measured as `targets` does
                 try:
                     with self._at_instant(held):
-                        result = await run_handler(
-                            self.handlers, target.handler, job, bounded=False, http=self._http
-                        )
+                        if isinstance(target, HttpTarget):
+                            secret = await self._secrets.get(job.tenant)
+                            result = await self._http().send(job, secret=secret, deadline=False)
+                        else:
+                            result = await run_handler(
+                                self.handlers, target.handler, job, bounded=False, http=self._http
+                            )
                 except asyncio.CancelledError:
                     held.task = None
                     if held.timed_out and task.uncancel() == 0:  # the timeout's alone
@@ -267,28 +266,18 @@ class Runner:
             self._watch_timeouts(ahead)
 
     async def _attempt(self, held: Held) -> None:
-        """An HTTP attempt, or a Python handler's in a thread or inline in a task. An HTTP
-        attempt past its job's timeout is cancelled by `_time_out_attempts` and reported timed
-        out, as the HTTP client's own deadline would have it; a revoked one, interrupted."""
+        """A sync Python handler's attempt, in a thread (`run_handler` keeps its timeout); a
+        revoked one is reported interrupted."""
         job = held.job
         target = job.target
+        assert isinstance(target, PythonTarget)
         result: AttemptResult
-        began = time.perf_counter()  # the run's duration, measured as `targets` does
         try:
-            if isinstance(target, HttpTarget):
-                http = self._http()
-                secret = await self._secrets.get(job.tenant)
-                result = await http.send(job, secret=secret, deadline=False)
-            else:
-                result = await run_handler(self.handlers, target.handler, job, http=self._http)
+            result = await run_handler(self.handlers, target.handler, job, http=self._http)
         except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if held.timed_out and task is not None and task.uncancel() == 0:
-                self.finish(held, timed_out(job, began))  # the timeout's cancellation alone
-                return
             self.finish(held, INTERRUPTED)
             raise
-        except Exception as exc:  # a bug of ours, not the target's: retry
+        except Exception as exc:  # a bug of ours, not the handler's: retry
             log.exception("worker %s: attempt of job %s crashed", self._worker_id, job.id)
             result = AttemptResult(AttemptOutcome.RETRY, error=describe(exc))
         self.finish(held, result)

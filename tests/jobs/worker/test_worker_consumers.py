@@ -1,5 +1,6 @@
-"""Async Python handlers run on the worker's consumer tasks (no task per attempt): the
-concurrency limit, handler-level timeouts, revocation and shutdown behave as with a task each."""
+"""Async Python handlers and HTTP requests run on the worker's consumer tasks (no task per
+attempt): the concurrency limit, handler-level timeouts, revocation and shutdown behave as with
+a task each."""
 
 from __future__ import annotations
 
@@ -10,14 +11,23 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from recoup.jobs.handlers import HandlerContext, HandlerRegistry
-from recoup.jobs.model import BackoffPolicy, JobState, NewJob, PythonTarget, RunOutcome
+from recoup.jobs.model import (
+    BackoffPolicy,
+    HttpTarget,
+    JobState,
+    NewJob,
+    PythonTarget,
+    RunOutcome,
+)
 from recoup.jobs.scheduler import Scheduler
 from recoup.jobs.ssrf import SsrfGuard
-from recoup.jobs.targets import AttemptOutcome, AttemptResult
+from recoup.jobs.targets import AttemptOutcome, AttemptResult, HttpExecutor
 from recoup.jobs.worker.completions import MAX_HOLD, CompletionBuffer
 from recoup.jobs.worker.ledger import Ledger, WorkerStats
-from tests.jobs.support import claimed_job
+from tests.jobs.support import Receiver, claimed_job
 from tests.support import ManualElapsed, eventually, wait_until
 
 OPEN = SsrfGuard(allow_private=True)
@@ -170,6 +180,47 @@ def test_a_burst_of_handlers_that_never_suspend_is_carried_by_a_few_consumers(
     # would be a thousand), and every one of them ran exactly once.
     assert len(tasks) <= 4, len(tasks)
     assert sorted(done) == sorted(job.id for job in jobs)
+
+
+def test_http_requests_run_on_a_few_consumers_side_by_side_not_a_task_each(
+    jobstore: Any, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tasks: set[asyncio.Task[Any]] = set()  # the tasks themselves: an id may be reused
+    in_flight = 0
+    peak = 0
+    send = HttpExecutor.send
+
+    async def observed(self: HttpExecutor, *args: Any, **kwargs: Any) -> AttemptResult:
+        nonlocal in_flight, peak
+        task = asyncio.current_task()
+        assert task is not None
+        tasks.add(task)
+        in_flight += 1
+        peak = max(peak, in_flight)
+        try:
+            return await send(self, *args, **kwargs)
+        finally:
+            in_flight -= 1
+
+    monkeypatch.setattr(HttpExecutor, "send", observed)
+    scheduler = Scheduler(jobstore, ssrf=OPEN)
+    # Due together and claimed ahead in full (the horizon), so that the ten running requests
+    # are followed at once by the next ready ones: due jobs claimed as slots free up would let
+    # the run queue empty between claims, and a consumer ends when it finds none waiting.
+    with scheduler.running_worker(concurrency=10, horizon=timedelta(seconds=3)):
+        run_at = datetime.now(UTC) + timedelta(seconds=1)
+        target = HttpTarget(url=receiver.url)
+        jobs = [NewJob(run_at=run_at, target=target) for _ in range(200)]
+        scheduler.enqueue_many(jobs)
+        assert wait_until(
+            lambda: all(scheduler.get(j.id).state is JobState.SUCCEEDED for j in jobs[-5:])
+        )
+        assert wait_until(lambda: len(receiver.requests) == 200)
+    # Ten requests in flight at once, carried by at most the ten consumers and the one they
+    # keep free: a task per request would be two hundred.
+    assert peak == 10
+    assert len(tasks) <= 11, len(tasks)
+    assert all(scheduler.get(job.id).state is JobState.SUCCEEDED for job in jobs)
 
 
 def test_a_flush_waits_for_queued_attempts_but_no_longer_than_its_bound() -> None:
