@@ -148,13 +148,12 @@ class Runner:
     async def _consume(self) -> None:
         """Run started attempts (HTTP requests, async Python handlers) from `_runq`, one after
         another, and end when none is left. A task per attempt costs more than a no-op handler
-        (and about 5 % of an HTTP delivery); a few of
-        these carry them instead: one free consumer (not awaiting a handler) is kept
-        whenever attempts wait: a consumer about to run a handler with more attempts queued
-        and none free spawns the next, which takes over if the handler awaits, so an attempt
-        never waits for another one's handler. A burst of 5,000 started at once is then
-        carried by a few consumers, not 5,000 tasks (one per attempt while none had run yet).
-        There are never more consumers than attempts running plus one. A handler
+        (and about 5 % of an HTTP delivery); a few of these carry them instead: one free
+        consumer (not awaiting an attempt) is kept whenever attempts wait: a consumer about to
+        run an attempt with more queued and none free spawns the next, which takes over if the
+        attempt awaits, so an attempt never waits for another one. A burst of 5,000 started at
+        once is then carried by a few consumers, not 5,000 tasks (one per attempt while none
+        had run yet). There are never more consumers than attempts running plus one. A handler
         runs inside its consumer's task, so `asyncio.timeout` and `current_task` work in it.
 
         Revoking an attempt cancels its consumer; the consumer reports it interrupted, takes
