@@ -21,7 +21,10 @@ def assert_held(figures: SkewFigures) -> None:
     assert figures.starts_by_worker.get("ahead", 0) > 0, figures.starts_by_worker
     assert figures.starts_by_worker.get("behind", 0) > 0, figures.starts_by_worker
     assert max(figures.recovery_s) < 2.0, figures.recovery_s  # the rescue interval, not minutes
-    assert figures.late_max_ms < 1000, figures
+    # Not left for the five minutes of the worker behind: a bound far below the skew, not a
+    # latency figure (the same check in tests/jobs/worker started its last job 1.5 s late in a
+    # loaded run, and these runs start first, when the suite's load is highest).
+    assert figures.late_max_ms < 10_000, figures
 
 
 def test_sqlite_holds_through_clock_skew() -> None:
