@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -246,6 +247,7 @@ def test_handler_threads_runs_the_handlers_blocking_calls_in_that_many_threads(
     def blocking(run_at: datetime) -> None:
         threads.add(threading.current_thread().name)
         pinned.append(clock.now() == run_at)  # the attempt's pinned clock reaches the thread
+        time.sleep(0.005)  # still busy when the next call comes: a pool must add a thread
 
     async def call(ctx: HandlerContext) -> None:
         await asyncio.gather(*(asyncio.to_thread(blocking, ctx.run_at) for _ in range(8)))

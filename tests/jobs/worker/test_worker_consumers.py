@@ -8,6 +8,7 @@ import asyncio
 import random
 import threading
 import time
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -27,7 +28,8 @@ from recoup.jobs.ssrf import SsrfGuard
 from recoup.jobs.targets import AttemptOutcome, AttemptResult, HttpExecutor
 from recoup.jobs.worker.completions import MAX_HOLD, CompletionBuffer
 from recoup.jobs.worker.ledger import Ledger, WorkerStats
-from tests.jobs.support import Receiver, claimed_job
+from recoup.timekeeping.clock import VirtualClock
+from tests.jobs.support import Receiver, Reply, claimed_job
 from tests.support import ManualElapsed, eventually, wait_until
 
 OPEN = SsrfGuard(allow_private=True)
@@ -182,27 +184,39 @@ def test_a_burst_of_handlers_that_never_suspend_is_carried_by_a_few_consumers(
     assert sorted(done) == sorted(job.id for job in jobs)
 
 
-def test_http_requests_run_on_a_few_consumers_side_by_side_not_a_task_each(
-    jobstore: Any, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    tasks: set[asyncio.Task[Any]] = set()  # the tasks themselves: an id may be reused
-    in_flight = 0
-    peak = 0
+@dataclass
+class Sending:
+    """What the worker's HTTP sends ran on: the tasks themselves (an id may be reused), and
+    the most in flight at once."""
+
+    tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+    in_flight: int = 0
+    peak: int = 0
+
+
+@pytest.fixture
+def sending(monkeypatch: pytest.MonkeyPatch) -> Sending:
+    seen = Sending()
     send = HttpExecutor.send
 
     async def observed(self: HttpExecutor, *args: Any, **kwargs: Any) -> AttemptResult:
-        nonlocal in_flight, peak
         task = asyncio.current_task()
         assert task is not None
-        tasks.add(task)
-        in_flight += 1
-        peak = max(peak, in_flight)
+        seen.tasks.add(task)
+        seen.in_flight += 1
+        seen.peak = max(seen.peak, seen.in_flight)
         try:
             return await send(self, *args, **kwargs)
         finally:
-            in_flight -= 1
+            seen.in_flight -= 1
 
     monkeypatch.setattr(HttpExecutor, "send", observed)
+    return seen
+
+
+def test_http_requests_run_on_a_few_consumers_side_by_side_not_a_task_each(
+    jobstore: Any, receiver: Receiver, sending: Sending
+) -> None:
     scheduler = Scheduler(jobstore, ssrf=OPEN)
     # Due together and claimed ahead in full (the horizon), so that the ten running requests
     # are followed at once by the next ready ones: due jobs claimed as slots free up would let
@@ -218,9 +232,30 @@ def test_http_requests_run_on_a_few_consumers_side_by_side_not_a_task_each(
         assert wait_until(lambda: len(receiver.requests) == 200)
     # Ten requests in flight at once, carried by at most the ten consumers and the one they
     # keep free: a task per request would be two hundred.
-    assert peak == 10
-    assert len(tasks) <= 11, len(tasks)
+    assert sending.peak == 10
+    assert len(sending.tasks) <= 11, len(sending.tasks)
     assert all(scheduler.get(job.id).state is JobState.SUCCEEDED for job in jobs)
+
+
+def test_a_request_past_its_timeout_leaves_its_consumer_to_run_the_next(
+    jobstore: Any, receiver: Receiver, sending: Sending
+) -> None:
+    receiver.reply(Reply(200, delay=1.0))  # the first request is answered after its timeout
+    clock = VirtualClock(START)
+    scheduler = Scheduler(jobstore, clock=clock, ssrf=OPEN)
+    hasty, after = (
+        scheduler.enqueue(
+            HttpTarget(url=receiver.url), retry=FAST_RETRY, timeout=timedelta(seconds=0.2)
+        )
+        for _ in range(2)
+    )
+    assert scheduler.worker(concurrency=1).drain() == 2
+    (cut,) = scheduler.runs(hasty.id)
+    assert cut.outcome is RunOutcome.RETRY and cut.error == "timed out after 0.2 s"
+    (run,) = scheduler.runs(after.id)
+    assert run.outcome is RunOutcome.SUCCEEDED
+    # The timeout cancelled the consumer's request, not the consumer: it ran the next one.
+    assert len(sending.tasks) == 1
 
 
 def test_a_flush_waits_for_queued_attempts_but_no_longer_than_its_bound() -> None:
